@@ -1,0 +1,229 @@
+"""The DuckDB schema: small, named, ordered migrations and a schema-version table.
+
+``otel_traces`` mirrors the OpenTelemetry Collector ClickHouse exporter column for column, so a
+Parquet export of it loads into ClickHouse unchanged.  The ``agent_*`` tables are the typed view
+of the same spans that the viewer and SQL users read; their columns are named as in seed 000.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+
+class SchemaError(RuntimeError):
+    """The database has a schema this version of otel-inputs cannot safely use."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+_MAP = "MAP(VARCHAR, VARCHAR)"
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "otel_traces_clickhouse_mirror",
+        f"""
+        CREATE TABLE otel_traces (
+            "Timestamp" TIMESTAMP_NS,
+            "TraceId" VARCHAR,
+            "SpanId" VARCHAR,
+            "ParentSpanId" VARCHAR,
+            "TraceState" VARCHAR,
+            "SpanName" VARCHAR,
+            "SpanKind" VARCHAR,
+            "ServiceName" VARCHAR,
+            "ResourceAttributes" {_MAP},
+            "ScopeName" VARCHAR,
+            "ScopeVersion" VARCHAR,
+            "SpanAttributes" {_MAP},
+            "Duration" UBIGINT,
+            "StatusCode" VARCHAR,
+            "StatusMessage" VARCHAR,
+            "Events.Timestamp" TIMESTAMP_NS[],
+            "Events.Name" VARCHAR[],
+            "Events.Attributes" {_MAP}[],
+            "Links.TraceId" VARCHAR[],
+            "Links.SpanId" VARCHAR[],
+            "Links.TraceState" VARCHAR[],
+            "Links.Attributes" {_MAP}[]
+        );
+        """,
+    ),
+    Migration(
+        2,
+        "agent_attempts",
+        """
+        CREATE TABLE agent_attempts (
+            attempt_id VARCHAR NOT NULL,
+            run_id VARCHAR,
+            session_id VARCHAR,
+            phase VARCHAR,
+            agent_name VARCHAR,
+            provider_name VARCHAR,
+            request_model VARCHAR,
+            task_prompt VARCHAR,
+            task_source_kind VARCHAR,
+            task_source_path VARCHAR,
+            task_size_bytes BIGINT,
+            task_sha256 VARCHAR,
+            send_kind VARCHAR,
+            turn_index INTEGER,
+            previous_turn_attempt_id VARCHAR,
+            retry_of_attempt_id VARCHAR,
+            system_prompt VARCHAR,
+            user_prompt VARCHAR,
+            input_packet_version INTEGER,
+            input_coverage VARCHAR NOT NULL,
+            coverage_reason VARCHAR,
+            declared_input_count INTEGER,
+            captured_input_count INTEGER,
+            omitted_input_count INTEGER,
+            item_count INTEGER,
+            capture_decision VARCHAR,
+            capture_gap_reason VARCHAR,
+            started_at TIMESTAMP_NS,
+            ended_at TIMESTAMP_NS,
+            status VARCHAR,
+            status_message VARCHAR,
+            trace_id VARCHAR,
+            span_id VARCHAR,
+            service_name VARCHAR,
+            source_format VARCHAR,
+            dropped_events_count INTEGER,
+            dropped_attributes_count INTEGER
+        );
+        """,
+    ),
+    Migration(
+        3,
+        "agent_attempt_inputs",
+        """
+        CREATE TABLE agent_attempt_inputs (
+            input_id VARCHAR NOT NULL,
+            attempt_id VARCHAR NOT NULL,
+            seq INTEGER NOT NULL,
+            label VARCHAR,
+            source_kind VARCHAR,
+            delivery_mode VARCHAR,
+            source_path VARCHAR,
+            snapshot_ref VARCHAR,
+            media_type VARCHAR,
+            preview_kind VARCHAR,
+            size_bytes BIGINT,
+            sha256 VARCHAR,
+            capture_status VARCHAR,
+            artifact_status VARCHAR,
+            detail VARCHAR,
+            captured_at TIMESTAMP_NS,
+            row_problem VARCHAR
+        );
+        """,
+    ),
+    Migration(
+        4,
+        "agent_artifacts",
+        """
+        CREATE TABLE agent_artifacts (
+            attempt_id VARCHAR NOT NULL,
+            input_id VARCHAR NOT NULL,
+            run_id VARCHAR,
+            seq INTEGER,
+            sha256 VARCHAR,
+            size_bytes BIGINT,
+            snapshot_ref VARCHAR,
+            media_type VARCHAR,
+            capture_status VARCHAR,
+            artifact_status VARCHAR,
+            status_reason VARCHAR,
+            captured_at TIMESTAMP_NS,
+            updated_at TIMESTAMP
+        );
+        """,
+    ),
+    Migration(
+        5,
+        "exporter_health",
+        """
+        CREATE TABLE exporter_health (
+            source VARCHAR NOT NULL,
+            metric VARCHAR NOT NULL,
+            value BIGINT NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        );
+        """,
+    ),
+    Migration(
+        6,
+        "lookup_indexes",
+        """
+        CREATE INDEX agent_attempts_run ON agent_attempts (run_id);
+        CREATE INDEX agent_attempts_attempt ON agent_attempts (attempt_id);
+        CREATE INDEX agent_attempt_inputs_attempt ON agent_attempt_inputs (attempt_id);
+        CREATE INDEX agent_artifacts_attempt ON agent_artifacts (attempt_id);
+        """,
+    ),
+)
+
+SCHEMA_VERSION = MIGRATIONS[-1].version
+_VERSION_TABLE = "otel_inputs_schema"
+
+
+def current_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The highest applied migration, 0 for an empty database."""
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [_VERSION_TABLE]
+    ).fetchone()[0]
+    if not exists:
+        return 0
+    row = con.execute(f"SELECT max(version) FROM {_VERSION_TABLE}").fetchone()
+    return int(row[0] or 0)
+
+
+def check_version(con: duckdb.DuckDBPyConnection) -> int:
+    """Raise :class:`SchemaError` for a schema newer than this code; return the version."""
+    version = current_version(con)
+    if version > SCHEMA_VERSION:
+        raise SchemaError(
+            f"database schema version {version} is newer than this otel-inputs understands "
+            f"({SCHEMA_VERSION}); upgrade otel-inputs or use another database file"
+        )
+    if version:
+        known = {m.version: m.name for m in MIGRATIONS}
+        for v, name in con.execute(f"SELECT version, name FROM {_VERSION_TABLE}").fetchall():
+            if known.get(v) != name:
+                raise SchemaError(
+                    f"database records unknown migration {v} ({name!r}); "
+                    "it was not created by this otel-inputs"
+                )
+    return version
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> int:
+    """Apply every pending migration, each in its own transaction; return the final version."""
+    con.execute(
+        f"CREATE TABLE IF NOT EXISTS {_VERSION_TABLE} "
+        "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+    )
+    version = check_version(con)
+    for migration in MIGRATIONS:
+        if migration.version <= version:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(migration.sql)
+            con.execute(
+                f"INSERT INTO {_VERSION_TABLE} VALUES (?, ?, now())",
+                [migration.version, migration.name],
+            )
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+    return SCHEMA_VERSION

@@ -1,0 +1,126 @@
+"""The registry of every span attribute, event and link name otel-inputs reads or writes.
+
+This is the wire contract of ``../shared/design/WIRE.md``: a runtime in any language that emits
+these names gets the same exporter and viewer.  Nothing else in the project spells one of these
+names as a string literal; import them from here.
+"""
+
+from __future__ import annotations
+
+PACKET_VERSION = 1
+"""Value of :data:`PACKET_VERSION_ATTR` for what this module describes."""
+
+# --- GenAI semantic-convention names (reused, never redefined) -------------------------------
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_AGENT_ID = "gen_ai.agent.id"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+GEN_AI_SYSTEM = "gen_ai.system"  # older spelling of the provider, read from foreign spans only
+GEN_AI_PROMPT = "gen_ai.prompt"  # deprecated content attribute, read from foreign spans only
+
+OPERATION_INVOKE_AGENT = "invoke_agent"
+SPAN_NAME_PREFIX = "invoke_agent"
+
+# OpenInference (Arize) names, read from foreign spans only.
+OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+OPENINFERENCE_LLM_KINDS = ("LLM", "AGENT", "CHAIN")
+OPENINFERENCE_INPUT_VALUE = "input.value"
+OPENINFERENCE_SESSION_ID = "session.id"
+OPENINFERENCE_MODEL_NAME = "llm.model_name"
+
+# Environment switches.
+ENV_CAPTURE = "OTEL_INPUTS_CAPTURE"
+ENV_GENAI_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+ENV_DB = "OTEL_INPUTS_DB"
+ENV_STORE = "OTEL_INPUTS_STORE"
+
+# --- Span attributes (facts about the attempt as a whole) -------------------------------------
+RUN_ID = "otel_inputs.run.id"
+ATTEMPT_ID = "otel_inputs.attempt.id"
+PHASE = "otel_inputs.phase"
+SEND_KIND = "otel_inputs.send_kind"
+TURN_INDEX = "otel_inputs.turn_index"
+PREVIOUS_TURN_ATTEMPT_ID = "otel_inputs.previous_turn_attempt_id"
+RETRY_OF_ATTEMPT_ID = "otel_inputs.retry_of_attempt_id"
+TASK_PROMPT = "otel_inputs.task.prompt"
+TASK_SOURCE_KIND = "otel_inputs.task.source_kind"
+TASK_SOURCE_PATH = "otel_inputs.task.source_path"
+TASK_SIZE_BYTES = "otel_inputs.task.size_bytes"
+TASK_SHA256 = "otel_inputs.task.sha256"
+PACKET_VERSION_ATTR = "otel_inputs.packet.version"
+PACKET_COVERAGE = "otel_inputs.packet.coverage"
+PACKET_DECLARED_COUNT = "otel_inputs.packet.declared_count"
+PACKET_CAPTURED_COUNT = "otel_inputs.packet.captured_count"
+PACKET_OMITTED_COUNT = "otel_inputs.packet.omitted_count"
+PACKET_ITEM_COUNT = "otel_inputs.packet.item_count"
+PACKET_GAP_REASON = "otel_inputs.packet.gap_reason"
+CAPTURE_DECISION = "otel_inputs.capture.decision"
+CAPTURE_GAP_REASON = "otel_inputs.capture.gap_reason"
+
+# --- Links ------------------------------------------------------------------------------------
+LINK_KIND = "otel_inputs.link.kind"
+LINK_PREVIOUS_TURN = "previous_turn"
+LINK_RETRY_OF = "retry_of"
+
+# --- Event: one per input item ----------------------------------------------------------------
+INPUT_EVENT = "otel_inputs.input"
+INPUT_ID = "otel_inputs.input.id"
+INPUT_SEQ = "otel_inputs.input.seq"
+INPUT_LABEL = "otel_inputs.input.label"
+INPUT_SOURCE_KIND = "otel_inputs.input.source_kind"
+INPUT_DELIVERY_MODE = "otel_inputs.input.delivery_mode"
+INPUT_SOURCE_PATH = "otel_inputs.input.source_path"
+INPUT_SNAPSHOT_REF = "otel_inputs.input.snapshot_ref"
+INPUT_MEDIA_TYPE = "otel_inputs.input.media_type"
+INPUT_PREVIEW_KIND = "otel_inputs.input.preview_kind"
+INPUT_SIZE_BYTES = "otel_inputs.input.size_bytes"
+INPUT_SHA256 = "otel_inputs.input.sha256"
+INPUT_CAPTURE_STATUS = "otel_inputs.input.capture_status"
+INPUT_ARTIFACT_STATUS = "otel_inputs.input.artifact_status"
+INPUT_DETAIL = "otel_inputs.input.detail"
+
+INPUT_EVENT_ATTRIBUTES = (
+    INPUT_ID,
+    INPUT_SEQ,
+    INPUT_LABEL,
+    INPUT_SOURCE_KIND,
+    INPUT_DELIVERY_MODE,
+    INPUT_SOURCE_PATH,
+    INPUT_SNAPSHOT_REF,
+    INPUT_MEDIA_TYPE,
+    INPUT_PREVIEW_KIND,
+    INPUT_SIZE_BYTES,
+    INPUT_SHA256,
+    INPUT_CAPTURE_STATUS,
+    INPUT_ARTIFACT_STATUS,
+    INPUT_DETAIL,
+)
+
+# --- Event: the logical request and the observable output (seed 001 §2) ----------------------
+EXCHANGE_PART_EVENT = "otel_inputs.exchange_part"
+PART_NAME = "otel_inputs.part.name"
+PART_CAPTURE = "otel_inputs.part.capture"
+PART_REASON = "otel_inputs.part.reason"
+PART_DISPATCH = "otel_inputs.part.dispatch"
+PART_REF = "otel_inputs.part.ref"
+PART_SHA256 = "otel_inputs.part.sha256"
+PART_SIZE_BYTES = "otel_inputs.part.size_bytes"
+
+# --- Owner-facing sentences (exact text, WIRE.md) ---------------------------------------------
+SENTENCE_LEGACY_TASK = (
+    "Task instructions were not captured separately for this attempt. "
+    "The exact user message is available below."
+)
+SENTENCE_NO_PACKET = "Attachment accounting was not recorded for this attempt."
+SENTENCE_EMPTY_PACKET = "No explicit files or attachments were supplied on this dispatch."
+DELIVERY_LABELS = {
+    "path_reference": "Available by path",
+    "inline": "Included in message",
+    "provider_attachment": "Attached to request",
+    "session_history": "Inherited from session",
+}

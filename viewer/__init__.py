@@ -1,0 +1,1 @@
+"""The Streamlit review app for otel-inputs; rendering logic lives in plain functions."""
