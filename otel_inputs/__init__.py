@@ -2,6 +2,19 @@
 
 from __future__ import annotations
 
+from otel_inputs._capture import ProviderAttachment, canonical_envelope_bytes, capture_attempt_inputs
+from otel_inputs._lineage import SessionTracker
+from otel_inputs._policy import (
+    AdmissionDecision,
+    AttemptAdmission,
+    CaptureMode,
+    CapturePolicy,
+    admit,
+)
+from otel_inputs._record import AgentObserver, AttemptRecording
+from otel_inputs._request import RequestError, inline_request, resolve_request
+from otel_inputs._snapshot import CaptureLimits
+from otel_inputs._store import ArtifactStore, ReadbackError, StoreCleanupError, StoreError, VerifiedSnapshot
 from otel_inputs._types import (
     AgentInputPacket,
     ArtifactStatus,
@@ -21,6 +34,26 @@ from otel_inputs._types import (
 )
 
 __all__ = [
+    "AdmissionDecision",
+    "AgentObserver",
+    "ArtifactStore",
+    "AttemptAdmission",
+    "AttemptRecording",
+    "CaptureLimits",
+    "CaptureMode",
+    "CapturePolicy",
+    "ProviderAttachment",
+    "ReadbackError",
+    "RequestError",
+    "SessionTracker",
+    "StoreCleanupError",
+    "StoreError",
+    "VerifiedSnapshot",
+    "admit",
+    "canonical_envelope_bytes",
+    "capture_attempt_inputs",
+    "inline_request",
+    "resolve_request",
     "AgentInputPacket",
     "ArtifactStatus",
     "Bound",

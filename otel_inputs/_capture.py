@@ -1,0 +1,383 @@
+"""``capture_attempt_inputs``: the whole seed-000 capture contract for one attempt."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from otel_inputs import names
+from otel_inputs._media import classify_bytes
+from otel_inputs._policy import AdmissionDecision
+from otel_inputs._snapshot import (
+    _OPEN_FILE,
+    Budget,
+    CaptureLimits,
+    FileOutcome,
+    Incomplete,
+    safe_text,
+    walk_context_root,
+)
+from otel_inputs._store import ArtifactStore, AttemptStaging, StoreError
+from otel_inputs._types import (
+    AgentInputPacket,
+    ArtifactStatus,
+    Bound,
+    CaptureDecision,
+    CaptureStatus,
+    Coverage,
+    DeliveryMode,
+    GapReason,
+    InputItem,
+    Lineage,
+    PreviewKind,
+    ResolvedRequest,
+    SourceKind,
+    TaskSourceKind,
+)
+
+
+@dataclass(frozen=True)
+class ProviderAttachment:
+    """One attachment, held as bytes: the SAME list builds the provider request and is recorded.
+
+    Build the provider call from ``attachment.data`` and pass the same list to the observer, so no
+    second, invisible attachment path can exist.
+    """
+
+    label: str
+    data: bytes = field(repr=False)
+    source_path: str | None = None
+    delivery_mode: DeliveryMode = DeliveryMode.PROVIDER_ATTACHMENT
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str], label: str | None = None) -> ProviderAttachment:
+        """Read a regular file once (no FIFO, no device) into an attachment descriptor."""
+        p = os.fspath(path)
+        fd = os.open(p, _OPEN_FILE & ~os.O_NOFOLLOW)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ValueError(f"attachment {p!r} is not a regular file")
+            os.set_blocking(fd, True)
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                data = fh.read()
+        finally:
+            os.close(fd)
+        return cls(label or Path(p).name, data, os.path.abspath(p))
+
+
+def canonical_envelope_bytes(envelope: Any) -> bytes:
+    """Canonical UTF-8 JSON of a previous envelope: sorted keys, no insignificant whitespace."""
+    return json.dumps(envelope, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def input_id_for(attempt_id: str, seq: int) -> str:
+    """A stable, opaque input id: never a host path."""
+    return "in-" + hashlib.sha256(f"{attempt_id}\x00{seq}".encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+@dataclass
+class _Draft:
+    label: str
+    source_kind: SourceKind
+    delivery_mode: DeliveryMode
+    status: CaptureStatus
+    source_path: str | None = None
+    sha256: str | None = None
+    size_bytes: int | None = None
+    media_type: str | None = None
+    preview_kind: PreviewKind = PreviewKind.NONE
+    detail: str | None = None
+    tmp_blob: bool = False  # bytes staged
+    captured_at_ns: int = 0
+
+
+def _held_bytes_draft(
+    data: bytes,
+    label: str,
+    source_kind: SourceKind,
+    delivery: DeliveryMode,
+    source_path: str | None,
+    staging: AttemptStaging | None,
+    limits: CaptureLimits,
+    budget: Budget,
+) -> _Draft | Incomplete:
+    now = time.time_ns()
+    if staging is None:
+        return _Draft(label, source_kind, delivery, CaptureStatus.NOT_APPLICABLE, source_path,
+                      detail="metadata only: content not captured", captured_at_ns=now)
+    if len(data) > limits.max_file_bytes:
+        return _Draft(label, source_kind, delivery, CaptureStatus.LIMIT_EXCEEDED, source_path,
+                      detail=limits.describe(Bound.FILE_BYTES), captured_at_ns=now)
+    if budget.total_bytes + len(data) > limits.max_total_bytes:
+        return Incomplete(Bound.TOTAL_BYTES)
+    blob = staging.put_bytes(data)
+    budget.total_bytes += len(data)
+    media, preview = classify_bytes(data)
+    if source_kind is SourceKind.PREVIOUS_ENVELOPE and preview is PreviewKind.TEXT:
+        media = "application/json"  # we serialized it ourselves, so the content is known JSON
+    return _Draft(label, source_kind, delivery, CaptureStatus.CAPTURED, source_path, blob.sha256,
+                  blob.size_bytes, media, preview, None, True, now)
+
+
+def _outcome_draft(root: str, outcome: FileOutcome, staging: AttemptStaging | None) -> _Draft:
+    rel = "/".join(safe_text(p) for p in outcome.rel_parts)
+    root_text = safe_text(os.path.abspath(os.fspath(root)))
+    label = rel or root_text
+    source_path = os.path.join(root_text, rel) if rel else root_text
+    draft = _Draft(
+        label, SourceKind.CONTEXT_HANDOFF, DeliveryMode.PATH_REFERENCE, outcome.status, source_path,
+        outcome.sha256, outcome.size_bytes, outcome.media_type, outcome.preview_kind, outcome.detail,
+        captured_at_ns=time.time_ns(),
+    )
+    if outcome.tmp is not None and staging is not None and outcome.sha256 is not None:
+        staging.adopt(outcome.tmp, outcome.sha256, outcome.size_bytes or 0)
+        draft.tmp_blob = True
+    return draft
+
+
+def capture_attempt_inputs(
+    *,
+    attempt_id: str,
+    run_id: str,
+    decision: AdmissionDecision,
+    store: ArtifactStore | None,
+    request: ResolvedRequest | None = None,
+    lineage: Lineage | None = None,
+    task_in_message: bool | None = None,
+    previous_envelope: Any = None,
+    envelope_in_message: bool = True,
+    context_roots: Sequence[str | os.PathLike[str]] = (),
+    attachments: Sequence[ProviderAttachment] = (),
+    limits: CaptureLimits | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    manifest_extra: Mapping[str, Any] | None = None,
+) -> AgentInputPacket:
+    """Snapshot an attempt's declared inputs within the bounds and commit the store manifest.
+
+    Order of items: the prompt file, the previous envelope, each context root's entries in
+    component-wise sorted order, then attachments.  Any store failure becomes a recorded gap.
+    """
+    limits = limits or CaptureLimits()
+    budget = Budget(limits, clock, clock())
+    if decision.decision is CaptureDecision.SUPPRESSED:
+        return AgentInputPacket(
+            names.PACKET_VERSION, attempt_id, run_id, Coverage.PARTIAL, decision.decision,
+            None, 0, None, (), lineage, request,
+            decision.gap_reason.value if decision.gap_reason else None,
+        )
+    gap: str | None = decision.gap_reason.value if decision.gap_reason else None
+    staging: AttemptStaging | None = None
+    if decision.reads_content and store is not None:
+        try:
+            staging = store.begin_attempt(attempt_id)
+        except OSError as exc:
+            gap = GapReason.STORE_UNAVAILABLE.value
+            store_error = f"artifact store unavailable: {exc.strerror or exc}"
+            staging = None
+            return _metadata_fallback(
+                attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
+                envelope_in_message, context_roots, attachments, limits, clock, gap, store_error,
+            )
+    drafts: list[_Draft] = []
+    incomplete: Bound | None = None
+    first_turn = lineage is None or lineage.turn_index == 1
+    if task_in_message is None:
+        task_in_message = first_turn
+    try:
+        if request is not None and request.source_kind is TaskSourceKind.PROMPT_FILE:
+            mode = DeliveryMode.INLINE if task_in_message else DeliveryMode.SESSION_HISTORY
+            label = "task prompt file " + safe_text(os.path.basename(request.source_path or "prompt"))
+            d = _held_bytes_draft(request.raw_bytes, label, SourceKind.PROMPT_FILE, mode,
+                                  request.source_path, staging, limits, budget)
+            if isinstance(d, Incomplete):
+                incomplete = d.bound
+            else:
+                drafts.append(d)
+        if incomplete is None and previous_envelope is not None:
+            mode = DeliveryMode.INLINE if envelope_in_message else DeliveryMode.SESSION_HISTORY
+            d = _held_bytes_draft(canonical_envelope_bytes(previous_envelope), "previous envelope",
+                                  SourceKind.PREVIOUS_ENVELOPE, mode, None, staging, limits, budget)
+            if isinstance(d, Incomplete):
+                incomplete = d.bound
+            else:
+                drafts.append(d)
+        for root in context_roots if incomplete is None else ():
+            for outcome in walk_context_root(root, staging, limits, budget):
+                if isinstance(outcome, Incomplete):
+                    incomplete = outcome.bound
+                    break
+                drafts.append(_outcome_draft(os.fspath(root), outcome, staging))
+            if incomplete is not None:
+                break
+        for att in attachments if incomplete is None else ():
+            d = _held_bytes_draft(att.data, safe_text(att.label), SourceKind.EXPLICIT_ATTACHMENT,
+                                  att.delivery_mode, att.source_path, staging, limits, budget)
+            if isinstance(d, Incomplete):
+                incomplete = d.bound
+                break
+            drafts.append(d)
+    except Exception:
+        if staging is not None:
+            staging.abort()
+        raise
+    store_error: str | None = None
+    items = _finalize(attempt_id, drafts, incomplete, limits, available=staging is not None)
+    coverage = Coverage.PARTIAL if (incomplete or decision.decision is CaptureDecision.METADATA_ONLY) else Coverage.COMPLETE
+    if incomplete is not None:
+        gap = gap or GapReason.LIMIT_EXCEEDED.value
+    if store is not None and decision.reads_content and staging is not None:
+        manifest = _manifest(run_id, lineage, coverage, decision, gap, items, drafts, incomplete, manifest_extra)
+        try:
+            staging.commit(manifest)
+        except (OSError, StoreError) as exc:
+            store_error = f"snapshot could not be stored: {getattr(exc, 'strerror', None) or exc}"
+            try:
+                staging.abort()
+            except StoreError as cleanup:
+                store_error += f"; {cleanup}"
+            items = _finalize(attempt_id, drafts, incomplete, limits, available=False, store_error=store_error)
+            coverage = Coverage.PARTIAL
+            gap = GapReason.STORE_UNAVAILABLE.value
+    return _packet(attempt_id, run_id, decision, coverage, items, incomplete, lineage, request, gap)
+
+
+def _metadata_fallback(attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
+                       envelope_in_message, context_roots, attachments, limits, clock, gap, store_error):
+    meta = AdmissionDecision(CaptureDecision.METADATA_ONLY, GapReason.STORE_UNAVAILABLE)
+    packet = capture_attempt_inputs(
+        attempt_id=attempt_id, run_id=run_id, decision=meta, store=None, request=request, lineage=lineage,
+        task_in_message=task_in_message, previous_envelope=previous_envelope,
+        envelope_in_message=envelope_in_message, context_roots=context_roots, attachments=attachments,
+        limits=limits, clock=clock,
+    )
+    items = tuple(
+        i if i.is_sentinel else _replace(i, detail=store_error) for i in packet.items
+    )
+    return _replace_packet(packet, items=items, gap_reason=gap, decision=decision.decision)
+
+
+def _replace(item: InputItem, **changes: Any) -> InputItem:
+    from dataclasses import replace
+
+    return replace(item, **changes)
+
+
+def _replace_packet(packet: AgentInputPacket, **changes: Any) -> AgentInputPacket:
+    from dataclasses import replace
+
+    return replace(packet, **changes)
+
+
+def _finalize(
+    attempt_id: str,
+    drafts: list[_Draft],
+    incomplete: Bound | None,
+    limits: CaptureLimits,
+    *,
+    available: bool,
+    store_error: str | None = None,
+) -> tuple[InputItem, ...]:
+    from otel_inputs._store import snapshot_ref_for
+
+    items: list[InputItem] = []
+    for seq, d in enumerate(drafts):
+        stored = available and d.tmp_blob and d.status is CaptureStatus.CAPTURED
+        detail = d.detail
+        if d.status is CaptureStatus.CAPTURED and not stored:
+            detail = store_error or "snapshot was not stored"
+        items.append(
+            InputItem(
+                input_id=input_id_for(attempt_id, seq),
+                seq=seq,
+                label=d.label,
+                source_kind=d.source_kind,
+                delivery_mode=d.delivery_mode,
+                capture_status=d.status,
+                artifact_status=ArtifactStatus.AVAILABLE if stored else ArtifactStatus.NEVER_CAPTURED,
+                source_path=d.source_path,
+                snapshot_ref=snapshot_ref_for(d.sha256) if stored and d.sha256 else None,
+                media_type=d.media_type,
+                preview_kind=d.preview_kind,
+                size_bytes=d.size_bytes,
+                sha256=d.sha256,
+                detail=detail,
+                captured_at_ns=d.captured_at_ns,
+            )
+        )
+    if incomplete is not None:
+        seq = len(items)
+        items.append(
+            InputItem(
+                input_id=input_id_for(attempt_id, seq),
+                seq=seq,
+                label="enumeration incomplete",
+                source_kind=SourceKind.CONTEXT_HANDOFF,
+                delivery_mode=DeliveryMode.PATH_REFERENCE,
+                capture_status=CaptureStatus.ENUMERATION_INCOMPLETE,
+                artifact_status=ArtifactStatus.NEVER_CAPTURED,
+                detail=limits.describe(incomplete),
+                captured_at_ns=time.time_ns(),
+            )
+        )
+    return tuple(items)
+
+
+def _packet(attempt_id, run_id, decision, coverage, items, incomplete, lineage, request, gap) -> AgentInputPacket:
+    real = [i for i in items if not i.is_sentinel]
+    captured = sum(1 for i in real if i.artifact_status is ArtifactStatus.AVAILABLE)
+    declared = None if incomplete is not None else len(real)
+    omitted = None if declared is None else declared - captured
+    return AgentInputPacket(
+        names.PACKET_VERSION, attempt_id, run_id, coverage, decision.decision,
+        declared, captured, omitted, tuple(items), lineage, request, gap,
+    )
+
+
+def item_to_dict(item: InputItem) -> dict[str, Any]:
+    """An input item as the store manifest (and DuckDB) spell its fields."""
+    return {
+        "input_id": item.input_id,
+        "seq": item.seq,
+        "label": item.label,
+        "source_kind": item.source_kind.value,
+        "delivery_mode": item.delivery_mode.value,
+        "source_path": item.source_path,
+        "snapshot_ref": item.snapshot_ref,
+        "media_type": item.media_type,
+        "preview_kind": item.preview_kind.value,
+        "size_bytes": item.size_bytes,
+        "sha256": item.sha256,
+        "capture_status": item.capture_status.value,
+        "artifact_status": item.artifact_status.value,
+        "status_reason": None,
+        "detail": item.detail,
+        "captured_at_ns": item.captured_at_ns,
+    }
+
+
+def _manifest(run_id, lineage, coverage, decision, gap, items, drafts, incomplete, extra) -> dict[str, Any]:
+    real = [i for i in items if not i.is_sentinel]
+    captured = sum(1 for i in real if i.artifact_status is ArtifactStatus.AVAILABLE)
+    body: dict[str, Any] = {
+        "run_id": run_id,
+        "session_id": lineage.session_id if lineage else None,
+        "state": "terminal",
+        "coverage": coverage.value,
+        "decision": decision.decision.value,
+        "gap_reason": gap,
+        "declared_count": None if incomplete else len(real),
+        "captured_count": captured,
+        "omitted_count": None if incomplete else len(real) - captured,
+        "items": [item_to_dict(i) for i in items],
+    }
+    if extra:
+        body.update(extra)
+    return body

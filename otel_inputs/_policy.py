@@ -1,0 +1,116 @@
+"""Admission: whether an attempt's content may be captured, decided before any content is read.
+
+One switch, ``OTEL_INPUTS_CAPTURE``:
+
+* ``content`` (the default): snapshot declared inputs into the local artifact store and record the
+  task text on the span.  This is the default because answering "what did this attempt have?" is
+  the reason to install otel-inputs, and snapshot bytes never leave the machine: they go to a local
+  store, not over the wire.
+* ``metadata_only``: record items (kinds, paths, sizes from ``lstat``, counts) with no bytes read and
+  no content attributes.
+* ``off``: record the decision and nothing else.
+
+The ``gen_ai.system_instructions`` / ``gen_ai.input.messages`` span attributes carry the exact
+messages to whatever backend the spans go to, so they follow the OpenTelemetry switch
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (default: off, as OpenTelemetry specifies).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from otel_inputs import names
+from otel_inputs._types import CaptureDecision, GapReason
+
+
+class CaptureMode(str, Enum):
+    CONTENT = "content"
+    METADATA_ONLY = "metadata_only"
+    OFF = "off"
+
+
+_TRUE = {"1", "true", "yes", "on", "span_only", "span_and_event", "event_only"}
+
+
+@dataclass(frozen=True)
+class CapturePolicy:
+    """Process-wide capture settings; read from the environment by :meth:`from_env`."""
+
+    mode: CaptureMode = CaptureMode.CONTENT
+    message_content: bool = False
+    min_free_bytes: int = 0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> CapturePolicy:
+        env = os.environ if env is None else env
+        raw = env.get(names.ENV_CAPTURE, CaptureMode.CONTENT.value).strip().lower()
+        try:
+            mode = CaptureMode(raw)
+        except ValueError:
+            # An unknown value must not silently capture content the user tried to restrict.
+            mode = CaptureMode.METADATA_ONLY
+        content = env.get(names.ENV_GENAI_CAPTURE_CONTENT, "").strip().lower() in _TRUE
+        return cls(mode=mode, message_content=content)
+
+
+@dataclass(frozen=True)
+class AttemptAdmission:
+    """What the runtime knows about this attempt's run before capture: consent and scope."""
+
+    temporary_run: bool = False
+    content_opt_out: bool = False
+    expires_at: float | None = None  # wall-clock seconds; capture admitted only before this
+
+
+@dataclass(frozen=True)
+class AdmissionDecision:
+    decision: CaptureDecision
+    gap_reason: GapReason | None = None
+
+    @property
+    def reads_content(self) -> bool:
+        return self.decision is CaptureDecision.ADMITTED
+
+    @property
+    def lists_items(self) -> bool:
+        return self.decision is not CaptureDecision.SUPPRESSED
+
+
+def admit(
+    policy: CapturePolicy,
+    admission: AttemptAdmission,
+    *,
+    sampled: bool,
+    store_root: str | os.PathLike[str] | None,
+    now: Callable[[], float] = time.time,
+    free_bytes: Callable[[str], int] | None = None,
+) -> AdmissionDecision:
+    """Decide capture for one attempt from policy, consent, sampling and capacity, reading no content."""
+    if not sampled:
+        return AdmissionDecision(CaptureDecision.SUPPRESSED, GapReason.SAMPLED_OUT)
+    if policy.mode is CaptureMode.OFF:
+        return AdmissionDecision(CaptureDecision.SUPPRESSED, GapReason.POLICY_OPT_OUT)
+    if admission.temporary_run:
+        return AdmissionDecision(CaptureDecision.SUPPRESSED, GapReason.TEMPORARY_RUN)
+    if admission.content_opt_out:
+        return AdmissionDecision(CaptureDecision.SUPPRESSED, GapReason.POLICY_OPT_OUT)
+    if admission.expires_at is not None and now() >= admission.expires_at:
+        return AdmissionDecision(CaptureDecision.SUPPRESSED, GapReason.EXPIRED)
+    if policy.mode is CaptureMode.METADATA_ONLY:
+        return AdmissionDecision(CaptureDecision.METADATA_ONLY, GapReason.POLICY_OPT_OUT)
+    if store_root is None:
+        return AdmissionDecision(CaptureDecision.METADATA_ONLY, GapReason.STORE_UNAVAILABLE)
+    if policy.min_free_bytes:
+        measure = free_bytes or (lambda p: shutil.disk_usage(p).free)
+        try:
+            free = measure(os.fspath(store_root))
+        except OSError:
+            return AdmissionDecision(CaptureDecision.METADATA_ONLY, GapReason.STORE_UNAVAILABLE)
+        if free < policy.min_free_bytes:
+            return AdmissionDecision(CaptureDecision.METADATA_ONLY, GapReason.CAPACITY_EXCEEDED)
+    return AdmissionDecision(CaptureDecision.ADMITTED)

@@ -1,0 +1,319 @@
+"""Bounded, no-follow snapshotting of context-handoff trees into an attempt's staging directory.
+
+Traversal uses directory file descriptors and ``O_NOFOLLOW`` opens relative to them, so a
+directory swapped for a symlink mid-walk is refused rather than followed.  FIFOs, sockets and
+devices are never opened.  Each file is copied once, hashed while copying, and its identity
+(device, inode, size, mtime) is re-checked afterwards; a changed file is discarded.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from otel_inputs._media import SNIFF_BYTES, Utf8Validator, classify
+from otel_inputs._store import AttemptStaging
+from otel_inputs._types import Bound, CaptureStatus, PreviewKind
+
+MAX_FILES = 100
+MAX_DEPTH = 8
+MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_TOTAL_BYTES = 50 * 1024 * 1024
+MAX_SECONDS = 5.0
+_CHUNK = 1 << 20
+
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass(frozen=True)
+class CaptureLimits:
+    """The seed-000 capture bounds; tests override them with tiny values."""
+
+    max_files: int = MAX_FILES
+    max_depth: int = MAX_DEPTH
+    max_file_bytes: int = MAX_FILE_BYTES
+    max_total_bytes: int = MAX_TOTAL_BYTES
+    max_seconds: float = MAX_SECONDS
+
+    def describe(self, bound: Bound) -> str:
+        value = {
+            Bound.FILE_COUNT: f"at most {self.max_files} files",
+            Bound.DEPTH: f"at most {self.max_depth} directory levels below the context root",
+            Bound.FILE_BYTES: f"at most {self.max_file_bytes} bytes per file",
+            Bound.TOTAL_BYTES: f"at most {self.max_total_bytes} snapshot bytes per attempt",
+            Bound.WALL_TIME: f"at most {self.max_seconds:g} s of capture time",
+        }[bound]
+        return f"bound {bound.value} tripped ({value})"
+
+
+@dataclass
+class Budget:
+    """Shared across all sources of one attempt: files seen, bytes staged, the time window."""
+
+    limits: CaptureLimits
+    clock: Callable[[], float]
+    started: float
+    files: int = 0
+    total_bytes: int = 0
+
+    def time_left(self) -> bool:
+        return self.clock() - self.started <= self.limits.max_seconds
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What happened to one declared file or tree entry."""
+
+    rel_parts: tuple[str, ...]
+    status: CaptureStatus
+    detail: str | None = None
+    sha256: str | None = None
+    size_bytes: int | None = None
+    media_type: str | None = None
+    preview_kind: PreviewKind = PreviewKind.NONE
+    tmp: Path | None = None
+
+
+@dataclass(frozen=True)
+class Incomplete:
+    """Enumeration stopped at a bound; nothing after this point was looked at."""
+
+    bound: Bound
+
+
+def safe_text(name: str) -> str:
+    """A file name as display-safe, valid UTF-8 text: undecodable bytes and control characters escaped."""
+    raw = os.fsencode(name)
+    text = raw.decode("utf-8", "backslashreplace")
+    out = []
+    for ch in text:
+        if ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _kind_name(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    if stat.S_ISLNK(mode):
+        return "symbolic link"
+    return "special file"
+
+
+def copy_regular_file(
+    dir_fd: int | None,
+    name: str,
+    staging: AttemptStaging | None,
+    limits: CaptureLimits,
+    budget: Budget,
+    rel_parts: tuple[str, ...],
+) -> FileOutcome | Incomplete:
+    """Copy one regular file into staging with hash, size and identity re-check; never follow a link."""
+    try:
+        st0 = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return FileOutcome(rel_parts, CaptureStatus.MISSING, "vanished before capture")
+    except PermissionError:
+        return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, "permission denied")
+    except OSError as exc:
+        return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, f"cannot stat: {exc.strerror}")
+    if stat.S_ISLNK(st0.st_mode):
+        return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, "symbolic link; not followed")
+    if not stat.S_ISREG(st0.st_mode):
+        return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, f"{_kind_name(st0.st_mode)}; not opened")
+    if st0.st_size > limits.max_file_bytes:
+        return FileOutcome(
+            rel_parts, CaptureStatus.LIMIT_EXCEEDED, limits.describe(Bound.FILE_BYTES), size_bytes=None
+        )
+    if budget.total_bytes + st0.st_size > limits.max_total_bytes:
+        return Incomplete(Bound.TOTAL_BYTES)
+    if staging is None:  # metadata only: identity known from lstat, no bytes read
+        return FileOutcome(rel_parts, CaptureStatus.NOT_APPLICABLE, "metadata only: content not captured")
+    try:
+        fd = os.open(name, _OPEN_FILE, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return FileOutcome(rel_parts, CaptureStatus.MISSING, "vanished before capture")
+    except PermissionError:
+        return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, "permission denied")
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, "replaced by a symbolic link; not followed")
+        return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, f"cannot open: {exc.strerror}")
+    tmp: Path | None = None
+    try:
+        st1 = os.fstat(fd)
+        if not stat.S_ISREG(st1.st_mode):
+            return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, f"{_kind_name(st1.st_mode)}; not read")
+        if (st1.st_dev, st1.st_ino) != (st0.st_dev, st0.st_ino):
+            return FileOutcome(rel_parts, CaptureStatus.CHANGED_DURING_CAPTURE, "replaced before it was opened")
+        tmp = staging.temp_path()
+        digest = hashlib.sha256()
+        utf8 = Utf8Validator()
+        head = b""
+        copied = 0
+        cap = limits.max_file_bytes + 1
+        buf = bytearray(_CHUNK)
+        view = memoryview(buf)
+        with open(tmp, "xb", buffering=0) as out:
+            while copied < cap:
+                n = os.readv(fd, [view[: min(_CHUNK, cap - copied)]])
+                if n == 0:
+                    break
+                chunk = view[:n]
+                digest.update(chunk)
+                out.write(chunk)
+                utf8.feed(chunk)
+                if len(head) < SNIFF_BYTES:
+                    head += bytes(chunk[: SNIFF_BYTES - len(head)])
+                copied += n
+        utf8.feed(b"", final=True)
+        if copied > limits.max_file_bytes:
+            staging.discard(tmp)
+            return FileOutcome(rel_parts, CaptureStatus.LIMIT_EXCEEDED, "grew past the per-file bound during capture")
+        st2 = os.fstat(fd)
+        try:
+            st3 = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            staging.discard(tmp)
+            return FileOutcome(rel_parts, CaptureStatus.CHANGED_DURING_CAPTURE, "deleted during capture")
+        identity = (st1.st_dev, st1.st_ino, st1.st_size, st1.st_mtime_ns)
+        if (
+            identity != (st2.st_dev, st2.st_ino, st2.st_size, st2.st_mtime_ns)
+            or (st3.st_dev, st3.st_ino) != (st1.st_dev, st1.st_ino)
+            or copied != st2.st_size
+        ):
+            staging.discard(tmp)
+            return FileOutcome(rel_parts, CaptureStatus.CHANGED_DURING_CAPTURE, "changed while it was being copied")
+        if budget.total_bytes + copied > limits.max_total_bytes:
+            staging.discard(tmp)
+            return Incomplete(Bound.TOTAL_BYTES)
+        budget.total_bytes += copied
+        media, preview = classify(head, is_utf8=utf8.valid, size=copied)
+        return FileOutcome(
+            rel_parts,
+            CaptureStatus.CAPTURED,
+            None,
+            digest.hexdigest(),
+            copied,
+            media,
+            preview,
+            tmp,
+        )
+    except OSError as exc:
+        if tmp is not None:
+            staging.discard(tmp)
+        return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, f"read failed: {exc.strerror}")
+    finally:
+        os.close(fd)
+
+
+def walk_context_root(
+    root: str | os.PathLike[str],
+    staging: AttemptStaging | None,
+    limits: CaptureLimits,
+    budget: Budget,
+) -> Iterator[FileOutcome | Incomplete]:
+    """Yield every entry below ``root`` in component-wise sorted order, stopping at the first bound.
+
+    Sorting compares path components as bytes, so the order is the same on every run and machine.
+    """
+    try:
+        root_fd = os.open(os.fspath(root), _OPEN_DIR)
+    except FileNotFoundError:
+        yield FileOutcome((), CaptureStatus.MISSING, "context root does not exist")
+        return
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            yield FileOutcome((), CaptureStatus.UNREADABLE, "context root is not a directory (symlinks are not followed)")
+        else:
+            yield FileOutcome((), CaptureStatus.UNREADABLE, f"context root cannot be opened: {exc.strerror}")
+        return
+    try:
+        yield from _walk_dir(root_fd, (), 1, staging, limits, budget)
+    finally:
+        os.close(root_fd)
+
+
+class _Stop(Exception):
+    def __init__(self, bound: Bound) -> None:
+        self.bound = bound
+
+
+def _walk_dir(
+    dir_fd: int,
+    prefix: tuple[str, ...],
+    depth: int,
+    staging: AttemptStaging | None,
+    limits: CaptureLimits,
+    budget: Budget,
+) -> Iterator[FileOutcome | Incomplete]:
+    names: list[str] = []
+    try:
+        with os.scandir(dir_fd) as it:
+            for entry in it:
+                names.append(entry.name)
+                if len(names) % 1024 == 0 and not budget.time_left():
+                    yield Incomplete(Bound.WALL_TIME)
+                    return
+    except OSError as exc:
+        yield FileOutcome(prefix, CaptureStatus.UNREADABLE, f"directory cannot be listed: {exc.strerror}")
+        return
+    if names and depth > limits.max_depth:
+        yield Incomplete(Bound.DEPTH)
+        return
+    names.sort(key=os.fsencode)
+    for name in names:
+        if not budget.time_left():
+            yield Incomplete(Bound.WALL_TIME)
+            return
+        rel = prefix + (name,)
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            try:
+                sub_fd = os.open(name, _OPEN_DIR, dir_fd=dir_fd)
+            except OSError as exc:
+                budget.files += 1
+                if budget.files > limits.max_files:
+                    yield Incomplete(Bound.FILE_COUNT)
+                    return
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    yield FileOutcome(rel, CaptureStatus.UNREADABLE, "directory replaced by a symbolic link; not followed")
+                elif exc.errno == errno.ENOENT:
+                    yield FileOutcome(rel, CaptureStatus.MISSING, "directory vanished during capture")
+                else:
+                    yield FileOutcome(rel, CaptureStatus.UNREADABLE, f"directory cannot be opened: {exc.strerror}")
+                continue
+            try:
+                for outcome in _walk_dir(sub_fd, rel, depth + 1, staging, limits, budget):
+                    yield outcome
+                    if isinstance(outcome, Incomplete):
+                        return
+            finally:
+                os.close(sub_fd)
+            continue
+        budget.files += 1
+        if budget.files > limits.max_files:
+            yield Incomplete(Bound.FILE_COUNT)
+            return
+        if st is None:
+            yield FileOutcome(rel, CaptureStatus.MISSING, "vanished before capture")
+            continue
+        outcome = copy_regular_file(dir_fd, name, staging, limits, budget, rel)
+        yield outcome
+        if isinstance(outcome, Incomplete):
+            return

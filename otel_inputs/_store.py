@@ -1,0 +1,338 @@
+"""The local artifact store: content-addressed snapshot bytes plus a durable manifest per attempt.
+
+Layout under the store root::
+
+    objects/<2 hex>/<sha256 hex>     snapshot bytes, named by their SHA-256 (stored once)
+    staging/<key>.<pid>.<rand>/      one attempt's capture in progress (same filesystem)
+    manifests/<key>.json             the committed, durable record of one attempt
+
+``<key>`` is the SHA-256 of the attempt id, so no caller-supplied id ever becomes a path.
+Readback is only by (attempt id, input id): the object is named by the hash recorded in the
+manifest, and the bytes are re-hashed before they are returned.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MANIFEST_VERSION = 1
+SNAPSHOT_REF_PREFIX = "sha256:"
+DEFAULT_RECONCILE_AGE_S = 3600.0
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class StoreError(Exception):
+    """Base class of artifact-store failures."""
+
+
+class StoreCleanupError(StoreError):
+    """Cleanup of a failed capture itself failed; ``orphan_path`` names what was left behind."""
+
+    def __init__(self, orphan_path: str, cause: BaseException) -> None:
+        super().__init__(f"could not remove orphan capture staging {orphan_path}: {cause}")
+        self.orphan_path = orphan_path
+
+
+class ReadbackError(StoreError):
+    """A snapshot cannot be returned; ``outcome`` is the owner-facing refusal reason."""
+
+    def __init__(self, outcome: str, message: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+def attempt_key(attempt_id: str) -> str:
+    return hashlib.sha256(attempt_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def snapshot_ref_for(sha256: str) -> str:
+    return SNAPSHOT_REF_PREFIX + sha256
+
+
+def sha256_from_ref(ref: str | None) -> str | None:
+    if not ref or not ref.startswith(SNAPSHOT_REF_PREFIX):
+        return None
+    digest = ref[len(SNAPSHOT_REF_PREFIX) :]
+    return digest if _HEX64.match(digest) else None
+
+
+@dataclass(frozen=True)
+class StagedBlob:
+    sha256: str
+    size_bytes: int
+    snapshot_ref: str
+
+
+@dataclass(frozen=True)
+class VerifiedSnapshot:
+    """Bytes read back through the store, verified against the recorded SHA-256."""
+
+    attempt_id: str
+    input_id: str
+    data: bytes
+    sha256: str
+    item: dict[str, Any]
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class AttemptStaging:
+    """One attempt's preallocated staging directory; bytes land here before commit."""
+
+    def __init__(self, store: ArtifactStore, attempt_id: str, path: Path) -> None:
+        self.store = store
+        self.attempt_id = attempt_id
+        self.path = path
+        self._blobs: dict[str, Path] = {}
+        self._closed = False
+
+    def temp_path(self) -> Path:
+        """A fresh temp file name inside staging, for a caller that copies and hashes itself."""
+        return self.path / f"tmp-{secrets.token_hex(8)}"
+
+    def put_bytes(self, data: bytes) -> StagedBlob:
+        """Stage held bytes (a resolved prompt, an envelope) without rereading any source."""
+        digest = hashlib.sha256(data).hexdigest()
+        if digest not in self._blobs:
+            tmp = self.temp_path()
+            with open(tmp, "xb") as fh:
+                fh.write(data)
+            self._blobs[digest] = tmp
+        return StagedBlob(digest, len(data), snapshot_ref_for(digest))
+
+    def adopt(self, tmp: Path, sha256: str, size_bytes: int) -> StagedBlob:
+        """Take ownership of a temp file the caller wrote and hashed inside this staging dir."""
+        if tmp.parent != self.path:
+            raise StoreError("adopted file must live in the attempt's staging directory")
+        if sha256 in self._blobs:
+            tmp.unlink(missing_ok=True)
+        else:
+            self._blobs[sha256] = tmp
+        return StagedBlob(sha256, size_bytes, snapshot_ref_for(sha256))
+
+    def discard(self, tmp: Path) -> None:
+        tmp.unlink(missing_ok=True)
+
+    def commit(self, manifest: dict[str, Any]) -> Path:
+        """Move staged bytes into objects/, then write the manifest atomically, then clean up.
+
+        Objects go first so a committed manifest never names bytes that are not there.
+        """
+        if self._closed:
+            raise StoreError("staging already closed")
+        for digest, tmp in self._blobs.items():
+            self.store._install_object(digest, tmp)
+        path = self.store._write_manifest(self.attempt_id, manifest)
+        self._closed = True
+        self._remove_dir()
+        return path
+
+    def abort(self) -> None:
+        """Remove everything staged; raise :class:`StoreCleanupError` naming the orphan if that fails."""
+        if self._closed:
+            return
+        self._closed = True
+        self._remove_dir()
+
+    def _remove_dir(self) -> None:
+        try:
+            shutil.rmtree(self.path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StoreCleanupError(str(self.path), exc) from exc
+
+
+class ArtifactStore:
+    """A local directory holding snapshot bytes and one durable manifest per attempt."""
+
+    def __init__(self, root: str | os.PathLike[str], *, create: bool = True) -> None:
+        self.root = Path(root)
+        self.objects_dir = self.root / "objects"
+        self.staging_dir = self.root / "staging"
+        self.manifests_dir = self.root / "manifests"
+        if create:
+            for d in (self.objects_dir, self.staging_dir, self.manifests_dir):
+                d.mkdir(parents=True, exist_ok=True)
+
+    # -- writing ---------------------------------------------------------------------------
+    def begin_attempt(self, attempt_id: str) -> AttemptStaging:
+        """Preallocate the attempt's staging directory (raises ``OSError`` if the store is unusable)."""
+        key = attempt_key(attempt_id)
+        path = self.staging_dir / f"{key[:32]}.{os.getpid()}.{secrets.token_hex(4)}"
+        path.mkdir(mode=0o700)
+        return AttemptStaging(self, attempt_id, path)
+
+    def object_path(self, sha256: str) -> Path:
+        if not _HEX64.match(sha256):
+            raise ReadbackError("not_found", "not a snapshot digest")
+        return self.objects_dir / sha256[:2] / sha256
+
+    def _install_object(self, digest: str, tmp: Path) -> None:
+        final = self.object_path(digest)
+        final.parent.mkdir(exist_ok=True)
+        if final.exists():
+            # Already stored: refresh its age so reconciliation cannot take it before our manifest lands.
+            try:
+                os.utime(final)
+            except OSError:
+                pass
+            tmp.unlink(missing_ok=True)
+            return
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, final)
+
+    def _write_manifest(self, attempt_id: str, manifest: dict[str, Any]) -> Path:
+        body = dict(manifest)
+        body.setdefault("manifest_version", MANIFEST_VERSION)
+        body["attempt_id"] = attempt_id
+        body.setdefault("committed_at_ns", time.time_ns())
+        data = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        final = self.manifest_path(attempt_id)
+        tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
+        with open(tmp, "xb") as fh:
+            fh.write(data.encode("utf-8", "surrogatepass"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+        _fsync_dir(final.parent)
+        return final
+
+    def update_manifest(self, attempt_id: str, manifest: dict[str, Any]) -> Path:
+        """Rewrite an existing manifest atomically (retention status changes)."""
+        return self._write_manifest(attempt_id, manifest)
+
+    # -- reading ---------------------------------------------------------------------------
+    def manifest_path(self, attempt_id: str) -> Path:
+        return self.manifests_dir / f"{attempt_key(attempt_id)}.json"
+
+    def manifest(self, attempt_id: str) -> dict[str, Any] | None:
+        """The committed manifest of an attempt, or ``None`` when the store has none."""
+        try:
+            raw = self.manifest_path(attempt_id).read_bytes()
+        except FileNotFoundError:
+            return None
+        body = json.loads(raw)
+        if body.get("attempt_id") != attempt_id:
+            raise StoreError("manifest does not belong to the requested attempt")
+        return body
+
+    def iter_manifests(self) -> Iterator[dict[str, Any]]:
+        """Every committed manifest; unreadable ones yield a dict with an ``error`` key."""
+        try:
+            entries = sorted(os.scandir(self.manifests_dir), key=lambda e: e.name)
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            if not entry.name.endswith(".json") or entry.name.startswith("."):
+                continue
+            try:
+                with open(entry.path, "rb") as fh:
+                    body = json.loads(fh.read())
+                if not isinstance(body, dict) or "attempt_id" not in body:
+                    raise ValueError("manifest lacks attempt_id")
+                yield body
+            except (OSError, ValueError) as exc:
+                yield {"error": f"unreadable manifest {entry.name}: {exc}", "file": entry.name}
+
+    def read_input(self, attempt_id: str, input_id: str, *, max_bytes: int | None = None) -> VerifiedSnapshot:
+        """Return an input's snapshot bytes after verifying them against the recorded SHA-256."""
+        try:
+            manifest = self.manifest(attempt_id)
+        except (OSError, ValueError, StoreError) as exc:
+            raise ReadbackError("not_found", f"manifest unreadable: {exc}") from exc
+        if manifest is None:
+            raise ReadbackError("not_found", "no committed record for this attempt")
+        item = next((i for i in manifest.get("items", ()) if i.get("input_id") == input_id), None)
+        if item is None:
+            raise ReadbackError("not_found", "unknown input id")
+        status = item.get("artifact_status")
+        if status == "evicted":
+            reason = item.get("status_reason") or "evicted"
+            raise ReadbackError("retention_expired", f"snapshot evicted ({reason})")
+        if status != "available":
+            raise ReadbackError("not_found", "no snapshot was captured for this input")
+        digest = item.get("sha256")
+        if not isinstance(digest, str) or not _HEX64.match(digest):
+            raise ReadbackError("integrity_mismatch", "recorded digest is malformed")
+        size = item.get("size_bytes")
+        if max_bytes is not None and isinstance(size, int) and size > max_bytes:
+            raise ReadbackError("too_large", f"snapshot is {size} bytes, over the {max_bytes} byte limit")
+        path = self.object_path(digest)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ELOOP):
+                raise ReadbackError("not_found", "snapshot bytes are missing from the store") from exc
+            raise ReadbackError("not_found", f"snapshot unreadable: {exc.strerror}") from exc
+        with os.fdopen(fd, "rb") as fh:
+            limit = (max_bytes + 1) if max_bytes is not None else -1
+            data = fh.read(limit)
+        if max_bytes is not None and len(data) > max_bytes:
+            raise ReadbackError("too_large", f"snapshot is over the {max_bytes} byte limit")
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise ReadbackError("integrity_mismatch", "snapshot bytes do not match the recorded SHA-256")
+        return VerifiedSnapshot(attempt_id, input_id, data, digest, item)
+
+    # -- housekeeping ------------------------------------------------------------------------
+    def referenced_digests(self) -> set[str]:
+        refs: set[str] = set()
+        for manifest in self.iter_manifests():
+            for item in manifest.get("items", ()) or ():
+                if item.get("artifact_status") == "available" and isinstance(item.get("sha256"), str):
+                    refs.add(item["sha256"])
+        return refs
+
+    def reconcile(self, *, min_age_s: float = DEFAULT_RECONCILE_AGE_S, now: float | None = None) -> dict[str, int]:
+        """Remove staging and object bytes older than ``min_age_s`` that no committed manifest owns."""
+        now = time.time() if now is None else now
+        removed_staging = removed_objects = 0
+        for entry in list(os.scandir(self.staging_dir)) if self.staging_dir.exists() else []:
+            try:
+                if now - entry.stat(follow_symlinks=False).st_mtime < min_age_s:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+                removed_staging += 1
+            except FileNotFoundError:
+                continue
+        refs = self.referenced_digests()
+        for sub in list(os.scandir(self.objects_dir)) if self.objects_dir.exists() else []:
+            if not sub.is_dir(follow_symlinks=False):
+                continue
+            for entry in list(os.scandir(sub.path)):
+                if entry.name in refs:
+                    continue
+                try:
+                    if now - entry.stat(follow_symlinks=False).st_mtime < min_age_s:
+                        continue
+                    os.unlink(entry.path)
+                    removed_objects += 1
+                except FileNotFoundError:
+                    continue
+        return {"staging_removed": removed_staging, "objects_removed": removed_objects}
