@@ -106,7 +106,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "agent_attempt_inputs",
         """
         CREATE TABLE agent_attempt_inputs (
-            input_id VARCHAR NOT NULL,
+            input_id VARCHAR,
             attempt_id VARCHAR NOT NULL,
             seq INTEGER NOT NULL,
             label VARCHAR,
@@ -132,17 +132,29 @@ MIGRATIONS: tuple[Migration, ...] = (
         """
         CREATE TABLE agent_artifacts (
             attempt_id VARCHAR NOT NULL,
-            input_id VARCHAR NOT NULL,
+            input_id VARCHAR,
             run_id VARCHAR,
+            session_id VARCHAR,
             seq INTEGER,
+            label VARCHAR,
+            source_kind VARCHAR,
+            delivery_mode VARCHAR,
+            source_path VARCHAR,
             sha256 VARCHAR,
             size_bytes BIGINT,
             snapshot_ref VARCHAR,
             media_type VARCHAR,
+            preview_kind VARCHAR,
             capture_status VARCHAR,
             artifact_status VARCHAR,
             status_reason VARCHAR,
+            detail VARCHAR,
             captured_at TIMESTAMP_NS,
+            manifest_coverage VARCHAR,
+            manifest_decision VARCHAR,
+            manifest_gap_reason VARCHAR,
+            manifest_committed_at TIMESTAMP_NS,
+            row_problem VARCHAR,
             updated_at TIMESTAMP
         );
         """,
@@ -164,8 +176,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         "lookup_indexes",
         """
         CREATE INDEX agent_attempts_run ON agent_attempts (run_id);
-        CREATE INDEX agent_attempts_attempt ON agent_attempts (attempt_id);
-        CREATE INDEX agent_attempt_inputs_attempt ON agent_attempt_inputs (attempt_id);
+        CREATE UNIQUE INDEX agent_attempts_attempt ON agent_attempts (attempt_id);
+        CREATE UNIQUE INDEX agent_attempt_inputs_attempt_seq ON agent_attempt_inputs (attempt_id, seq);
         CREATE INDEX agent_artifacts_attempt ON agent_artifacts (attempt_id);
         """,
     ),

@@ -1,0 +1,171 @@
+"""Column-wise pyarrow tables for one batch of spans: the fastest DuckDB ingest path measured.
+
+Per performance-anchors §3, ``INSERT INTO … SELECT * FROM <arrow table>`` in one transaction beats
+the Python appender 3.5× for the packet shape; maps are built from flat key/value arrays plus
+offsets so no per-span Python dicts reach pyarrow.  Arrow ``list<timestamp[ns]>`` loads into
+``TIMESTAMP_NS[]`` directly (checked with duckdb 2.0.1), so no BIGINT staging is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from exporter._rows import ATTEMPT_COLUMNS, INPUT_COLUMNS, SpanRows, derive
+from exporter._spans import SpanRecord, stringify
+
+TRACES = "otel_traces"
+ATTEMPTS = "agent_attempts"
+INPUTS = "agent_attempt_inputs"
+ARTIFACTS = "agent_artifacts"
+
+_TS = pa.timestamp("ns")
+_MAP = pa.map_(pa.string(), pa.string())
+
+_ATTEMPT_TYPES: dict[str, pa.DataType] = {c: pa.string() for c in ATTEMPT_COLUMNS}
+_ATTEMPT_TYPES.update(
+    task_size_bytes=pa.int64(), turn_index=pa.int32(), input_packet_version=pa.int32(),
+    declared_input_count=pa.int32(), captured_input_count=pa.int32(),
+    omitted_input_count=pa.int32(), item_count=pa.int32(), started_at=_TS, ended_at=_TS,
+    dropped_events_count=pa.int32(), dropped_attributes_count=pa.int32(),
+)  # fmt: skip
+_INPUT_TYPES: dict[str, pa.DataType] = {c: pa.string() for c in INPUT_COLUMNS}
+_INPUT_TYPES.update(seq=pa.int32(), size_bytes=pa.int64(), captured_at=_TS)
+
+ATTEMPT_SCHEMA = pa.schema([(c, _ATTEMPT_TYPES[c]) for c in ATTEMPT_COLUMNS])
+INPUT_SCHEMA = pa.schema([(c, _INPUT_TYPES[c]) for c in INPUT_COLUMNS])
+
+
+@dataclass(frozen=True)
+class BatchTables:
+    """Everything one batch inserts; a table is ``None`` when it has no rows."""
+
+    traces: pa.Table | None
+    attempts: pa.Table | None
+    inputs: pa.Table | None
+    artifacts: pa.Table | None = None
+
+    @property
+    def span_count(self) -> int:
+        return self.traces.num_rows if self.traces is not None else 0
+
+    def items(self) -> list[tuple[str, pa.Table]]:
+        pairs = ((TRACES, self.traces), (ATTEMPTS, self.attempts), (INPUTS, self.inputs),
+                 (ARTIFACTS, self.artifacts))  # fmt: skip
+        return [(name, t) for name, t in pairs if t is not None and t.num_rows]
+
+
+class _MapBuilder:
+    """Accumulates many MAP(VARCHAR, VARCHAR) values as flat arrays plus offsets."""
+
+    __slots__ = ("keys", "values", "offsets")
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.values: list[str] = []
+        self.offsets: list[int] = [0]
+
+    def add(self, attrs: Mapping[str, Any]) -> None:
+        keys, values = self.keys, self.values
+        for k, v in attrs.items():
+            keys.append(k)
+            values.append(v if type(v) is str else stringify(v))
+        self.offsets.append(len(keys))
+
+    def build(self) -> pa.Array:
+        return pa.MapArray.from_arrays(
+            pa.array(self.offsets, pa.int32()), pa.array(self.keys, pa.string()),
+            pa.array(self.values, pa.string()),
+        )  # fmt: skip
+
+
+def _list_of(offsets: list[int], values: pa.Array) -> pa.Array:
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values)
+
+
+def traces_table(spans: Sequence[SpanRecord]) -> pa.Table:
+    """The otel_traces rows, column for column as the ClickHouse exporter writes them."""
+    res_maps, span_maps, ev_maps, link_maps = _MapBuilder(), _MapBuilder(), _MapBuilder(), _MapBuilder()
+    ev_ts: list[int] = []
+    ev_names: list[str] = []
+    ev_off = [0]
+    l_tid: list[str] = []
+    l_sid: list[str] = []
+    l_ts: list[str] = []
+    l_off = [0]
+    for s in spans:
+        res_maps.add(s.resource_attributes)
+        span_maps.add(s.attributes)
+        for e in s.events:
+            ev_ts.append(e.time_ns)
+            ev_names.append(e.name)
+            ev_maps.add(e.attributes)
+        ev_off.append(len(ev_names))
+        for link in s.links:
+            l_tid.append(link.trace_id)
+            l_sid.append(link.span_id)
+            l_ts.append(link.trace_state)
+            link_maps.add(link.attributes)
+        l_off.append(len(l_tid))
+    cols: dict[str, pa.Array] = {
+        "Timestamp": pa.array([s.start_ns for s in spans], _TS),
+        "TraceId": pa.array([s.trace_id for s in spans], pa.string()),
+        "SpanId": pa.array([s.span_id for s in spans], pa.string()),
+        "ParentSpanId": pa.array([s.parent_span_id for s in spans], pa.string()),
+        "TraceState": pa.array([s.trace_state for s in spans], pa.string()),
+        "SpanName": pa.array([s.name for s in spans], pa.string()),
+        "SpanKind": pa.array([s.kind for s in spans], pa.string()),
+        "ServiceName": pa.array([s.service_name for s in spans], pa.string()),
+        "ResourceAttributes": res_maps.build(),
+        "ScopeName": pa.array([s.scope_name for s in spans], pa.string()),
+        "ScopeVersion": pa.array([s.scope_version for s in spans], pa.string()),
+        "SpanAttributes": span_maps.build(),
+        "Duration": pa.array([max(s.end_ns - s.start_ns, 0) for s in spans], pa.uint64()),
+        "StatusCode": pa.array([s.status_code for s in spans], pa.string()),
+        "StatusMessage": pa.array([s.status_message for s in spans], pa.string()),
+        "Events.Timestamp": _list_of(ev_off, pa.array(ev_ts, _TS)),
+        "Events.Name": _list_of(ev_off, pa.array(ev_names, pa.string())),
+        "Events.Attributes": _list_of(ev_off, ev_maps.build()),
+        "Links.TraceId": _list_of(l_off, pa.array(l_tid, pa.string())),
+        "Links.SpanId": _list_of(l_off, pa.array(l_sid, pa.string())),
+        "Links.TraceState": _list_of(l_off, pa.array(l_ts, pa.string())),
+        "Links.Attributes": _list_of(l_off, link_maps.build()),
+    }
+    return pa.table(cols)
+
+
+def rows_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    return pa.table(
+        {f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in schema}, schema=schema
+    )
+
+
+def dedupe(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
+    """Keep the last copy of each (trace id, span id): a replayed span must not double its rows."""
+    by_key: dict[tuple[str, str], SpanRecord] = {}
+    for s in spans:
+        by_key.pop((s.trace_id, s.span_id), None)
+        by_key[(s.trace_id, s.span_id)] = s
+    return list(by_key.values())
+
+
+def build_batch(spans: Sequence[SpanRecord]) -> BatchTables:
+    """Derive and build every table for a batch (pure: no DuckDB)."""
+    spans = dedupe(spans)
+    attempts: dict[str, SpanRows] = {}
+    for s in spans:
+        derived = derive(s)
+        if derived.attempt is not None:
+            # The same attempt id twice in a batch: the later span wins, as a re-insert would.
+            attempts.pop(derived.attempt["attempt_id"], None)
+            attempts[derived.attempt["attempt_id"]] = derived
+    attempt_rows = [d.attempt for d in attempts.values() if d.attempt is not None]
+    input_rows = [row for d in attempts.values() for row in d.inputs]
+    return BatchTables(
+        traces=traces_table(spans) if spans else None,
+        attempts=rows_table(attempt_rows, ATTEMPT_SCHEMA) if attempt_rows else None,
+        inputs=rows_table(input_rows, INPUT_SCHEMA) if input_rows else None,
+    )

@@ -1,0 +1,92 @@
+"""Opening the shared DuckDB file safely from several processes.
+
+DuckDB allows one read-write process or many readers, never both (duckdb-collector.md §1.2), so
+every writer and reader takes an ``fcntl.flock`` on a sidecar ``<db>.lock`` (exclusive for
+writers, shared for readers) and holds a DuckDB connection only for the length of one batch or
+one refresh.  The flock makes waiting orderly; retries on ``duckdb.IOException`` cover foreign
+tools that open the file without our lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+
+from exporter._schema import check_version
+
+# Offline machines: a stray extension call must fail fast, never try a download.
+CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+
+class LockTimeout(TimeoutError):
+    """The sidecar lock could not be taken within the allowed time."""
+
+
+def lock_path(db_path: str | os.PathLike[str]) -> Path:
+    return Path(f"{os.fspath(db_path)}.lock")
+
+
+def spool_path(db_path: str | os.PathLike[str]) -> Path:
+    return Path(f"{os.fspath(db_path)}.spool")
+
+
+@contextlib.contextmanager
+def file_lock(db_path: str | os.PathLike[str], *, exclusive: bool, timeout_s: float) -> Iterator[None]:
+    """Hold the sidecar flock; poll with backoff so a stuck holder yields a LockTimeout, not a hang."""
+    path = lock_path(db_path)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
+        deadline = time.monotonic() + timeout_s
+        delay = 0.002
+        while True:
+            try:
+                fcntl.flock(fd, mode)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(f"could not lock {path} within {timeout_s:.1f}s") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def connect_with_retry(
+    db_path: str | os.PathLike[str], *, read_only: bool, attempts: int = 6, first_delay_s: float = 0.02
+) -> duckdb.DuckDBPyConnection:
+    """Open the file, retrying the lock conflicts a foreign (lock-less) process can cause."""
+    delay = first_delay_s
+    for attempt in range(attempts):
+        try:
+            return duckdb.connect(os.fspath(db_path), read_only=read_only, config=dict(CONNECT_CONFIG))
+        except duckdb.IOException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(delay)
+            delay *= 2
+    raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def read_connection(
+    db_path: str | os.PathLike[str], *, timeout_s: float = 10.0
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A short-lived read-only connection for one refresh (the viewer's way in); never cache it."""
+    with file_lock(db_path, exclusive=False, timeout_s=timeout_s):
+        con = connect_with_retry(db_path, read_only=True)
+        try:
+            check_version(con)
+            yield con
+        finally:
+            con.close()

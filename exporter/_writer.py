@@ -1,0 +1,260 @@
+"""The one write path: a batch of tables → one DuckDB transaction, or the spool, never nowhere.
+
+Both the in-process exporter and the OTLP sink write through :class:`DuckDBWriter`.  Per batch it
+takes the sidecar lock, opens a short-lived connection, replaces rows by key (so a replayed span
+or a Collector retry never duplicates), drains any spooled batches in the same transaction,
+updates its health counters, commits and closes.  When that fails after bounded retries the batch
+is written atomically to ``<db>.spool/`` and drained by the next successful batch of any process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import socket
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, TRACES, BatchTables, build_batch
+from exporter._db import LockTimeout, connect_with_retry, file_lock, spool_path
+from exporter._manifests import artifacts_table
+from exporter._schema import migrate
+from exporter._spans import SpanRecord
+
+_log = logging.getLogger(__name__)
+
+HEALTH_METRICS = ("spans_written", "spans_spilled", "spans_dropped", "batches_failed",
+                  "spans_drained", "spans_rejected", "artifact_rows_written")  # fmt: skip
+_TABLE_FILES = {TRACES: "otel_traces.arrow", ATTEMPTS: "agent_attempts.arrow",
+                INPUTS: "agent_attempt_inputs.arrow", ARTIFACTS: "agent_artifacts.arrow"}  # fmt: skip
+_BATCH_VIEW = "_otel_inputs_batch"
+
+
+def default_source(prefix: str = "exporter") -> str:
+    return f"{prefix}:{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    written: int = 0
+    spilled: int = 0
+    dropped: int = 0
+    error: str | None = None
+
+    @property
+    def durable(self) -> bool:
+        """True when every span is either in the database or in the spool."""
+        return self.dropped == 0
+
+
+_WRITERS: weakref.WeakSet[DuckDBWriter] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # A lock held by another thread at fork time would stay locked forever in the child.
+    for writer in list(_WRITERS):
+        writer._reinit_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class DuckDBWriter:
+    """Writes batches into one DuckDB file shared with other writer processes and readers."""
+
+    def __init__(
+        self,
+        db_path: str | os.PathLike[str],
+        *,
+        source: str | None = None,
+        source_prefix: str = "exporter",
+        lock_timeout_s: float = 10.0,
+        connect_attempts: int = 6,
+        drain_limit: int = 16,
+    ) -> None:
+        self.db_path = Path(db_path)
+        self.spool_dir = spool_path(self.db_path)
+        self._fixed_source = source
+        self._source_prefix = source_prefix
+        self.source = source or default_source(source_prefix)
+        self.lock_timeout_s = lock_timeout_s
+        self.connect_attempts = connect_attempts
+        self.drain_limit = drain_limit
+        self.counters: dict[str, int] = dict.fromkeys(HEALTH_METRICS, 0)
+        self._lock = threading.Lock()
+        self._migrated = False
+        _WRITERS.add(self)
+
+    def _reinit_after_fork(self) -> None:
+        self._lock = threading.Lock()
+        self.counters = dict.fromkeys(HEALTH_METRICS, 0)
+        if self._fixed_source is None:  # a per-process source names the child, not the parent
+            self.source = default_source(self._source_prefix)
+
+    # -- public ------------------------------------------------------------------------------
+    def write_spans(self, spans: Sequence[SpanRecord], *, manifests: Sequence[Mapping[str, Any]] = ()) -> WriteOutcome:
+        tables = build_batch(spans)
+        if manifests:
+            tables = BatchTables(tables.traces, tables.attempts, tables.inputs,
+                                 artifacts_table(manifests, _now_us()))  # fmt: skip
+        return self.write_tables(tables)
+
+    def land_manifests(self, manifests: Sequence[Mapping[str, Any]]) -> WriteOutcome:
+        table = artifacts_table(manifests, _now_us())
+        if table is None:
+            return WriteOutcome()
+        return self.write_tables(BatchTables(None, None, None, table))
+
+    def count(self, metric: str, n: int) -> None:
+        """Add to a health counter persisted with the next successful batch."""
+        with self._lock:
+            self.counters[metric] = self.counters.get(metric, 0) + n
+
+    def write_tables(self, tables: BatchTables) -> WriteOutcome:
+        """Land one batch (and any spooled ones); spill it on failure.  Never raises."""
+        n = tables.span_count
+        with self._lock:
+            try:
+                self._commit(tables)
+                return WriteOutcome(written=n)
+            except Exception as exc:  # noqa: BLE001 - every failure ends in the spool, not the caller
+                error = f"{type(exc).__name__}: {exc}"
+                self.counters["batches_failed"] += 1
+                try:
+                    self._spill(tables)
+                except Exception as spill_exc:  # noqa: BLE001
+                    self.counters["spans_dropped"] += n
+                    _log.error("otel-inputs: batch of %d spans LOST: write failed (%s) and spool failed (%s)",
+                               n, error, spill_exc)  # fmt: skip
+                    return WriteOutcome(dropped=n, error=error)
+                self.counters["spans_spilled"] += n
+                _log.warning("otel-inputs: DuckDB write failed (%s); %d spans spilled to %s",
+                             error, n, self.spool_dir)  # fmt: skip
+                return WriteOutcome(spilled=n, error=error)
+
+    def spooled_batches(self) -> list[Path]:
+        try:
+            return sorted(p for p in self.spool_dir.iterdir() if p.is_dir() and p.name[0].isdigit())
+        except FileNotFoundError:
+            return []
+
+    # -- internals -----------------------------------------------------------------------------
+    def _commit(self, tables: BatchTables) -> None:
+        with file_lock(self.db_path, exclusive=True, timeout_s=self.lock_timeout_s):
+            con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts)
+            try:
+                if not self._migrated:
+                    migrate(con)
+                    self._migrated = True
+                drained, drained_spans = self._load_spool()
+                counters = dict(self.counters)
+                counters["spans_written"] += tables.span_count
+                counters["artifact_rows_written"] += tables.artifacts.num_rows if tables.artifacts is not None else 0
+                counters["spans_drained"] += drained_spans
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    for _, spooled in drained:
+                        _insert(con, spooled)
+                    _insert(con, tables)
+                    _write_health(con, self.source, counters)
+                    con.execute("COMMIT")
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+                self.counters = counters
+            finally:
+                con.close()
+            # Only after the commit: a crash before this point re-drains, and keyed replace makes
+            # the second landing a no-op.
+            for path, _ in drained:
+                shutil.rmtree(path, ignore_errors=True)
+
+    def _load_spool(self) -> tuple[list[tuple[Path, BatchTables]], int]:
+        out: list[tuple[Path, BatchTables]] = []
+        spans = 0
+        for path in self.spooled_batches()[: self.drain_limit]:
+            try:
+                loaded: dict[str, pa.Table | None] = {}
+                for name, filename in _TABLE_FILES.items():
+                    f = path / filename
+                    loaded[name] = ipc.open_file(f).read_all() if f.exists() else None
+                batch = BatchTables(loaded[TRACES], loaded[ATTEMPTS], loaded[INPUTS], loaded[ARTIFACTS])
+            except Exception as exc:  # noqa: BLE001 - a corrupt spool entry is quarantined, not retried forever
+                bad = path.with_name(f"bad-{path.name}")
+                _log.error("otel-inputs: unreadable spool entry %s (%s); moved to %s", path, exc, bad)
+                os.replace(path, bad)
+                continue
+            out.append((path, batch))
+            spans += batch.span_count
+        return out, spans
+
+    def _spill(self, tables: BatchTables) -> Path:
+        self.spool_dir.mkdir(parents=True, exist_ok=True)
+        token = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
+        tmp = self.spool_dir / f".tmp-{token}"
+        tmp.mkdir()
+        for name, table in tables.items():
+            target = tmp / _TABLE_FILES[name]
+            with open(target, "wb") as fh:
+                with ipc.new_file(fh, table.schema) as w:
+                    w.write_table(table)
+                fh.flush()
+                os.fsync(fh.fileno())
+        final = self.spool_dir / token
+        os.rename(tmp, final)  # atomic: a drainer never sees a half-written batch
+        return final
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def _insert(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:
+    """Replace-by-key then insert, table by table, inside the caller's transaction."""
+    for name, table in tables.items():
+        con.register(_BATCH_VIEW, table)
+        try:
+            if name == TRACES:
+                con.execute(
+                    f'DELETE FROM otel_traces USING {_BATCH_VIEW} b '
+                    'WHERE otel_traces."SpanId" = b."SpanId" AND otel_traces."TraceId" = b."TraceId"'
+                )
+            elif name == ATTEMPTS:
+                # A re-landed attempt replaces its inputs too, even if it now has none.
+                for target in (ATTEMPTS, INPUTS):
+                    con.execute(
+                        f"DELETE FROM {target} WHERE attempt_id IN (SELECT attempt_id FROM {_BATCH_VIEW})"
+                    )
+            elif name == ARTIFACTS:
+                con.execute(
+                    f"DELETE FROM {ARTIFACTS} WHERE attempt_id IN (SELECT attempt_id FROM {_BATCH_VIEW})"
+                )
+            cols = ", ".join(f'"{c}"' for c in table.column_names)
+            con.execute(f"INSERT INTO {name} ({cols}) SELECT {cols} FROM {_BATCH_VIEW}")
+        finally:
+            con.unregister(_BATCH_VIEW)
+
+
+def _write_health(con: duckdb.DuckDBPyConnection, source: str, counters: Mapping[str, int]) -> None:
+    con.execute("DELETE FROM exporter_health WHERE source = ?", [source])
+    metrics = sorted(counters)
+    values_sql = ", ".join("(?, ?, ?, now())" for _ in metrics)
+    params: list[Any] = []
+    for m in metrics:
+        params.extend([source, m, int(counters[m])])
+    con.execute(f"INSERT INTO exporter_health VALUES {values_sql}", params)
+
+
+__all__ = ["DuckDBWriter", "LockTimeout", "WriteOutcome", "default_source"]
