@@ -159,6 +159,7 @@ def capture_attempt_inputs(
     limits: CaptureLimits | None = None,
     clock: Callable[[], float] = time.monotonic,
     manifest_extra: Mapping[str, Any] | None = None,
+    on_chunk: Callable[[tuple[str, ...]], None] | None = None,
 ) -> AgentInputPacket:
     """Snapshot an attempt's declared inputs within the bounds and commit the store manifest.
 
@@ -166,7 +167,7 @@ def capture_attempt_inputs(
     component-wise sorted order, then attachments.  Any store failure becomes a recorded gap.
     """
     limits = limits or CaptureLimits()
-    budget = Budget(limits, clock, clock())
+    budget = Budget(limits, clock, clock(), on_chunk=on_chunk)
     if decision.decision is CaptureDecision.SUPPRESSED:
         return AgentInputPacket(
             names.PACKET_VERSION, attempt_id, run_id, Coverage.PARTIAL, decision.decision,

@@ -61,6 +61,9 @@ class Budget:
     started: float
     files: int = 0
     total_bytes: int = 0
+    # Called after each copied chunk with the entry's relative parts: a seam that lets tests change
+    # a real file mid-copy deterministically.  Never set in production.
+    on_chunk: Callable[[tuple[str, ...]], None] | None = None
 
     def time_left(self) -> bool:
         return self.clock() - self.started <= self.limits.max_seconds
@@ -178,6 +181,8 @@ def copy_regular_file(
                 if len(head) < SNIFF_BYTES:
                     head += bytes(chunk[: SNIFF_BYTES - len(head)])
                 copied += n
+                if budget.on_chunk is not None:
+                    budget.on_chunk(rel_parts)
         utf8.feed(b"", final=True)
         if copied > limits.max_file_bytes:
             staging.discard(tmp)
