@@ -9,7 +9,7 @@ Use it to test your own instrumentation without mocks::
         with RecordingHarness(tmp_path / "store") as h:
             run_my_agent(observer=h.observer())
             [span] = h.attempt_spans()
-            assert h.inputs(span)[0]["otel_inputs.input.delivery_mode"] == "inline"
+            assert h.inputs(span)[0][names.INPUT_DELIVERY_MODE] == "inline"
 """
 
 from __future__ import annotations
