@@ -1,0 +1,421 @@
+"""The ONE attempt panel model, shared by every surface that shows an attempt.
+
+:func:`build_panel` turns an :class:`~viewer._queries.AttemptBundle` into a :class:`PanelModel`
+whose sections are, in this order: Task instructions (open), This dispatch, Inherited context,
+Files available, Attachments delivered, Exact model messages.  Streamlit only draws it.
+Every input item appears in exactly one group; groups keep ``seq`` order; unknown reads "unknown".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from otel_inputs import names
+from otel_inputs._types import CaptureDecision, Coverage, DeliveryMode, SendKind, TaskSourceKind
+from viewer._changes import ChangesModel, compute_changes
+from viewer._format import (
+    NOT_RECORDED,
+    UNKNOWN,
+    count_text,
+    duration_text,
+    reason_text,
+    size_text,
+    time_text,
+    value_text,
+)
+from viewer._legacy import legacy_task
+from viewer._lineage import PriorTurns, prior_turns
+from viewer._previews import has_preview, unavailable_reason
+from viewer._queries import AttemptBundle, AttemptRecord, InputRecord
+
+SECTION_TITLES = (
+    "Task instructions",
+    "This dispatch",
+    "Inherited context",
+    "Files available",
+    "Attachments delivered",
+    "Exact model messages",
+)
+
+SEND_KIND_TEXT = {
+    SendKind.INITIAL.value: "initial request",
+    SendKind.PARSE_RETRY.value: "parse retry",
+    SendKind.GATE_RETRY.value: "check retry",
+}
+UNKNOWN_DELIVERY_TITLE = "Delivery mode not recorded"
+OPAQUE_HISTORY_NOTE = (
+    "The provider's session history cannot be enumerated; the earlier turns below are what this "
+    "session recorded before this dispatch, so the model may also have seen content not listed here."
+)
+
+
+@dataclass(frozen=True)
+class ItemRow:
+    input_id: str
+    seq: int
+    label: str
+    source_kind: str
+    delivery_mode: str | None
+    delivery_label: str
+    source_path: str | None
+    media_type: str
+    size: str
+    sha256: str
+    capture_status: str
+    artifact_status: str
+    unavailable: str | None
+    detail: str | None
+    previewable: bool
+    change: str | None = None
+    record: InputRecord | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ItemGroup:
+    delivery_mode: str | None
+    title: str
+    items: tuple[ItemRow, ...]
+
+
+@dataclass(frozen=True)
+class TaskSection:
+    text: str | None
+    derived: bool
+    notes: tuple[str, ...]
+    provenance: tuple[tuple[str, str], ...]
+    title: str = SECTION_TITLES[0]
+    expanded: bool = True
+
+
+@dataclass(frozen=True)
+class CoverageModel:
+    coverage: str
+    declared: str
+    captured: str
+    omitted: str
+    recorded_events: str
+    received_events: int
+    decision: str
+    gap_reason: str | None
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DispatchSection:
+    send_kind: str
+    turn_index: str
+    retry_of: str | None
+    previous_turn: str | None
+    added_summary: str
+    coverage: CoverageModel
+    groups: tuple[ItemGroup, ...]
+    current_message: str | None
+    notes: tuple[str, ...]
+    title: str = SECTION_TITLES[1]
+
+
+@dataclass(frozen=True)
+class TurnLink:
+    attempt_id: str
+    started: str
+    send_kind: str
+    phase: str
+    turn_index: str
+
+
+@dataclass(frozen=True)
+class InheritedSection:
+    turns: tuple[TurnLink, ...]
+    notes: tuple[str, ...]
+    groups: tuple[ItemGroup, ...]
+    title: str = SECTION_TITLES[2]
+
+
+@dataclass(frozen=True)
+class FilesSection:
+    groups: tuple[ItemGroup, ...]
+    changes: ChangesModel
+    notes: tuple[str, ...]
+    title: str = SECTION_TITLES[3]
+
+
+@dataclass(frozen=True)
+class AttachmentsSection:
+    groups: tuple[ItemGroup, ...]
+    notes: tuple[str, ...]
+    title: str = SECTION_TITLES[4]
+
+
+@dataclass(frozen=True)
+class MessagesSection:
+    system: str | None
+    user: str | None
+    notes: tuple[str, ...]
+    title: str = SECTION_TITLES[5]
+
+
+@dataclass(frozen=True)
+class PanelModel:
+    attempt_id: str
+    facts: tuple[tuple[str, str], ...]
+    task: TaskSection
+    dispatch: DispatchSection
+    inherited: InheritedSection
+    files: FilesSection
+    attachments: AttachmentsSection
+    messages: MessagesSection
+    is_legacy: bool
+
+    @property
+    def sections(self) -> tuple[object, ...]:
+        return (self.task, self.dispatch, self.inherited, self.files, self.attachments, self.messages)
+
+    def all_items(self) -> list[ItemRow]:
+        out: list[ItemRow] = []
+        for section in (self.dispatch, self.inherited, self.files, self.attachments):
+            for group in section.groups:
+                out.extend(group.items)
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+def item_row(item: InputRecord, change: str | None = None) -> ItemRow:
+    mode = item.delivery_mode
+    label = item.label if item.label not in (None, "") else f"(no label; input {item.input_id})"
+    return ItemRow(
+        input_id=item.input_id,
+        seq=item.seq,
+        label=label,
+        source_kind=value_text(item.source_kind),
+        delivery_mode=mode,
+        delivery_label=names.DELIVERY_LABELS.get(mode or "", UNKNOWN_DELIVERY_TITLE),
+        source_path=item.source_path,
+        media_type=value_text(item.media_type, missing=UNKNOWN),
+        size=size_text(item.size_bytes),
+        sha256=value_text(item.sha256, missing=UNKNOWN),
+        capture_status=value_text(item.capture_status, missing=UNKNOWN),
+        artifact_status=value_text(item.current_artifact_status, missing=UNKNOWN),
+        unavailable=unavailable_reason(item),
+        detail=item.detail or item.row_problem,
+        previewable=has_preview(item),
+        change=change,
+        record=item,
+    )
+
+
+def group_items(items: tuple[InputRecord, ...], changes: dict[str, str] | None = None) -> dict[str | None, ItemGroup]:
+    """Items grouped by delivery mode (known modes, then unrecorded), ``seq`` order kept inside."""
+    changes = changes or {}
+    known = {m.value for m in DeliveryMode}
+    buckets: dict[str | None, list[ItemRow]] = {}
+    for item in sorted(items, key=lambda i: (i.seq, i.input_id)):
+        mode = item.delivery_mode if item.delivery_mode in known else None
+        buckets.setdefault(mode, []).append(item_row(item, changes.get(item.input_id)))
+    return {
+        mode: ItemGroup(mode, names.DELIVERY_LABELS[mode] if mode else UNKNOWN_DELIVERY_TITLE, tuple(rows))
+        for mode, rows in buckets.items()
+    }
+
+
+def _groups(by_mode: dict[str | None, ItemGroup], *modes: str | None) -> tuple[ItemGroup, ...]:
+    return tuple(by_mode[m] for m in modes if m in by_mode)
+
+
+def coverage_model(attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) -> CoverageModel:
+    notes: list[str] = []
+    coverage = attempt.input_coverage or Coverage.NOT_RECORDED.value
+    received = len(inputs)
+    if attempt.is_legacy:
+        notes.append(names.SENTENCE_NO_PACKET)
+        coverage = Coverage.NOT_RECORDED.value
+    else:
+        if attempt.item_count is not None and received < attempt.item_count:
+            coverage = Coverage.PARTIAL.value
+            notes.append(
+                f"Only {received} of {attempt.item_count} input events reached the database "
+                "(span event limit or dropped events), so the list below is partial."
+            )
+        if attempt.dropped_events_count:
+            notes.append(f"The span dropped {attempt.dropped_events_count} event(s) before export.")
+        if attempt.capture_decision == CaptureDecision.SUPPRESSED.value:
+            notes.append(
+                "Content capture was suppressed before any content was read "
+                f"({reason_text(attempt.capture_gap_reason)}); this is a recorded gap, not an empty packet."
+            )
+        elif attempt.capture_decision == CaptureDecision.METADATA_ONLY.value:
+            notes.append(
+                f"Only metadata was captured ({reason_text(attempt.capture_gap_reason)}); no file bytes were kept."
+            )
+        if coverage == Coverage.PARTIAL.value:
+            why = attempt.coverage_reason or attempt.capture_gap_reason
+            notes.append(f"The packet is partial: {reason_text(why) if why else 'reason not recorded'}.")
+        if received == 0 and coverage == Coverage.COMPLETE.value:
+            notes.append(names.SENTENCE_EMPTY_PACKET)
+    return CoverageModel(
+        coverage=coverage.replace("_", " "),
+        declared=count_text(attempt.declared_input_count),
+        captured=count_text(attempt.captured_input_count),
+        omitted=count_text(attempt.omitted_input_count),
+        recorded_events=count_text(attempt.item_count),
+        received_events=received,
+        decision=value_text(attempt.capture_decision),
+        gap_reason=attempt.capture_gap_reason,
+        notes=tuple(notes),
+    )
+
+
+def _task_section(bundle: AttemptBundle, prior: PriorTurns) -> TaskSection:
+    a = bundle.attempt
+    if a.is_legacy:
+        lt = legacy_task(a, prior, bundle.recovery_prompts)
+        notes = [names.SENTENCE_LEGACY_TASK, lt.note]
+        provenance = [("Source", "derived from the exact user message" if lt.derived else "the exact user message")]
+        if lt.template:
+            provenance.append(("Known template", lt.template))
+        if lt.source_attempt_id:
+            provenance.append(("Recovered from attempt", lt.source_attempt_id))
+        return TaskSection(lt.text, lt.derived, tuple(notes), tuple(provenance))
+    provenance: list[tuple[str, str]] = []
+    if a.task_source_kind == TaskSourceKind.PROMPT_FILE.value:
+        provenance.append(("Source", "prompt file"))
+        provenance.append(("Prompt file path", value_text(a.task_source_path)))
+    elif a.task_source_kind == TaskSourceKind.INLINE_TEXT.value:
+        provenance.append(("Source", "inline text"))
+    else:
+        provenance.append(("Source", value_text(a.task_source_kind)))
+    provenance.append(("Size", size_text(a.task_size_bytes)))
+    provenance.append(("SHA-256", value_text(a.task_sha256, missing=UNKNOWN)))
+    notes: list[str] = []
+    if a.task_prompt is None:
+        notes.append(
+            "The task text was not captured for this attempt "
+            f"(capture decision: {value_text(a.capture_decision)}; reason: {reason_text(a.capture_gap_reason)}). "
+            "Its provenance and identity are below."
+        )
+    return TaskSection(a.task_prompt, False, tuple(notes), tuple(provenance))
+
+
+def _dispatch_section(bundle: AttemptBundle, by_mode: dict[str | None, ItemGroup], cov: CoverageModel, prior: PriorTurns) -> DispatchSection:
+    a = bundle.attempt
+    notes: list[str] = []
+    if a.is_legacy:
+        send_kind = NOT_RECORDED
+        if prior.turns:
+            notes.append(
+                "A later turn in a reused session; whether it was a parse or a check correction was not recorded."
+            )
+        added = "What was added on this send was not recorded; the exact current message is below."
+    else:
+        send_kind = SEND_KIND_TEXT.get(a.send_kind or "", value_text(a.send_kind))
+        counts = {m: len(by_mode[m].items) if m in by_mode else 0 for m in names.DELIVERY_LABELS}
+        parts = [f"{counts[m]} {names.DELIVERY_LABELS[m].lower()}" for m in ("inline", "path_reference", "provider_attachment")]
+        added = "Added on this send: " + ", ".join(parts) + "."
+        if cov.coverage != Coverage.COMPLETE.value:
+            added += f" Coverage is {cov.coverage}, so the counts may be incomplete."
+    return DispatchSection(
+        send_kind=send_kind,
+        turn_index=count_text(a.turn_index),
+        retry_of=a.retry_of_attempt_id,
+        previous_turn=bundle.previous_turn_id,
+        added_summary=added,
+        coverage=cov,
+        groups=_groups(by_mode, DeliveryMode.INLINE.value),
+        current_message=a.user_prompt,
+        notes=tuple(notes),
+    )
+
+
+def _inherited_section(bundle: AttemptBundle, by_mode: dict[str | None, ItemGroup], prior: PriorTurns) -> InheritedSection:
+    a = bundle.attempt
+    notes: list[str] = []
+    links = tuple(
+        TurnLink(
+            t.attempt_id, time_text(t.started_ns),
+            NOT_RECORDED if t.is_legacy else SEND_KIND_TEXT.get(t.send_kind or "", value_text(t.send_kind)),
+            value_text(t.phase), count_text(t.turn_index),
+        )
+        for t in prior.turns
+    )
+    if a.session_id is None:
+        notes.append(
+            "No model session id was recorded for this attempt, so no earlier turns are grouped with it; "
+            "whether it inherited context is unknown."
+            if a.is_legacy or a.turn_index != 1
+            else "First turn with no reused model session: nothing was inherited."
+        )
+    elif prior.ambiguous:
+        notes.append(f"Inherited context cannot be ordered: {prior.reason}. No earlier turn is assumed.")
+    if links:
+        notes.append(OPAQUE_HISTORY_NOTE)
+    elif a.session_id is not None and not prior.ambiguous:
+        if a.turn_index in (None, 1) or a.is_legacy:
+            notes.append("No earlier turn of this session was recorded: this is its first recorded turn.")
+        else:
+            notes.append(
+                f"This is turn {a.turn_index}, but no earlier turn of its session was recorded in this database."
+            )
+    return InheritedSection(links, tuple(notes), _groups(by_mode, DeliveryMode.SESSION_HISTORY.value))
+
+
+def _attachments_section(a: AttemptRecord, by_mode: dict[str | None, ItemGroup]) -> AttachmentsSection:
+    groups = _groups(by_mode, DeliveryMode.PROVIDER_ATTACHMENT.value)
+    if a.is_legacy:
+        notes: tuple[str, ...] = ("Attachment state: not recorded.",)
+    elif not groups:
+        notes = ("No provider attachments were recorded on this dispatch.",)
+    else:
+        notes = ()
+    return AttachmentsSection(groups, notes)
+
+
+def build_panel(bundle: AttemptBundle) -> PanelModel:
+    """The attempt panel, every section computed from recorded data only."""
+    a = bundle.attempt
+    prior = prior_turns(a, bundle.session_turns)
+    prev_ref = next((t for t in bundle.session_turns if t.attempt_id == bundle.previous_turn_id), None)
+    changes = compute_changes(
+        bundle.inputs, bundle.previous_inputs, bundle.previous_turn_id,
+        previous_has_packet=prev_ref is None or not prev_ref.is_legacy,
+    )
+    marks = {r.current.input_id: r.mark for r in changes.rows if r.current is not None}
+    by_mode = group_items(bundle.inputs, marks)
+    cov = coverage_model(a, bundle.inputs)
+    files_notes: list[str] = []
+    if a.is_legacy:
+        files_notes.append(names.SENTENCE_NO_PACKET)
+    elif not bundle.inputs and cov.coverage == Coverage.COMPLETE.value:
+        files_notes.append(names.SENTENCE_EMPTY_PACKET)
+    files_groups = _groups(by_mode, DeliveryMode.PATH_REFERENCE.value, None)
+    if not a.is_legacy and not files_groups and bundle.inputs:
+        files_notes.append("No files were made available by path on this dispatch.")
+    if not a.is_legacy and not bundle.inputs and cov.coverage != Coverage.COMPLETE.value:
+        files_notes.append(f"No items were recorded and coverage is {cov.coverage}: files may have been available but were not accounted for.")
+    facts = (
+        ("Attempt", a.attempt_id),
+        ("Run", value_text(a.run_id)),
+        ("Phase", value_text(a.phase)),
+        ("Agent", value_text(a.agent_name)),
+        ("Model", value_text(a.request_model)),
+        ("Session", value_text(a.session_id)),
+        ("Started", time_text(a.started_ns)),
+        ("Duration", duration_text(a.started_ns, a.ended_ns)),
+        ("Status", value_text(a.status)),
+        ("Recorded as", "legacy (no input packet)" if a.is_legacy else f"input packet v{a.input_packet_version}"),
+    )
+    msg_notes: tuple[str, ...] = ()
+    if a.system_prompt is None and a.user_prompt is None:
+        msg_notes = (
+            "The exact messages were not captured "
+            f"({reason_text(a.capture_gap_reason) if a.capture_gap_reason else 'not recorded'}).",
+        )
+    return PanelModel(
+        attempt_id=a.attempt_id,
+        facts=facts,
+        task=_task_section(bundle, prior),
+        dispatch=_dispatch_section(bundle, by_mode, cov, prior),
+        inherited=_inherited_section(bundle, by_mode, prior),
+        files=FilesSection(files_groups, changes, tuple(files_notes)),
+        attachments=_attachments_section(a, by_mode),
+        messages=MessagesSection(a.system_prompt, a.user_prompt, msg_notes),
+        is_legacy=a.is_legacy,
+    )

@@ -1,0 +1,212 @@
+"""Safe previews: resolved from the input id through the artifact store only, never a host path.
+
+Before anything is shown the item must be available, its bytes are re-hashed against the
+recorded SHA-256 (the store refuses a mismatch), text is paged only after the whole file was
+verified, and raster images are limited to PNG/JPEG/GIF/WebP <= 10 MiB, checked by magic
+bytes, decoded and re-encoded to PNG with Pillow.  Everything else gets a plain "no preview" row.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Literal
+
+from otel_inputs._store import ArtifactStore, ReadbackError
+from otel_inputs._types import ArtifactStatus, PreviewKind
+from viewer._format import reason_text
+from viewer._queries import InputRecord
+
+TEXT_PAGE_BYTES = 64 * 1024
+TEXT_MAX_BYTES = 32 * 1024 * 1024
+IMAGE_MAX_BYTES = 10 * 1024 * 1024
+IMAGE_MAX_PIXELS = 40_000_000
+
+NO_PREVIEW = "no preview for this type"
+
+# Types that never get an inline preview, whatever preview kind was recorded.
+DENIED_MEDIA_TYPES = frozenset(
+    {
+        "image/svg+xml", "text/html", "application/xhtml+xml", "application/xml", "text/xml",
+        "text/javascript", "application/javascript", "application/x-javascript", "text/ecmascript",
+        "application/ecmascript", "application/x-sh", "text/x-shellscript", "application/x-python-code",
+        "application/pdf", "application/zip", "application/gzip", "application/x-tar",
+        "application/octet-stream",
+    }
+)
+
+_REFUSAL_TEXT = {
+    "not_found": "not found in the store",
+    "integrity_mismatch": "integrity mismatch",
+    "too_large": "too large to preview",
+}
+
+_MAGIC: tuple[tuple[str, bytes], ...] = (
+    ("image/png", b"\x89PNG\r\n\x1a\n"),
+    ("image/jpeg", b"\xff\xd8\xff"),
+    ("image/gif", b"GIF87a"),
+    ("image/gif", b"GIF89a"),
+)
+
+
+def sniff_raster(data: bytes) -> str | None:
+    """The raster media type from magic bytes (PNG, JPEG, GIF, WebP), else ``None``."""
+    for media_type, magic in _MAGIC:
+        if data.startswith(magic):
+            return media_type
+    if len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+class PreviewRefused(Exception):
+    """The snapshot cannot be shown; ``owner_text`` names the outcome (e.g. "integrity mismatch")."""
+
+    def __init__(self, owner_text: str, outcome: str) -> None:
+        super().__init__(owner_text)
+        self.owner_text = owner_text
+        self.outcome = outcome
+
+
+@dataclass(frozen=True)
+class Preview:
+    kind: Literal["text", "image", "none", "refused"]
+    message: str
+    text: str | None = None
+    page: int = 0
+    pages: int = 0
+    image_png: bytes | None = None
+    width: int | None = None
+    height: int | None = None
+    media_type: str | None = None
+    sha256: str | None = None
+
+
+def unavailable_reason(item: InputRecord) -> str | None:
+    """Why the item has no snapshot to read, in owner words, or ``None`` when it is available."""
+    status = item.current_artifact_status
+    if status == ArtifactStatus.AVAILABLE.value:
+        return None
+    if status == ArtifactStatus.EVICTED.value:
+        return f"evicted ({reason_text(item.store_status_reason or item.detail)})"
+    if status == ArtifactStatus.NEVER_CAPTURED.value:
+        return f"never captured ({reason_text(item.capture_status)})"
+    return "artifact status unknown"
+
+
+def _read(store_root: str, item: InputRecord, max_bytes: int) -> bytes:
+    refused = unavailable_reason(item)
+    if refused is not None:
+        raise PreviewRefused(refused, "unavailable")
+    try:
+        snap = ArtifactStore(store_root, create=False).read_input(item.attempt_id, item.input_id, max_bytes=max_bytes)
+    except ReadbackError as exc:
+        if exc.outcome == "retention_expired":
+            raise PreviewRefused(f"evicted ({reason_text(item.store_status_reason or 'retention')})", exc.outcome) from exc
+        raise PreviewRefused(_REFUSAL_TEXT.get(exc.outcome, reason_text(exc.outcome)), exc.outcome) from exc
+    if item.sha256 and snap.sha256 != item.sha256:
+        raise PreviewRefused("integrity mismatch", "integrity_mismatch")
+    return snap.data
+
+
+def _text_allowed(item: InputRecord) -> bool:
+    media = (item.media_type or "").split(";")[0].strip().lower()
+    return item.preview_kind == PreviewKind.TEXT.value and media not in DENIED_MEDIA_TYPES
+
+
+def read_verified_text(store_root: str, item: InputRecord) -> str:
+    """The whole text of a snapshot, verified first; raises :class:`PreviewRefused`."""
+    if not _text_allowed(item):
+        raise PreviewRefused(NO_PREVIEW, "no_preview")
+    data = _read(store_root, item, TEXT_MAX_BYTES)
+    if b"\x00" in data:
+        raise PreviewRefused(f"{NO_PREVIEW} (binary content)", "no_preview")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PreviewRefused(f"{NO_PREVIEW} (not UTF-8 text)", "no_preview") from exc
+
+
+def page_bounds(data: bytes, page_bytes: int = TEXT_PAGE_BYTES) -> list[tuple[int, int]]:
+    """Byte ranges of bounded pages that never split a UTF-8 character."""
+    bounds: list[tuple[int, int]] = []
+    start, n = 0, len(data)
+    while start < n or not bounds:
+        end = min(start + page_bytes, n)
+        while end < n and end > start + 1 and (data[end] & 0xC0) == 0x80:
+            end -= 1
+        bounds.append((start, end))
+        if end >= n:
+            break
+        start = end
+    return bounds
+
+
+def _text_preview(store_root: str, item: InputRecord, page: int) -> Preview:
+    text = read_verified_text(store_root, item)  # whole file verified before any page is cut
+    data = text.encode("utf-8")
+    bounds = page_bounds(data)
+    page = max(0, min(page, len(bounds) - 1))
+    lo, hi = bounds[page]
+    return Preview(
+        "text", f"page {page + 1} of {len(bounds)}; SHA-256 verified",
+        text=data[lo:hi].decode("utf-8"), page=page, pages=len(bounds),
+        media_type=item.media_type, sha256=item.sha256,
+    )
+
+
+def reencode_image(data: bytes) -> tuple[bytes, int, int, str]:
+    """Decode a PNG/JPEG/GIF/WebP (magic-checked) and re-encode it as PNG; raises PreviewRefused."""
+    from PIL import Image, UnidentifiedImageError
+
+    media = sniff_raster(data)
+    if media is None:
+        raise PreviewRefused(f"{NO_PREVIEW} (content is not PNG, JPEG, GIF or WebP)", "no_preview")
+    formats = {"image/png": ["PNG"], "image/jpeg": ["JPEG"], "image/gif": ["GIF"], "image/webp": ["WEBP"]}[media]
+    try:
+        with Image.open(io.BytesIO(data), formats=formats) as probe:
+            if probe.width * probe.height > IMAGE_MAX_PIXELS:
+                raise PreviewRefused("too large to preview (pixel count)", "too_large")
+            probe.verify()
+        with Image.open(io.BytesIO(data), formats=formats) as img:
+            img.load()
+            if img.mode not in ("RGB", "RGBA", "L", "LA"):
+                img = img.convert("RGBA")
+            out = io.BytesIO()
+            img.save(out, format="PNG")
+            return out.getvalue(), img.width, img.height, media
+    except PreviewRefused:
+        raise
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        raise PreviewRefused(f"{NO_PREVIEW} (image does not decode)", "no_preview") from exc
+
+
+def _image_preview(store_root: str, item: InputRecord) -> Preview:
+    data = _read(store_root, item, IMAGE_MAX_BYTES)
+    png, width, height, media = reencode_image(data)
+    return Preview(
+        "image", f"{media}, {width}×{height}; SHA-256 verified, re-encoded as PNG",
+        image_png=png, width=width, height=height, media_type=media, sha256=item.sha256,
+    )
+
+
+def preview(store_root: str | None, item: InputRecord, page: int = 0) -> Preview:
+    """The safe preview of one input item, or the plain reason there is none."""
+    try:
+        if item.preview_kind == PreviewKind.IMAGE.value:
+            if store_root is None:
+                raise PreviewRefused("no artifact store configured", "no_store")
+            return _image_preview(store_root, item)
+        if _text_allowed(item):
+            if store_root is None:
+                raise PreviewRefused("no artifact store configured", "no_store")
+            return _text_preview(store_root, item, page)
+    except PreviewRefused as exc:
+        kind: Literal["none", "refused"] = "none" if exc.outcome == "no_preview" else "refused"
+        return Preview(kind, exc.owner_text, media_type=item.media_type, sha256=item.sha256)
+    return Preview("none", NO_PREVIEW, media_type=item.media_type, sha256=item.sha256)
+
+
+def has_preview(item: InputRecord) -> bool:
+    """Whether a preview control is offered (the preview itself still verifies and may refuse)."""
+    return item.preview_kind == PreviewKind.IMAGE.value or _text_allowed(item)

@@ -1,0 +1,457 @@
+"""Every SQL the viewer runs, over a short-lived read-only DuckDB connection.
+
+The viewer never caches a connection: each page refresh opens the file read-only, runs the
+queries of this module and closes it, so exporters can write between refreshes.  A missing,
+locked or newer-schema database becomes :class:`DbUnavailable` with an owner-facing message.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from exporter._schema import SCHEMA_VERSION, SchemaError, check_version
+
+PAGE_SIZE = 50
+LEGACY_RECOVERY_LOOKBACK = 20
+"""How many strictly prior same-session turns a legacy correction may look back through."""
+
+
+class DbUnavailable(Exception):
+    """The database cannot be read right now; ``str(exc)`` is the sentence shown on the page."""
+
+
+@contextmanager
+def read_only(db_path: str | os.PathLike[str]) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open ``db_path`` read-only for one refresh, check its schema, and always close it."""
+    path = Path(db_path)
+    if not path.exists():
+        raise DbUnavailable(f"No database at {path} yet. Record an attempt first, or check OTEL_INPUTS_DB.")
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        text = str(exc)
+        if "lock" in text.lower():
+            raise DbUnavailable(
+                f"The database {path} is locked by a writer right now; the page retries on its next refresh."
+            ) from exc
+        raise DbUnavailable(f"The database {path} cannot be opened: {text.splitlines()[0]}") from exc
+    try:
+        try:
+            version = check_version(con)
+        except SchemaError as exc:
+            raise DbUnavailable(str(exc)) from exc
+        if version < SCHEMA_VERSION:
+            raise DbUnavailable(
+                f"The database {path} has schema version {version}, older than this viewer reads "
+                f"({SCHEMA_VERSION}); the exporter upgrades it the next time it writes."
+            )
+        yield con
+    finally:
+        con.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One row of ``agent_attempts`` with its timestamps as epoch nanoseconds."""
+
+    attempt_id: str
+    run_id: str | None = None
+    session_id: str | None = None
+    phase: str | None = None
+    agent_name: str | None = None
+    provider_name: str | None = None
+    request_model: str | None = None
+    task_prompt: str | None = None
+    task_source_kind: str | None = None
+    task_source_path: str | None = None
+    task_size_bytes: int | None = None
+    task_sha256: str | None = None
+    send_kind: str | None = None
+    turn_index: int | None = None
+    previous_turn_attempt_id: str | None = None
+    retry_of_attempt_id: str | None = None
+    system_prompt: str | None = None
+    user_prompt: str | None = None
+    input_packet_version: int | None = None
+    input_coverage: str = "not_recorded"
+    coverage_reason: str | None = None
+    declared_input_count: int | None = None
+    captured_input_count: int | None = None
+    omitted_input_count: int | None = None
+    item_count: int | None = None
+    capture_decision: str | None = None
+    capture_gap_reason: str | None = None
+    started_ns: int | None = None
+    ended_ns: int | None = None
+    status: str | None = None
+    status_message: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+    service_name: str | None = None
+    source_format: str | None = None
+    dropped_events_count: int | None = None
+    dropped_attributes_count: int | None = None
+
+    @property
+    def is_legacy(self) -> bool:
+        return self.input_packet_version is None
+
+
+@dataclass(frozen=True)
+class InputRecord:
+    """One row of ``agent_attempt_inputs`` plus the store's later view from ``agent_artifacts``."""
+
+    input_id: str
+    attempt_id: str
+    seq: int
+    label: str | None = None
+    source_kind: str | None = None
+    delivery_mode: str | None = None
+    source_path: str | None = None
+    snapshot_ref: str | None = None
+    media_type: str | None = None
+    preview_kind: str | None = None
+    size_bytes: int | None = None
+    sha256: str | None = None
+    capture_status: str | None = None
+    artifact_status: str | None = None
+    detail: str | None = None
+    captured_ns: int | None = None
+    row_problem: str | None = None
+    store_artifact_status: str | None = None
+    store_status_reason: str | None = None
+
+    @property
+    def current_artifact_status(self) -> str | None:
+        """The store is the authority after capture; the event's value is as of capture."""
+        return self.store_artifact_status or self.artifact_status
+
+
+@dataclass(frozen=True)
+class TurnRef:
+    """A same-run, same-session attempt, enough to order turns and link to them."""
+
+    attempt_id: str
+    started_ns: int | None
+    ended_ns: int | None
+    phase: str | None
+    send_kind: str | None
+    turn_index: int | None
+    is_legacy: bool
+    user_prompt: str | None = None
+
+
+@dataclass(frozen=True)
+class AttemptBundle:
+    """Everything one attempt page needs, read in one refresh."""
+
+    attempt: AttemptRecord
+    inputs: tuple[InputRecord, ...]
+    session_turns: tuple[TurnRef, ...]
+    previous_turn_id: str | None
+    previous_inputs: tuple[InputRecord, ...] | None
+    recovery_prompts: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str | None
+    attempts: int
+    sessions: int
+    first_ns: int | None
+    last_ns: int | None
+    phases: str
+    complete: int
+    partial: int
+    not_recorded: int
+
+
+@dataclass(frozen=True)
+class AttemptFilters:
+    """Filters of a run's attempt list; ``None`` means any, :data:`NULL_VALUE` means not recorded."""
+
+    phase: str | None = None
+    agent: str | None = None
+    send_kind: str | None = None
+    coverage: str | None = None
+    status: str | None = None
+    newest_first: bool = False
+
+
+NULL_VALUE = "\x00not recorded"
+
+
+@dataclass(frozen=True)
+class AttemptListRow:
+    attempt_id: str
+    started_ns: int | None
+    ended_ns: int | None
+    phase: str | None
+    agent_name: str | None
+    send_kind: str | None
+    turn_index: int | None
+    session_id: str | None
+    input_coverage: str
+    item_count: int | None
+    status: str | None
+    is_legacy: bool
+
+
+@dataclass(frozen=True)
+class AttemptPage:
+    rows: tuple[AttemptListRow, ...]
+    total: int
+    offset: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class RunFacets:
+    phases: tuple[str | None, ...]
+    agents: tuple[str | None, ...]
+    send_kinds: tuple[str | None, ...]
+    coverages: tuple[str | None, ...]
+    statuses: tuple[str | None, ...]
+
+
+@dataclass(frozen=True)
+class HealthRow:
+    source: str
+    metric: str
+    value: int
+    updated_ns: int | None
+
+
+# --------------------------------------------------------------------------------------------
+# SQL
+# --------------------------------------------------------------------------------------------
+_ATTEMPT_COLUMNS = [f.name for f in fields(AttemptRecord) if f.name not in ("started_ns", "ended_ns")]
+_ATTEMPT_SELECT = ", ".join(_ATTEMPT_COLUMNS) + ", epoch_ns(started_at) AS started_ns, epoch_ns(ended_at) AS ended_ns"
+_INPUT_COLUMNS = [
+    f.name
+    for f in fields(InputRecord)
+    if f.name not in ("captured_ns", "store_artifact_status", "store_status_reason")
+]
+_INPUT_SELECT = ", ".join(_INPUT_COLUMNS) + ", epoch_ns(captured_at) AS captured_ns"
+
+
+def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def get_attempt(con: duckdb.DuckDBPyConnection, attempt_id: str) -> AttemptRecord | None:
+    rows = _rows(con.execute(f"SELECT {_ATTEMPT_SELECT} FROM agent_attempts WHERE attempt_id = ? LIMIT 1", [attempt_id]))
+    return AttemptRecord(**rows[0]) if rows else None
+
+
+def get_inputs(con: duckdb.DuckDBPyConnection, attempt_id: str) -> tuple[InputRecord, ...]:
+    """The attempt's input rows in ``seq`` order, each with the store's current artifact status."""
+    rows = _rows(
+        con.execute(f"SELECT {_INPUT_SELECT} FROM agent_attempt_inputs WHERE attempt_id = ? ORDER BY seq, input_id", [attempt_id])
+    )
+    store: dict[str, tuple[str | None, str | None]] = {}
+    for input_id, status, reason in con.execute(
+        "SELECT input_id, artifact_status, status_reason FROM agent_artifacts WHERE attempt_id = ? "
+        "ORDER BY updated_at NULLS FIRST",
+        [attempt_id],
+    ).fetchall():
+        store[input_id] = (status, reason)  # latest update wins
+    out = []
+    for row in rows:
+        status, reason = store.get(row["input_id"], (None, None))
+        out.append(InputRecord(**row, store_artifact_status=status, store_status_reason=reason))
+    return tuple(out)
+
+
+def get_session_turns(con: duckdb.DuckDBPyConnection, run_id: str | None, session_id: str | None) -> tuple[TurnRef, ...]:
+    """Every attempt of ``run_id`` with ``session_id``; empty when either is null (never grouped)."""
+    if run_id is None or session_id is None:
+        return ()
+    cur = con.execute(
+        "SELECT attempt_id, epoch_ns(started_at), epoch_ns(ended_at), phase, send_kind, turn_index, "
+        "input_packet_version IS NULL FROM agent_attempts WHERE run_id = ? AND session_id = ? "
+        "ORDER BY started_at NULLS LAST, attempt_id",
+        [run_id, session_id],
+    )
+    return tuple(TurnRef(*row) for row in cur.fetchall())
+
+
+def get_user_prompts(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[str]) -> dict[str, str]:
+    if not attempt_ids:
+        return {}
+    cur = con.execute(
+        "SELECT attempt_id, user_prompt FROM agent_attempts WHERE attempt_id IN (SELECT unnest(?::VARCHAR[]))",
+        [list(attempt_ids)],
+    )
+    return {a: p for a, p in cur.fetchall() if p is not None}
+
+
+def load_attempt(con: duckdb.DuckDBPyConnection, attempt_id: str) -> AttemptBundle | None:
+    """All queries of one attempt page: the attempt, its inputs, its session, the previous turn's inputs."""
+    from viewer._lineage import previous_turn_id, prior_turns
+
+    attempt = get_attempt(con, attempt_id)
+    if attempt is None:
+        return None
+    inputs = get_inputs(con, attempt_id)
+    turns = get_session_turns(con, attempt.run_id, attempt.session_id)
+    prior = prior_turns(attempt, turns)
+    prev_id = previous_turn_id(attempt, prior)
+    previous_inputs = get_inputs(con, prev_id) if prev_id else None
+    prompts: dict[str, str] = {}
+    if attempt.is_legacy and prior.turns:
+        same_phase = [t.attempt_id for t in prior.turns if t.phase == attempt.phase]
+        prompts = get_user_prompts(con, same_phase[-LEGACY_RECOVERY_LOOKBACK:])
+    return AttemptBundle(attempt, inputs, turns, prev_id, previous_inputs, prompts)
+
+
+def list_runs(con: duckdb.DuckDBPyConnection, *, limit: int = PAGE_SIZE, offset: int = 0) -> tuple[RunSummary, ...]:
+    cur = con.execute(
+        """
+        SELECT run_id, count(*) AS attempts, count(DISTINCT session_id) AS sessions,
+               min(epoch_ns(started_at)) AS first_ns,
+               max(epoch_ns(coalesce(ended_at, started_at))) AS last_ns,
+               coalesce(string_agg(DISTINCT phase, ', ' ORDER BY phase), '') AS phases,
+               count(*) FILTER (WHERE input_coverage = 'complete') AS complete,
+               count(*) FILTER (WHERE input_coverage = 'partial') AS partial,
+               count(*) FILTER (WHERE input_coverage NOT IN ('complete', 'partial')) AS not_recorded
+        FROM agent_attempts GROUP BY run_id
+        ORDER BY last_ns DESC NULLS LAST, run_id LIMIT ? OFFSET ?
+        """,
+        [limit, offset],
+    )
+    return tuple(RunSummary(**row) for row in _rows(cur))
+
+
+def _run_clause(run_id: str | None) -> tuple[str, list[Any]]:
+    return ("run_id IS NULL", []) if run_id is None else ("run_id = ?", [run_id])
+
+
+def _filter_clause(filters: AttemptFilters) -> tuple[str, list[Any]]:
+    parts: list[str] = []
+    params: list[Any] = []
+    for column, value in (
+        ("phase", filters.phase),
+        ("agent_name", filters.agent),
+        ("send_kind", filters.send_kind),
+        ("input_coverage", filters.coverage),
+        ("status", filters.status),
+    ):
+        if value is None:
+            continue
+        if value == NULL_VALUE:
+            parts.append(f"{column} IS NULL")
+        else:
+            parts.append(f"{column} = ?")
+            params.append(value)
+    return "".join(f" AND {p}" for p in parts), params
+
+
+def list_attempts(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str | None,
+    filters: AttemptFilters = AttemptFilters(),
+    *,
+    limit: int = PAGE_SIZE,
+    offset: int = 0,
+) -> AttemptPage:
+    """One page of a run's attempts, filtered and sorted by start time, with the filtered total."""
+    run_sql, run_params = _run_clause(run_id)
+    filt_sql, filt_params = _filter_clause(filters)
+    order = "DESC" if filters.newest_first else "ASC"
+    cur = con.execute(
+        f"""
+        SELECT attempt_id, epoch_ns(started_at), epoch_ns(ended_at), phase, agent_name, send_kind,
+               turn_index, session_id, input_coverage, item_count, status, input_packet_version IS NULL,
+               count(*) OVER () AS total
+        FROM agent_attempts WHERE {run_sql}{filt_sql}
+        ORDER BY started_at {order} NULLS LAST, attempt_id {order} LIMIT ? OFFSET ?
+        """,
+        [*run_params, *filt_params, limit, offset],
+    )
+    raw = cur.fetchall()
+    rows = tuple(AttemptListRow(*r[:-1]) for r in raw)
+    if raw:
+        total = int(raw[0][-1])
+    elif offset:
+        total = int(con.execute(f"SELECT count(*) FROM agent_attempts WHERE {run_sql}{filt_sql}", [*run_params, *filt_params]).fetchone()[0])
+    else:
+        total = 0
+    return AttemptPage(rows, total, offset, limit)
+
+
+def run_facets(con: duckdb.DuckDBPyConnection, run_id: str | None) -> RunFacets:
+    run_sql, params = _run_clause(run_id)
+    row = con.execute(
+        f"""
+        SELECT list(DISTINCT phase), list(DISTINCT agent_name), list(DISTINCT send_kind),
+               list(DISTINCT input_coverage), list(DISTINCT status),
+               bool_or(phase IS NULL), bool_or(agent_name IS NULL), bool_or(send_kind IS NULL),
+               bool_or(input_coverage IS NULL), bool_or(status IS NULL)
+        FROM agent_attempts WHERE {run_sql}
+        """,
+        params,
+    ).fetchone()
+    lists = []
+    for values, has_null in zip(row[:5], row[5:]):
+        vals: list[str | None] = sorted(v for v in (values or []) if v is not None)
+        if has_null:
+            vals.append(None)
+        lists.append(tuple(vals))
+    return RunFacets(*lists)
+
+
+def run_timeline(con: duckdb.DuckDBPyConnection, run_id: str | None, *, limit: int = 2000) -> tuple[AttemptListRow, ...]:
+    """The run's attempts in time order (bounded), with retry links, for the timeline picture."""
+    page = list_attempts(con, run_id, AttemptFilters(), limit=limit)
+    return page.rows
+
+
+def run_retry_links(con: duckdb.DuckDBPyConnection, run_id: str | None, *, limit: int = 2000) -> dict[str, str]:
+    run_sql, params = _run_clause(run_id)
+    cur = con.execute(
+        f"SELECT attempt_id, retry_of_attempt_id FROM agent_attempts WHERE {run_sql} "
+        "AND retry_of_attempt_id IS NOT NULL LIMIT ?",
+        [*params, limit],
+    )
+    return dict(cur.fetchall())
+
+
+def run_artifact_usage(con: duckdb.DuckDBPyConnection, run_id: str | None) -> list[dict[str, Any]]:
+    """Snapshot bytes of a run by artifact status and media type (from the store's own rows)."""
+    run_sql, params = _run_clause(run_id)
+    cur = con.execute(
+        f"""
+        SELECT coalesce(artifact_status, 'unknown') AS artifact_status,
+               coalesce(media_type, 'unknown') AS media_type,
+               count(*) AS items, sum(size_bytes) AS bytes
+        FROM agent_artifacts WHERE {run_sql}
+        GROUP BY ALL ORDER BY bytes DESC NULLS LAST
+        """,
+        params,
+    )
+    return _rows(cur)
+
+
+def exporter_health(con: duckdb.DuckDBPyConnection) -> tuple[HealthRow, ...]:
+    """The latest value of every exporter health counter (drops, spills, failed batches)."""
+    cur = con.execute(
+        """
+        SELECT source, metric, value, epoch_ns(updated_at)
+        FROM exporter_health
+        QUALIFY row_number() OVER (PARTITION BY source, metric ORDER BY updated_at DESC) = 1
+        ORDER BY source, metric
+        """
+    )
+    return tuple(HealthRow(*row) for row in cur.fetchall())
