@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PNG_BYTES, TINY, FakeClock, make_context_dir
+from oi_fixtures import PNG_BYTES, TINY, FakeClock, make_context_dir
 from otel_inputs import (
     AdmissionDecision,
     ArtifactStatus,

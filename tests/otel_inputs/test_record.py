@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
-from conftest import TINY, make_context_dir
+from oi_fixtures import TINY, make_context_dir
 from otel_inputs import AttemptAdmission, CaptureLimits, CaptureMode, CapturePolicy, names, resolve_request
 from otel_inputs.testing import RecordingHarness
 

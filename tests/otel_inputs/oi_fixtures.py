@@ -1,0 +1,52 @@
+"""Helpers shared by the otel_inputs tests (a unique module name, so test dirs never collide)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from otel_inputs import CaptureLimits
+
+PNG_BYTES = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
+    b"\x00\x00\x00\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\x89\x99=\x1d\x00\x00\x00\x00IEND\xaeB`\x82"
+)
+
+
+def make_context_dir(root: Path, *, fifo: bool = True, sock: bool = False) -> Path:
+    """A context-handoff directory holding a text file, a PNG, a symlink and (optionally) a FIFO."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "notes.md").write_text("# Notes\nUse the v2 API.\n", encoding="utf-8")
+    (root / "img").mkdir()
+    (root / "img" / "diagram.png").write_bytes(PNG_BYTES)
+    outside = root.parent / "outside-secret.txt"
+    outside.write_text("secret outside the root\n", encoding="utf-8")
+    os.symlink(outside, root / "link-to-outside")
+    if fifo:
+        os.mkfifo(root / "pipe")
+    if sock:
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(root / "sock"))
+        s.close()
+    return root
+
+
+class FakeClock:
+    """A monotonic clock the test advances; ``on_tick`` can change the real filesystem mid-walk."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.calls = 0
+        self.step = 0.0
+        self.on_tick = None
+
+    def __call__(self) -> float:
+        self.calls += 1
+        if self.on_tick is not None:
+            self.on_tick(self.calls)
+        self.now += self.step
+        return self.now
+
+
+TINY = CaptureLimits(max_files=5, max_depth=2, max_file_bytes=1024, max_total_bytes=4096, max_seconds=5.0)
