@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from otel_inputs import ArtifactStore, ReadbackError, StoreCleanupError
+
+
+def commit_one(store: ArtifactStore, attempt_id: str, data: bytes, input_id: str = "in-1") -> str:
+    staging = store.begin_attempt(attempt_id)
+    blob = staging.put_bytes(data)
+    staging.commit({"run_id": "r", "items": [{"input_id": input_id, "seq": 0, "sha256": blob.sha256,
+                                              "size_bytes": blob.size_bytes, "artifact_status": "available",
+                                              "snapshot_ref": blob.snapshot_ref}]})
+    return blob.sha256
+
+
+def test_commit_then_read_back(store: ArtifactStore) -> None:
+    """Committed bytes read back by (attempt id, input id) after hash verification; staging is gone."""
+    digest = commit_one(store, "a", b"hello")
+    snap = store.read_input("a", "in-1")
+    assert snap.data == b"hello" and snap.sha256 == digest == hashlib.sha256(b"hello").hexdigest()
+    assert list(store.staging_dir.iterdir()) == []
+    assert store.manifest("a")["attempt_id"] == "a"
+
+
+def test_tampered_bytes_are_refused(store: ArtifactStore) -> None:
+    """Bytes changed on disk after commit are refused with integrity_mismatch."""
+    digest = commit_one(store, "a", b"original")
+    path = store.object_path(digest)
+    os.chmod(path, 0o644)
+    path.write_bytes(b"tampered")
+    with pytest.raises(ReadbackError) as err:
+        store.read_input("a", "in-1")
+    assert err.value.outcome == "integrity_mismatch"
+
+
+@pytest.mark.parametrize("attempt_id,input_id", [
+    ("nope", "in-1"), ("a", "in-404"), ("../../etc/passwd", "in-1"), ("a", "../objects"), ("a", "/etc/passwd"),
+])
+def test_unknown_and_path_like_ids_are_not_found(store: ArtifactStore, attempt_id: str, input_id: str) -> None:
+    """Unknown or path-like ids never resolve to a file: they are not_found."""
+    commit_one(store, "a", b"x")
+    with pytest.raises(ReadbackError) as err:
+        store.read_input(attempt_id, input_id)
+    assert err.value.outcome == "not_found"
+
+
+def test_missing_object_is_not_found_and_evicted_is_retention(store: ArtifactStore) -> None:
+    """Deleted bytes read as not_found; an evicted item reads as retention_expired with its reason."""
+    digest = commit_one(store, "a", b"gone")
+    os.unlink(store.object_path(digest))
+    with pytest.raises(ReadbackError) as err:
+        store.read_input("a", "in-1")
+    assert err.value.outcome == "not_found"
+    m = store.manifest("a")
+    m["items"][0].update(artifact_status="evicted", status_reason="disk_budget")
+    store.update_manifest("a", m)
+    with pytest.raises(ReadbackError) as err:
+        store.read_input("a", "in-1")
+    assert err.value.outcome == "retention_expired" and "disk_budget" in str(err.value)
+
+
+def test_oversized_read_is_refused(store: ArtifactStore) -> None:
+    """A caller's byte limit refuses larger snapshots before returning bytes."""
+    commit_one(store, "a", b"x" * 100)
+    with pytest.raises(ReadbackError) as err:
+        store.read_input("a", "in-1", max_bytes=10)
+    assert err.value.outcome == "too_large"
+
+
+def test_object_symlink_is_not_followed(store: ArtifactStore, tmp_path: Path) -> None:
+    """An object path replaced by a symlink is refused rather than followed."""
+    digest = commit_one(store, "a", b"real")
+    path = store.object_path(digest)
+    path.unlink()
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"real")
+    os.symlink(target, path)
+    with pytest.raises(ReadbackError):
+        store.read_input("a", "in-1")
+
+
+def test_abort_removes_staging(store: ArtifactStore) -> None:
+    """Aborting a capture removes its preallocated staging directory."""
+    staging = store.begin_attempt("a")
+    staging.put_bytes(b"partial")
+    staging.abort()
+    assert not staging.path.exists() and store.manifest("a") is None
+
+
+def test_failed_cleanup_names_the_orphan(store: ArtifactStore) -> None:
+    """When cleanup itself fails the error names the orphan path."""
+    staging = store.begin_attempt("a")
+    shutil.rmtree(staging.path)
+    staging.path.write_text("now a file, rmtree cannot remove it as a directory")
+    with pytest.raises(StoreCleanupError) as err:
+        staging.abort()
+    assert err.value.orphan_path == str(staging.path) and str(staging.path) in str(err.value)
+
+
+def test_reconcile_is_age_gated(store: ArtifactStore) -> None:
+    """Reconciliation removes old orphan staging and unowned bytes, but keeps young ones and owned bytes."""
+    owned = commit_one(store, "a", b"owned")
+    orphan_stage = store.begin_attempt("crashed")
+    orphan_stage.put_bytes(b"half")
+    stray = store.object_path(hashlib.sha256(b"stray").hexdigest())
+    stray.parent.mkdir(exist_ok=True)
+    stray.write_bytes(b"stray")
+    assert store.reconcile(min_age_s=3600) == {"staging_removed": 0, "objects_removed": 0}
+    later = time.time() + 7200
+    assert store.reconcile(min_age_s=3600, now=later) == {"staging_removed": 1, "objects_removed": 1}
+    assert store.object_path(owned).exists() and not stray.exists()
+    assert store.read_input("a", "in-1").data == b"owned"
+
+
+def test_corrupt_manifest_is_reported_not_fatal(store: ArtifactStore) -> None:
+    """A corrupted manifest shows up as an error entry and readback through it is not_found."""
+    commit_one(store, "a", b"x")
+    store.manifest_path("a").write_text("{not json")
+    entries = list(store.iter_manifests())
+    assert len(entries) == 1 and "error" in entries[0]
+    with pytest.raises(ReadbackError) as err:
+        store.read_input("a", "in-1")
+    assert err.value.outcome == "not_found"
