@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from exporter._db import read_connection
 from exporter._exporter import DuckDBSpanExporter
+from exporter._sink import OTLPSink, SinkConfig
 from exporter._schema import SCHEMA_VERSION, SchemaError, migrate
 from exporter._writer import DuckDBWriter, WriteOutcome
 
@@ -16,7 +17,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "DuckDBSpanExporter",
     "DuckDBWriter",
+    "OTLPSink",
     "SchemaError",
+    "SinkConfig",
     "WriteOutcome",
     "migrate",
     "read_connection",

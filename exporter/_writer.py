@@ -35,7 +35,8 @@ from exporter._spans import SpanRecord
 _log = logging.getLogger(__name__)
 
 HEALTH_METRICS = ("spans_written", "spans_spilled", "spans_dropped", "batches_failed",
-                  "spans_drained", "spans_rejected", "artifact_rows_written")  # fmt: skip
+                  "spans_drained", "spans_rejected", "spans_unconvertible", "spool_quarantined",
+                  "artifact_rows_written")  # fmt: skip
 _TABLE_FILES = {TRACES: "otel_traces.arrow", ATTEMPTS: "agent_attempts.arrow",
                 INPUTS: "agent_attempt_inputs.arrow", ARTIFACTS: "agent_artifacts.arrow"}  # fmt: skip
 _BATCH_VIEW = "_otel_inputs_batch"
@@ -105,11 +106,27 @@ class DuckDBWriter:
 
     # -- public ------------------------------------------------------------------------------
     def write_spans(self, spans: Sequence[SpanRecord], *, manifests: Sequence[Mapping[str, Any]] = ()) -> WriteOutcome:
-        tables = build_batch(spans)
+        tables = self._build(spans)
         if manifests:
             tables = BatchTables(tables.traces, tables.attempts, tables.inputs,
                                  artifacts_table(manifests, _now_us()))  # fmt: skip
         return self.write_tables(tables)
+
+    def _build(self, spans: Sequence[SpanRecord]) -> BatchTables:
+        try:
+            return build_batch(spans)
+        except Exception:  # noqa: BLE001 - find the span(s) that cannot be represented, keep the rest
+            good: list[SpanRecord] = []
+            for span in spans:
+                try:
+                    build_batch([span])
+                    good.append(span)
+                except Exception as exc:  # noqa: BLE001
+                    _log.error("otel-inputs: span %s/%s cannot be stored (%s); dropped",
+                               span.trace_id, span.span_id, exc)  # fmt: skip
+                    self.count("spans_unconvertible", 1)
+                    self.count("spans_dropped", 1)
+            return build_batch(good)
 
     def land_manifests(self, manifests: Sequence[Mapping[str, Any]]) -> WriteOutcome:
         table = artifacts_table(manifests, _now_us())
@@ -158,47 +175,53 @@ class DuckDBWriter:
                 if not self._migrated:
                     migrate(con)
                     self._migrated = True
-                drained, drained_spans = self._load_spool()
                 counters = dict(self.counters)
                 counters["spans_written"] += tables.span_count
                 counters["artifact_rows_written"] += tables.artifacts.num_rows if tables.artifacts is not None else 0
-                counters["spans_drained"] += drained_spans
-                con.execute("BEGIN TRANSACTION")
-                try:
-                    for _, spooled in drained:
-                        _insert(con, spooled)
-                    _insert(con, tables)
-                    _write_health(con, self.source, counters)
-                    con.execute("COMMIT")
-                except BaseException:
-                    con.execute("ROLLBACK")
-                    raise
+                _transaction(con, tables, self.source, counters)
                 self.counters = counters
+                self._drain(con)
             finally:
                 con.close()
-            # Only after the commit: a crash before this point re-drains, and keyed replace makes
-            # the second landing a no-op.
-            for path, _ in drained:
-                shutil.rmtree(path, ignore_errors=True)
 
-    def _load_spool(self) -> tuple[list[tuple[Path, BatchTables]], int]:
+    def _drain(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Land spooled batches, each in its own transaction so one bad entry cannot block the rest."""
+        for path, batch in self._load_spool():
+            counters = dict(self.counters)
+            counters["spans_drained"] += batch.span_count
+            try:
+                _transaction(con, batch, self.source, counters)
+            except (duckdb.IOException, duckdb.TransactionException):
+                return  # the file itself is in trouble: leave the spool for the next batch
+            except Exception as exc:  # noqa: BLE001 - a poison entry is quarantined, never retried forever
+                self._quarantine(path, exc)
+                continue
+            self.counters = counters
+            # Only after the commit: a crash before this re-drains, and keyed replace makes that a no-op.
+            shutil.rmtree(path, ignore_errors=True)
+
+    def _quarantine(self, path: Path, exc: BaseException) -> None:
+        bad = path.with_name(f"bad-{path.name}")
+        _log.error("otel-inputs: spool entry %s cannot be landed (%s); moved to %s", path, exc, bad)
+        try:
+            os.replace(path, bad)
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
+        self.counters["spool_quarantined"] = self.counters.get("spool_quarantined", 0) + 1
+
+    def _load_spool(self) -> list[tuple[Path, BatchTables]]:
         out: list[tuple[Path, BatchTables]] = []
-        spans = 0
         for path in self.spooled_batches()[: self.drain_limit]:
             try:
                 loaded: dict[str, pa.Table | None] = {}
                 for name, filename in _TABLE_FILES.items():
                     f = path / filename
                     loaded[name] = ipc.open_file(f).read_all() if f.exists() else None
-                batch = BatchTables(loaded[TRACES], loaded[ATTEMPTS], loaded[INPUTS], loaded[ARTIFACTS])
             except Exception as exc:  # noqa: BLE001 - a corrupt spool entry is quarantined, not retried forever
-                bad = path.with_name(f"bad-{path.name}")
-                _log.error("otel-inputs: unreadable spool entry %s (%s); moved to %s", path, exc, bad)
-                os.replace(path, bad)
+                self._quarantine(path, exc)
                 continue
-            out.append((path, batch))
-            spans += batch.span_count
-        return out, spans
+            out.append((path, BatchTables(loaded[TRACES], loaded[ATTEMPTS], loaded[INPUTS], loaded[ARTIFACTS])))
+        return out
 
     def _spill(self, tables: BatchTables) -> Path:
         self.spool_dir.mkdir(parents=True, exist_ok=True)
@@ -219,6 +242,17 @@ class DuckDBWriter:
 
 def _now_us() -> int:
     return time.time_ns() // 1000
+
+
+def _transaction(con: duckdb.DuckDBPyConnection, tables: BatchTables, source: str, counters: Mapping[str, int]) -> None:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        _insert(con, tables)
+        _write_health(con, source, counters)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def _insert(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:

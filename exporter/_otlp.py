@@ -1,0 +1,235 @@
+"""OTLP trace requests (protobuf or OTLP/JSON) → neutral :class:`SpanRecord` s, with per-span checks.
+
+A body that cannot be decoded at all raises :class:`DecodeError` (the sink answers 400 and stores
+nothing).  A decodable body may still hold individual spans that cannot be stored faithfully
+(ids of the wrong length, timestamps past int64): those are rejected one by one and counted for
+``partial_success`` while every valid span in the same request still lands.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError as _PbDecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from exporter._spans import SPAN_KINDS, STATUS_CODES, EventRecord, LinkRecord, SpanRecord
+
+_INT64_MAX = 2**63 - 1
+_MAX_ERROR_MESSAGES = 5
+
+
+class DecodeError(ValueError):
+    """The request body is not a decodable ExportTraceServiceRequest; the message is client-safe."""
+
+
+@dataclass
+class DecodedRequest:
+    spans: list[SpanRecord] = field(default_factory=list)
+    rejected: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def reject(self, problem: str) -> None:
+        self.rejected += 1
+        if len(self.problems) < _MAX_ERROR_MESSAGES and problem not in self.problems:
+            self.problems.append(problem)
+
+    @property
+    def error_message(self) -> str:
+        return f"{self.rejected} spans rejected: " + "; ".join(self.problems)
+
+
+# --- AnyValue --------------------------------------------------------------------------------------
+
+
+def _value(v: AnyValue) -> Any:
+    which = v.WhichOneof("value")
+    if which == "string_value":
+        return v.string_value
+    if which == "int_value":
+        return v.int_value
+    if which == "bool_value":
+        return v.bool_value
+    if which == "double_value":
+        return v.double_value
+    if which == "array_value":
+        return [_value(x) for x in v.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: _value(kv.value) for kv in v.kvlist_value.values}
+    if which == "bytes_value":
+        return bytes(v.bytes_value)
+    return None  # an empty AnyValue: OTLP's "no value"
+
+
+def _attrs(kvs: Iterable[KeyValue]) -> dict[str, Any]:
+    return {kv.key: _value(kv.value) for kv in kvs}
+
+
+# --- request → records -------------------------------------------------------------------------------
+
+
+def _id_problem(raw: bytes, size: int, what: str, *, optional: bool = False) -> str | None:
+    if optional and not raw:
+        return None
+    if len(raw) != size:
+        return f"{what} must be {size} bytes, got {len(raw)}"
+    if not any(raw):
+        return f"{what} is all zeros"
+    return None
+
+
+def records_from_request(req: ExportTraceServiceRequest) -> DecodedRequest:
+    out = DecodedRequest()
+    for rs in req.resource_spans:
+        resource = _attrs(rs.resource.attributes)
+        for ss in rs.scope_spans:
+            scope_name, scope_version = ss.scope.name, ss.scope.version
+            for sp in ss.spans:
+                problem = (
+                    _id_problem(sp.trace_id, 16, "trace_id")
+                    or _id_problem(sp.span_id, 8, "span_id")
+                    or _id_problem(sp.parent_span_id, 8, "parent_span_id", optional=True)
+                )
+                for link in sp.links:
+                    problem = problem or _id_problem(link.trace_id, 16, "link trace_id") or _id_problem(
+                        link.span_id, 8, "link span_id"
+                    )
+                times = [sp.start_time_unix_nano, sp.end_time_unix_nano, *(e.time_unix_nano for e in sp.events)]
+                if problem is None and max(times) > _INT64_MAX:
+                    problem = "timestamp beyond the int64 nanosecond range"
+                if problem is not None:
+                    out.reject(problem)
+                    continue
+                out.spans.append(
+                    SpanRecord(
+                        trace_id=sp.trace_id.hex(),
+                        span_id=sp.span_id.hex(),
+                        parent_span_id=sp.parent_span_id.hex(),
+                        trace_state=sp.trace_state,
+                        name=sp.name,
+                        kind=SPAN_KINDS[sp.kind] if 0 <= sp.kind < len(SPAN_KINDS) else SPAN_KINDS[0],
+                        start_ns=sp.start_time_unix_nano,
+                        end_ns=sp.end_time_unix_nano,
+                        status_code=STATUS_CODES[sp.status.code] if 0 <= sp.status.code < 3 else STATUS_CODES[0],
+                        status_message=sp.status.message,
+                        attributes=_attrs(sp.attributes),
+                        resource_attributes=resource,
+                        scope_name=scope_name,
+                        scope_version=scope_version,
+                        events=tuple(EventRecord(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in sp.events),
+                        links=tuple(
+                            LinkRecord(lk.trace_id.hex(), lk.span_id.hex(), lk.trace_state, _attrs(lk.attributes))
+                            for lk in sp.links
+                        ),
+                        dropped_attributes=sp.dropped_attributes_count,
+                        dropped_events=sp.dropped_events_count,
+                        dropped_links=sp.dropped_links_count,
+                    )
+                )
+    return out
+
+
+def decode_protobuf(body: bytes) -> DecodedRequest:
+    try:
+        req = ExportTraceServiceRequest.FromString(body)
+    except (_PbDecodeError, RecursionError, ValueError) as exc:
+        raise DecodeError(f"body is not a valid protobuf ExportTraceServiceRequest ({type(exc).__name__})") from None
+    return records_from_request(req)
+
+
+# --- OTLP/JSON ----------------------------------------------------------------------------------------
+
+_ID_KEYS = ("traceId", "spanId", "parentSpanId")
+
+
+def _hex_to_b64(value: Any) -> Any:
+    # OTLP/JSON carries ids as hex, protobuf JSON mapping expects base64; a bad hex id becomes
+    # empty bytes so that span alone is rejected by the id check instead of the whole request.
+    if not isinstance(value, str):
+        return value
+    try:
+        return base64.b64encode(bytes.fromhex(value)).decode("ascii")
+    except (ValueError, binascii.Error):
+        return ""
+
+
+def _fix_ids(doc: Any) -> None:
+    if not isinstance(doc, dict):
+        return
+    resource_spans = doc.get("resourceSpans")
+    for rs in resource_spans if isinstance(resource_spans, list) else ():
+        if not isinstance(rs, dict) or not isinstance(rs.get("scopeSpans"), list):
+            continue
+        for ss in rs["scopeSpans"]:
+            if not isinstance(ss, dict) or not isinstance(ss.get("spans"), list):
+                continue
+            for sp in ss["spans"]:
+                if not isinstance(sp, dict):
+                    continue
+                for key in _ID_KEYS:
+                    if key in sp:
+                        sp[key] = _hex_to_b64(sp[key])
+                links = sp.get("links")
+                for link in links if isinstance(links, list) else ():
+                    if isinstance(link, dict):
+                        for key in _ID_KEYS[:2]:
+                            if key in link:
+                                link[key] = _hex_to_b64(link[key])
+
+
+def decode_json(body: bytes) -> DecodedRequest:
+    try:
+        doc = json.loads(body)
+        _fix_ids(doc)
+        req = json_format.ParseDict(doc, ExportTraceServiceRequest(), ignore_unknown_fields=True)
+    except (ValueError, TypeError, RecursionError, json_format.ParseError, UnicodeError) as exc:
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise DecodeError(f"body is not a valid OTLP/JSON ExportTraceServiceRequest: {reason}") from None
+    except Exception as exc:  # noqa: BLE001 - protobuf raises assorted types for bad field values
+        raise DecodeError(f"body is not a valid OTLP/JSON ExportTraceServiceRequest ({type(exc).__name__})") from None
+    return records_from_request(req)
+
+
+# --- responses ----------------------------------------------------------------------------------------
+
+
+def response_body(decoded: DecodedRequest | None, *, as_json: bool) -> bytes:
+    resp = ExportTraceServiceResponse()
+    if decoded is not None and decoded.rejected:
+        resp.partial_success.CopyFrom(
+            ExportTracePartialSuccess(rejected_spans=decoded.rejected, error_message=decoded.error_message)
+        )
+    if as_json:
+        return json_format.MessageToJson(resp, indent=None).encode("utf-8")
+    return resp.SerializeToString()
+
+
+def status_body(code: int, message: str, *, as_json: bool) -> bytes:
+    """A ``google.rpc.Status`` error body (code, message), hand-encoded to avoid another dependency."""
+    if as_json:
+        return json.dumps({"code": code, "message": message}).encode("utf-8")
+    msg = message.encode("utf-8")
+    return b"\x08" + _varint(code) + b"\x12" + _varint(len(msg)) + msg
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)

@@ -1,0 +1,337 @@
+"""``OTLPSink``: an OTLP/HTTP trace receiver that lands spans through the same DuckDB write path.
+
+Request threads only decode, validate and enqueue; ONE writer thread owns every DuckDB write (and
+the periodic landing of store manifests), so the file sees one regular writer.  The queue is
+bounded in spans: when it is full the client gets 503 + Retry-After and retries later, so memory
+stays bounded and nothing accepted is dropped.  ``stop()`` stops accepting, then flushes everything
+already accepted before returning.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import zlib
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from exporter._manifests import ManifestScanner
+from exporter._otlp import DecodedRequest, DecodeError, decode_json, decode_protobuf, response_body, status_body
+from exporter._spans import SpanRecord
+from exporter._writer import DuckDBWriter
+
+_log = logging.getLogger(__name__)
+
+TRACES_PATH = "/v1/traces"
+_PROTOBUF_TYPES = frozenset({"application/x-protobuf", "application/protobuf"})
+_JSON_TYPE = "application/json"
+# google.rpc.Code values used in error bodies.
+_RPC_INVALID_ARGUMENT = 3
+_RPC_RESOURCE_EXHAUSTED = 8
+_RPC_UNAVAILABLE = 14
+_RPC_NOT_FOUND = 5
+_RPC_UNIMPLEMENTED = 12
+
+
+@dataclass(frozen=True)
+class SinkConfig:
+    max_body_bytes: int = 64 * 1024 * 1024  # after decompression, as the OTLP spec recommends
+    max_queued_spans: int = 50_000
+    max_batch_spans: int = 2_048  # the writer coalesces queued requests up to this many spans
+    socket_timeout_s: float = 10.0  # a silent client loses its thread after this, others are unaffected
+    request_deadline_s: float = 30.0  # a client trickling bytes cannot hold a thread longer than this
+    store_interval_s: float = 5.0
+    retry_after_s: int = 1
+
+
+class _Queue:
+    """A FIFO of accepted batches, bounded by the number of spans it holds."""
+
+    def __init__(self, max_spans: int) -> None:
+        self.max_spans = max_spans
+        self._items: deque[list[SpanRecord]] = deque()
+        self._spans = 0
+        self._cond = threading.Condition()
+
+    def offer(self, batch: list[SpanRecord]) -> bool:
+        with self._cond:
+            # An oversized single request is still taken when the queue is empty, so it can land.
+            if self._spans and self._spans + len(batch) > self.max_spans:
+                return False
+            self._items.append(batch)
+            self._spans += len(batch)
+            self._cond.notify()
+            return True
+
+    def take(self, max_spans: int, timeout_s: float) -> list[SpanRecord]:
+        with self._cond:
+            if not self._items:
+                self._cond.wait(timeout_s)
+            out: list[SpanRecord] = []
+            while self._items and (not out or len(out) + len(self._items[0]) <= max_spans):
+                batch = self._items.popleft()
+                self._spans -= len(batch)
+                out.extend(batch)
+            return out
+
+    def wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return self._spans
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def _gunzip_bounded(data: bytes, cap: int) -> bytes:
+    """Decompress gzip without ever producing more than ``cap`` bytes (gzip bombs stop here)."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = d.decompress(data, cap + 1)
+    if len(out) > cap or d.unconsumed_tail:
+        raise _BodyTooLarge
+    out += d.flush()
+    if len(out) > cap:
+        raise _BodyTooLarge
+    if not d.eof:
+        raise zlib.error("truncated gzip stream")
+    return out
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+    server_version = "otel-inputs-collect"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.sink.config.socket_timeout_s)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        _log.debug("collect: " + format, *args)
+
+    def _reply(self, code: int, body: bytes, *, as_json: bool, headers: dict[str, str] | None = None,
+               close: bool = False) -> None:  # fmt: skip
+        self.send_response(code)
+        self.send_header("Content-Type", _JSON_TYPE if as_json else "application/x-protobuf")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _error(self, code: int, rpc: int, message: str, *, as_json: bool, close: bool = False,
+               headers: dict[str, str] | None = None) -> None:  # fmt: skip
+        self._reply(code, status_body(rpc, message, as_json=as_json), as_json=as_json, close=close, headers=headers)
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        self._error(405, _RPC_UNIMPLEMENTED, "use POST", as_json=True, headers={"Allow": "POST"})
+
+    def _read_body(self, length: int) -> bytes:
+        deadline = time.monotonic() + self.server.sink.config.request_deadline_s
+        chunks: list[bytes] = []
+        remaining = length
+        while remaining:
+            if time.monotonic() > deadline:
+                raise TimeoutError("request body too slow")
+            chunk = self.rfile.read1(min(remaining, 1 << 20))
+            if not chunk:
+                raise ConnectionError("client closed before the body was complete")
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        sink = self.server.sink
+        cfg = sink.config
+        media = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        as_json = media == _JSON_TYPE
+        if self.path.split("?")[0] != TRACES_PATH:
+            self._error(404, _RPC_NOT_FOUND, f"only {TRACES_PATH} is served", as_json=as_json, close=True)
+            return
+        if media not in _PROTOBUF_TYPES and not as_json:
+            self._error(415, _RPC_INVALID_ARGUMENT, "Content-Type must be application/x-protobuf or application/json",
+                        as_json=False, close=True)  # fmt: skip
+            return
+        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
+        if encoding not in ("identity", "gzip"):
+            self._error(415, _RPC_INVALID_ARGUMENT, "Content-Encoding must be gzip or identity", as_json=as_json, close=True)
+            return
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+            if length < 0:
+                raise ValueError
+        except ValueError:
+            self._error(411, _RPC_INVALID_ARGUMENT, "a valid Content-Length is required", as_json=as_json, close=True)
+            return
+        if length > cfg.max_body_bytes:
+            # Not read at all: closing the connection discards it without buffering.
+            self._error(413, _RPC_RESOURCE_EXHAUSTED, f"body over {cfg.max_body_bytes} bytes", as_json=as_json, close=True)
+            return
+        try:
+            body = self._read_body(length)
+        except (TimeoutError, OSError, ConnectionError):
+            self.close_connection = True
+            return
+        try:
+            if encoding == "gzip":
+                body = _gunzip_bounded(body, cfg.max_body_bytes)
+        except _BodyTooLarge:
+            self._error(413, _RPC_RESOURCE_EXHAUSTED, f"decompressed body over {cfg.max_body_bytes} bytes",
+                        as_json=as_json, close=True)  # fmt: skip
+            return
+        except zlib.error:
+            self._error(400, _RPC_INVALID_ARGUMENT, "body is not valid gzip", as_json=as_json)
+            return
+        try:
+            decoded = decode_json(body) if as_json else decode_protobuf(body)
+        except DecodeError as exc:
+            self._error(400, _RPC_INVALID_ARGUMENT, str(exc), as_json=as_json)
+            return
+        if not sink.accept(decoded):
+            self._error(503, _RPC_UNAVAILABLE, "sink buffer full; retry later", as_json=as_json,
+                        headers={"Retry-After": str(cfg.retry_after_s)})  # fmt: skip
+            return
+        self._reply(200, response_body(decoded, as_json=as_json), as_json=as_json)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64
+
+    def __init__(self, address: tuple[str, int], sink: OTLPSink) -> None:
+        self.sink = sink
+        super().__init__(address, _Handler)
+
+
+class OTLPSink:
+    """OTLP/HTTP receiver on ``/v1/traces`` writing into one DuckDB file (and store metadata)."""
+
+    def __init__(
+        self,
+        db_path: str | os.PathLike[str],
+        *,
+        store: str | os.PathLike[str] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 4318,
+        config: SinkConfig | None = None,
+    ) -> None:
+        self.config = config or SinkConfig()
+        self.host = host
+        self.port = port
+        self.store = Path(store) if store is not None else None
+        self.writer: DuckDBWriter | None = None
+        self.db_path = Path(db_path)
+        self._queue = _Queue(self.config.max_queued_spans)
+        self._server: _Server | None = None
+        self._threads: list[threading.Thread] = []
+        self._stopping = threading.Event()
+        self._accepting = False
+        self._scanner = ManifestScanner(self.store) if self.store is not None else None
+        self._stop_lock = threading.Lock()
+        self._accept_lock = threading.Lock()
+        self._stopped = False
+
+    @property
+    def address(self) -> tuple[str, int]:
+        if self._server is None:
+            raise RuntimeError("sink not started")
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    @property
+    def endpoint(self) -> str:
+        host, port = self.address
+        return f"http://{host}:{port}{TRACES_PATH}"
+
+    def start(self) -> OTLPSink:
+        self._server = _Server((self.host, self.port), self)
+        self.writer = DuckDBWriter(self.db_path, source=f"collect:{self.address[1]}")
+        self._land_store()  # at startup, before the first span, so metadata is there early
+        self._accepting = True
+        writer_thread = threading.Thread(target=self._write_loop, name="otel-inputs-collect-writer", daemon=True)
+        server_thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+                                         name="otel-inputs-collect-http", daemon=True)  # fmt: skip
+        self._threads = [writer_thread, server_thread]
+        for t in self._threads:
+            t.start()
+        return self
+
+    def accept(self, decoded: DecodedRequest) -> bool:
+        """Queue a decoded request's valid spans; False means "full, come back later"."""
+        # Under the lock stop() takes, so no batch can slip in after the writer's final drain.
+        with self._accept_lock:
+            if not self._accepting:
+                return False
+            if decoded.spans and not self._queue.offer(decoded.spans):
+                return False
+        if decoded.rejected and self.writer is not None:
+            self.writer.count("spans_rejected", decoded.rejected)
+        return True
+
+    @property
+    def queued_spans(self) -> int:
+        return len(self._queue)
+
+    def _write_loop(self) -> None:
+        last_store = time.monotonic()
+        while True:
+            batch = self._queue.take(self.config.max_batch_spans, timeout_s=0.2)
+            if batch and self.writer is not None:
+                self.writer.write_spans(batch)
+            if self._scanner is not None and time.monotonic() - last_store >= self.config.store_interval_s:
+                self._land_store()
+                last_store = time.monotonic()
+            if self._stopping.is_set() and not len(self._queue):
+                return
+
+    def _land_store(self) -> None:
+        if self._scanner is None or self.writer is None:
+            return
+        try:
+            manifests, stat_keys = self._scanner.changed()
+            if manifests:
+                outcome = self.writer.land_manifests(manifests)
+                if outcome.error is None:
+                    self._scanner.commit(stat_keys)
+            elif stat_keys:
+                self._scanner.commit(stat_keys)
+        except Exception:  # noqa: BLE001 - store trouble must not stop span ingestion
+            _log.exception("otel-inputs collect: landing store manifests failed")
+
+    def stop(self) -> None:
+        """Stop accepting, flush every accepted span, land the store one last time.  Idempotent."""
+        with self._stop_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        with self._accept_lock:
+            self._accepting = False
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        self._stopping.set()
+        self._queue.wake()
+        for t in self._threads:
+            t.join()
+        self._land_store()
+
+    def __enter__(self) -> OTLPSink:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+__all__ = ["OTLPSink", "SinkConfig", "TRACES_PATH"]
