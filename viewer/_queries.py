@@ -455,3 +455,16 @@ def exporter_health(con: duckdb.DuckDBPyConnection) -> tuple[HealthRow, ...]:
         """
     )
     return tuple(HealthRow(*row) for row in cur.fetchall())
+
+
+def run_coverage(con: duckdb.DuckDBPyConnection, run_id: str | None) -> list[dict[str, Any]]:
+    """Attempt counts of a run by phase and packet coverage."""
+    run_sql, params = _run_clause(run_id)
+    cur = con.execute(
+        f"""
+        SELECT coalesce(phase, 'not recorded') AS phase, input_coverage AS coverage, count(*) AS attempts
+        FROM agent_attempts WHERE {run_sql} GROUP BY ALL ORDER BY ALL
+        """,
+        params,
+    )
+    return _rows(cur)

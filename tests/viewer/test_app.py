@@ -1,0 +1,152 @@
+"""The Streamlit pages, driven with Streamlit's AppTest against real fixture files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+from streamlit.testing.v1 import AppTest
+from viewer_fixture import HOSTILE_LABEL, LEGACY_TASK, NOTES_V1, TASK_TEXT, ViewerFixture
+
+from otel_inputs import names
+from viewer._format import md_escape
+from viewer._panel import SECTION_TITLES
+
+APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
+
+
+@pytest.fixture()
+def env(viewer_fixture: ViewerFixture, monkeypatch: pytest.MonkeyPatch) -> ViewerFixture:
+    monkeypatch.setenv(names.ENV_DB, str(viewer_fixture.db_path))
+    monkeypatch.setenv(names.ENV_STORE, str(viewer_fixture.store_path))
+    return viewer_fixture
+
+
+def run_app(**params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=30)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(at: AppTest) -> list[str]:
+    return [t.value for t in at.text]
+
+
+def test_deep_link_shows_sections_in_order_with_task_visible(env: ViewerFixture) -> None:
+    """?attempt= opens the panel: six sections in order and the task in a code block outside any expander."""
+    at = run_app(attempt=env.ids["review"])
+    assert [s.value for s in at.subheader] == [f"{i}. {t}" for i, t in enumerate(SECTION_TITLES, 1)]
+    assert at.code[0].value == TASK_TEXT
+    for exp in at.expander:
+        assert TASK_TEXT not in [c.value for c in exp.code]
+
+
+def test_hostile_label_renders_as_plain_text_only(env: ViewerFixture) -> None:
+    """A Markdown/HTML label is shown verbatim by st.text and never reaches a Markdown element."""
+    at = run_app(attempt=env.ids["gate_retry"])
+    assert f"#1  {HOSTILE_LABEL}" in texts(at)
+    assert all("<img" not in m.value for m in at.markdown)
+
+
+def test_text_and_image_previews_open_on_demand(env: ViewerFixture) -> None:
+    """Toggling a text preview shows the verified text; toggling an image preview shows an image."""
+    at = run_app(attempt=env.ids["initial"])
+    assert all(c.value.rstrip("\n") != NOTES_V1.rstrip("\n") for c in at.code)
+    at.toggle(key="page:pv:att-001-in1").set_value(True).run()
+    assert NOTES_V1.rstrip("\n") in [c.value.rstrip("\n") for c in at.code]
+    at = run_app(attempt=env.ids["review"])
+    assert len(at.get("image")) == 0
+    at.toggle(key="page:pv:att-004-in2").set_value(True).run()
+    assert len(at.get("image")) == 1
+
+
+def test_tampered_snapshot_preview_is_refused_by_name(env: ViewerFixture) -> None:
+    """Opening a preview of changed bytes shows "integrity mismatch" and no content."""
+    at = run_app(attempt=env.ids["review"])
+    at.toggle(key="page:pv:att-004-in8").set_value(True).run()
+    assert [e.value for e in at.error] == [md_escape("Preview refused: integrity mismatch")]
+    assert "original bytes of a handoff file\n" not in [c.value for c in at.code]
+
+
+def test_unavailable_rows_state_their_reason_without_a_preview(env: ViewerFixture) -> None:
+    """Evicted, symlink and over-limit rows say why, and the PDF row says there is no preview."""
+    at = run_app(attempt=env.ids["review"])
+    t = texts(at)
+    assert "Unavailable: evicted (disk budget)" in t
+    assert "Unavailable: never captured (unreadable)" in t
+    assert "Unavailable: never captured (limit exceeded)" in t
+    assert "no preview for this type" in t
+    labels = [tg.label for tg in at.toggle]
+    assert "Preview #7" not in labels and "Preview #6" not in labels
+
+
+def test_legacy_attempt_page_shows_the_exact_sentences(env: ViewerFixture) -> None:
+    """A legacy attempt shows the legacy-task and no-packet sentences and the derived task."""
+    at = run_app(attempt=env.ids["legacy"])
+    infos = [i.value for i in at.info]
+    assert md_escape(names.SENTENCE_LEGACY_TASK) in infos
+    assert md_escape(names.SENTENCE_NO_PACKET) in infos
+    assert at.code[0].value == LEGACY_TASK
+    assert "Attachment state: not recorded." in [i.value.replace("\\", "") for i in at.info]
+
+
+def test_prior_turn_button_navigates_to_that_attempt(env: ViewerFixture) -> None:
+    """Clicking an inherited turn opens that attempt by deep link."""
+    at = run_app(attempt=env.ids["gate_retry"])
+    buttons = [b for b in at.button if "att-001" in b.label.replace("\\", "")]
+    assert [b.key for b in buttons] == ["page:turn:0"]
+    buttons[0].click().run()
+    assert at.query_params["attempt"] in (["att-001"], "att-001")
+    assert texts(at)[0].startswith("Attempt      att-001\n")
+
+
+def test_runs_page_and_run_page_filters(env: ViewerFixture) -> None:
+    """The runs page lists both runs; the run page filters its attempts by send kind."""
+    at = run_app()
+    runs = at.dataframe[0].value
+    assert list(runs["run"]) == [env.run_id, env.legacy_run_id]
+    at = run_app(run=env.run_id)
+    assert list(at.dataframe[0].value["attempt"]) == ["att-001", "att-002", "att-003", "att-004", "att-005"]
+    at.selectbox(key="f_send").set_value("parse_retry").run()
+    assert list(at.dataframe[0].value["attempt"]) == ["att-002"]
+    at.radio(key="f_sort").set_value("newest first")
+    at.selectbox(key="f_send").set_value("any").run()
+    assert list(at.dataframe[0].value["attempt"])[0] == "att-005"
+
+
+def test_exporter_health_loss_is_visible(env: ViewerFixture) -> None:
+    """Non-zero spill and failure counters show as a warning on every page."""
+    at = run_app()
+    assert any("spans\\_spilled 3" in w.value and "batches\\_failed 1" in w.value for w in at.warning)
+
+
+def test_unknown_attempt_and_missing_database_read_as_messages(env: ViewerFixture, monkeypatch, tmp_path) -> None:
+    """An unknown attempt id and a missing database produce a message on the page, not a traceback."""
+    at = run_app(attempt="no-such-attempt")
+    assert any("No attempt with id" in e.value for e in at.error)
+    monkeypatch.setenv(names.ENV_DB, str(tmp_path / "missing.duckdb"))
+    at = run_app()
+    assert any("No database at" in e.value for e in at.error)
+
+
+def test_newer_schema_database_reads_as_a_message(env: ViewerFixture, monkeypatch, tmp_path) -> None:
+    """A database from a newer otel-inputs shows the schema message instead of crashing."""
+    db = tmp_path / "newer.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE otel_inputs_schema (version INTEGER, name VARCHAR, applied_at TIMESTAMP)")
+    con.execute("INSERT INTO otel_inputs_schema VALUES (99, 'future', now())")
+    con.close()
+    monkeypatch.setenv(names.ENV_DB, str(db))
+    at = run_app()
+    assert any("newer than this otel" in e.value.replace("\\", "") for e in at.error)
+
+
+def test_changed_file_diff_opens_on_demand(env: ViewerFixture) -> None:
+    """The check-retry turn offers a text diff of the changed notes file, read from verified snapshots."""
+    at = run_app(attempt=env.ids["gate_retry"])
+    at.toggle(key="page:diff:0").set_value(True).run()
+    assert any("+- dry-run must not open the DB for writing" in c.value for c in at.code)

@@ -1,0 +1,29 @@
+"""The pictures' data: timeline bars and retry links, and store usage on disk."""
+
+from __future__ import annotations
+
+from viewer_fixture import ViewerFixture
+
+from viewer import _charts as charts
+from viewer._queries import read_only, run_retry_links, run_timeline
+
+
+def test_timeline_has_one_bar_per_attempt_and_links_each_retry(viewer_fixture: ViewerFixture) -> None:
+    """Every timed attempt is a bar colored by send kind and each retry links to what it retries."""
+    with read_only(viewer_fixture.db_path) as con:
+        bars, links = charts.timeline_data(run_timeline(con, viewer_fixture.run_id),
+                                           run_retry_links(con, viewer_fixture.run_id))
+    assert [b["attempt"] for b in bars] == ["att-001", "att-002", "att-003", "att-004", "att-005"]
+    assert [b["send_kind"] for b in bars[:3]] == ["initial request", "parse retry", "check retry"]
+    assert sorted({link["link"] for link in links}) == ["att-001 → att-002", "att-002 → att-003"]
+    chart = charts.timeline_chart(bars, links).to_dict()
+    assert len(chart["layer"]) == 2
+
+
+def test_store_usage_counts_objects_on_disk(viewer_fixture: ViewerFixture) -> None:
+    """Store usage counts the snapshot objects and manifests actually on disk."""
+    usage = charts.store_usage(viewer_fixture.store_path)
+    objects = [p for p in (viewer_fixture.store_path / "objects").rglob("*") if p.is_file()]
+    assert usage is not None and usage.objects == len(objects) > 0
+    assert usage.bytes == sum(p.stat().st_size for p in objects)
+    assert charts.store_usage(None) is None

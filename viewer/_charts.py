@@ -1,0 +1,129 @@
+"""The pictures: session timeline, coverage across a run, artifact-store usage.
+
+Each picture has a pure ``*_data`` function (tested directly) and a chart builder over it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import altair as alt
+
+from viewer._format import NOT_RECORDED
+from viewer._panel import SEND_KIND_TEXT
+from viewer._queries import AttemptListRow
+
+SEND_KIND_COLORS = {
+    "initial request": "#4c78a8",
+    "parse retry": "#f58518",
+    "check retry": "#e45756",
+    NOT_RECORDED: "#9d9d9d",
+}
+COVERAGE_COLORS = {"complete": "#54a24b", "partial": "#eeca3b", "not_recorded": "#9d9d9d"}
+MIN_BAR_NS = 1_000_000_000  # an attempt without an end time is drawn one second wide
+
+
+def _dt_of(ns: int) -> _dt.datetime:
+    return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc)
+
+
+def timeline_data(rows: Sequence[AttemptListRow], retry_of: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Bars (one per timed attempt) and retry links (two points per link, retried end → retry start)."""
+    bars: list[dict[str, Any]] = []
+    ends: dict[str, tuple[int, str]] = {}
+    for r in rows:
+        if r.started_ns is None:
+            continue
+        end = r.ended_ns if r.ended_ns and r.ended_ns > r.started_ns else r.started_ns + MIN_BAR_NS
+        lane = f"{r.session_id or '(no session)'} · {r.attempt_id}"
+        kind = NOT_RECORDED if r.is_legacy else SEND_KIND_TEXT.get(r.send_kind or "", r.send_kind or NOT_RECORDED)
+        bars.append({"attempt": r.attempt_id, "lane": lane, "start": _dt_of(r.started_ns), "end": _dt_of(end),
+                     "send_kind": kind, "phase": r.phase or NOT_RECORDED, "coverage": r.input_coverage,
+                     "order": len(bars)})
+        ends[r.attempt_id] = (end, lane)
+    starts = {b["attempt"]: b for b in bars}
+    links: list[dict[str, Any]] = []
+    for retry, target in retry_of.items():
+        if retry in starts and target in ends:
+            end_ns, lane = ends[target]
+            link = f"{target} → {retry}"
+            links.append({"link": link, "time": _dt_of(end_ns), "lane": lane, "step": 0})
+            links.append({"link": link, "time": starts[retry]["start"], "lane": starts[retry]["lane"], "step": 1})
+    return bars, links
+
+
+def timeline_chart(bars: list[dict[str, Any]], links: list[dict[str, Any]]) -> alt.LayerChart:
+    lanes = [b["lane"] for b in sorted(bars, key=lambda b: b["order"])]
+    y = alt.Y("lane:N", sort=lanes, title=None)
+    color = alt.Color("send_kind:N", title="send kind",
+                      scale=alt.Scale(domain=list(SEND_KIND_COLORS), range=list(SEND_KIND_COLORS.values())))
+    bar = alt.Chart(alt.Data(values=bars)).mark_bar(height=12).encode(
+        x=alt.X("start:T", title="time (UTC)"), x2="end:T", y=y, color=color,
+        tooltip=["attempt:N", "send_kind:N", "phase:N", "coverage:N", "start:T", "end:T"],
+    )
+    link = alt.Chart(alt.Data(values=links)).mark_line(strokeDash=[4, 3], color="#444", point=True).encode(
+        x="time:T", y=alt.Y("lane:N", sort=lanes), detail="link:N", order="step:Q", tooltip=["link:N"],
+    )
+    return alt.layer(bar, link).properties(height=max(120, 22 * len(lanes)))
+
+
+def coverage_chart(rows: list[dict[str, Any]]) -> alt.Chart:
+    return alt.Chart(alt.Data(values=rows)).mark_bar().encode(
+        x=alt.X("attempts:Q", title="attempts"), y=alt.Y("phase:N", title="phase"),
+        color=alt.Color("coverage:N", scale=alt.Scale(domain=list(COVERAGE_COLORS), range=list(COVERAGE_COLORS.values()))),
+        tooltip=["phase:N", "coverage:N", "attempts:Q"],
+    ).properties(height=max(100, 40 * len({r["phase"] for r in rows})))
+
+
+def usage_chart(rows: list[dict[str, Any]]) -> alt.Chart:
+    data = [dict(r, bytes=r["bytes"] or 0) for r in rows]
+    return alt.Chart(alt.Data(values=data)).mark_bar().encode(
+        x=alt.X("bytes:Q", title="bytes"), y=alt.Y("artifact_status:N", title="artifact status"),
+        color=alt.Color("media_type:N", title="media type"),
+        tooltip=["artifact_status:N", "media_type:N", "items:Q", "bytes:Q"],
+    )
+
+
+@dataclass(frozen=True)
+class StoreUsage:
+    objects: int
+    bytes: int
+    manifests: int
+    truncated: bool
+
+
+def store_usage(store_root: str | os.PathLike[str] | None, *, max_entries: int = 200_000) -> StoreUsage | None:
+    """Bytes and objects on disk in the artifact store (bounded walk; ``truncated`` if the cap was hit)."""
+    if not store_root:
+        return None
+    root = os.fspath(store_root)
+    objects_dir = os.path.join(root, "objects")
+    if not os.path.isdir(objects_dir):
+        return None
+    objects = total = seen = 0
+    truncated = False
+    for dirpath, dirnames, filenames in os.walk(objects_dir, followlinks=False):
+        for name in filenames:
+            seen += 1
+            if seen > max_entries:
+                truncated = True
+                break
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                objects += 1
+                total += st.st_size
+        if truncated:
+            break
+    try:
+        manifests = sum(1 for e in os.scandir(os.path.join(root, "manifests")) if e.name.endswith(".json"))
+    except FileNotFoundError:
+        manifests = 0
+    return StoreUsage(objects, total, manifests, truncated)

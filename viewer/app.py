@@ -1,0 +1,214 @@
+"""otel-inputs review app: runs → attempts of a run → the attempt panel (``?attempt=<id>``).
+
+Run with ``otel-inputs view --db PATH --store DIR``; reads ``OTEL_INPUTS_DB`` and
+``OTEL_INPUTS_STORE``.  Each refresh opens the DuckDB file read-only and closes it again.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import streamlit as st
+
+from otel_inputs import names
+from viewer import _charts as charts
+from viewer import _queries as q
+from viewer._draw import draw_panel, kv_lines, note
+from viewer._format import NOT_RECORDED, count_text, md_escape, size_text, time_text, value_text
+from viewer._panel import SEND_KIND_TEXT, build_panel
+
+REFRESH_CHOICES = {"off": None, "5 s": 5, "15 s": 15, "60 s": 60}
+ANY = "any"
+
+
+def _db() -> str | None:
+    return os.environ.get(names.ENV_DB)
+
+
+def _store() -> str | None:
+    return os.environ.get(names.ENV_STORE)
+
+
+def open_attempt(attempt_id: str) -> None:
+    st.query_params.clear()
+    st.query_params["attempt"] = attempt_id
+    st.rerun()
+
+
+def open_run(run_id: str | None) -> None:
+    st.query_params.clear()
+    st.query_params["run"] = run_id or ""
+    st.rerun()
+
+
+def go_home() -> None:
+    st.query_params.clear()
+    st.rerun()
+
+
+# --------------------------------------------------------------------------------------------
+def _health(con: Any) -> None:
+    rows = q.exporter_health(con)
+    if not rows:
+        st.text("Exporter health: no counters recorded yet (unknown).")
+        return
+    line = " · ".join(f"{h.source} {h.metric} {h.value}" for h in rows)
+    lossy = [h for h in rows if h.value and any(w in h.metric for w in ("drop", "spill", "fail"))]
+    if lossy:
+        note("Telemetry itself lost or delayed data — " + line, "warning")
+    else:
+        st.text("Exporter health: " + line)
+
+
+def _runs_page(con: Any) -> None:
+    st.header("Runs")
+    runs = q.list_runs(con, limit=200)
+    if not runs:
+        st.text("No attempts recorded yet.")
+        return
+    table = [
+        {"run": r.run_id if r.run_id is not None else "(no run id)", "attempts": r.attempts,
+         "sessions": r.sessions, "phases": r.phases, "first start": time_text(r.first_ns),
+         "last activity": time_text(r.last_ns), "complete": r.complete, "partial": r.partial,
+         "not recorded": r.not_recorded}
+        for r in runs
+    ]
+    st.text("Select a run to see its attempts.")
+    event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key="runs_table",
+                         width="stretch")
+    selected = event.selection.rows if event is not None else []
+    if selected:
+        open_run(runs[selected[0]].run_id)
+
+
+def _choice(label: str, values: tuple[str | None, ...], key: str) -> str | None:
+    options = [ANY] + [v if v is not None else q.NULL_VALUE for v in values]
+    picked = st.selectbox(label, options, key=key,
+                          format_func=lambda v: NOT_RECORDED if v == q.NULL_VALUE else v)
+    return None if picked == ANY else picked
+
+
+def _run_page(con: Any, run_id: str | None) -> None:
+    if st.button("← All runs", key="home"):
+        go_home()
+    st.header("Run")
+    st.text(run_id if run_id is not None else "(no run id)")
+    facets = q.run_facets(con, run_id)
+    cols = st.columns(6)
+    with cols[0]:
+        phase = _choice("Phase", facets.phases, "f_phase")
+    with cols[1]:
+        agent = _choice("Agent", facets.agents, "f_agent")
+    with cols[2]:
+        send = _choice("Send kind", facets.send_kinds, "f_send")
+    with cols[3]:
+        cov = _choice("Coverage", facets.coverages, "f_cov")
+    with cols[4]:
+        status = _choice("Status", facets.statuses, "f_status")
+    with cols[5]:
+        newest = st.radio("Sort by time", ["oldest first", "newest first"], key="f_sort") == "newest first"
+    filters = q.AttemptFilters(phase, agent, send, cov, status, newest)
+    page_no = int(st.session_state.get("f_page", 1))
+    page = q.list_attempts(con, run_id, filters, limit=q.PAGE_SIZE, offset=(page_no - 1) * q.PAGE_SIZE)
+    pages = max(1, -(-page.total // q.PAGE_SIZE))
+    tabs = st.tabs(["Attempts", "Session timeline", "Coverage", "Store usage"])
+    with tabs[0]:
+        st.text(f"{page.total} attempt(s) match; page {page_no} of {pages}. Select one to open it below.")
+        table = [
+            {"started": time_text(r.started_ns), "attempt": r.attempt_id, "phase": value_text(r.phase),
+             "agent": value_text(r.agent_name),
+             "send kind": NOT_RECORDED if r.is_legacy else SEND_KIND_TEXT.get(r.send_kind or "", value_text(r.send_kind)),
+             "turn": count_text(r.turn_index), "session": value_text(r.session_id),
+             "coverage": r.input_coverage.replace("_", " "), "items": count_text(r.item_count),
+             "status": value_text(r.status)}
+            for r in page.rows
+        ]
+        event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row",
+                             key="attempts_table", width="stretch")
+        if pages > 1:
+            st.number_input("Page", 1, pages, key="f_page")
+        selected = event.selection.rows if event is not None else []
+        if selected and selected[0] < len(page.rows):
+            _drawer(con, page.rows[selected[0]].attempt_id)
+    with tabs[1]:
+        bars, links = charts.timeline_data(q.run_timeline(con, run_id), q.run_retry_links(con, run_id))
+        if bars:
+            st.altair_chart(charts.timeline_chart(bars, links), width="stretch")
+            st.text("Bars are attempts colored by send kind; dashed lines link a retry to the attempt it retries.")
+        else:
+            st.text("No timed attempts to draw.")
+    with tabs[2]:
+        st.altair_chart(charts.coverage_chart(q.run_coverage(con, run_id)), width="stretch")
+    with tabs[3]:
+        usage = q.run_artifact_usage(con, run_id)
+        if usage:
+            st.altair_chart(charts.usage_chart(usage), width="stretch")
+        else:
+            st.text("No snapshots recorded for this run.")
+        disk = charts.store_usage(_store())
+        if disk is None:
+            st.text("Artifact store: not configured or not found.")
+        else:
+            st.text(f"Artifact store on disk: {disk.objects} object(s), {size_text(disk.bytes)}, "
+                    f"{disk.manifests} attempt manifest(s)" + (" (count truncated)" if disk.truncated else ""))
+
+
+def _drawer(con: Any, attempt_id: str) -> None:
+    """The run page's attempt drawer: the same shared panel as the attempt page."""
+    bundle = q.load_attempt(con, attempt_id)
+    if bundle is None:
+        return
+    st.divider()
+    if st.button("Open this attempt's own page (deep link)", key="drawer_open"):
+        open_attempt(attempt_id)
+    draw_panel(build_panel(bundle), _store(), key="drawer", open_attempt=open_attempt)
+
+
+def _attempt_page(con: Any, attempt_id: str) -> None:
+    bundle = q.load_attempt(con, attempt_id)
+    if bundle is None:
+        if st.button("← All runs", key="home"):
+            go_home()
+        note(f"No attempt with id {attempt_id} is recorded in this database.", "error")
+        return
+    if st.button("← Attempts of this run", key="back_run"):
+        open_run(bundle.attempt.run_id)
+    st.header("Attempt")
+    draw_panel(build_panel(bundle), _store(), key="page", open_attempt=open_attempt)
+
+
+def _body() -> None:
+    db = _db()
+    if not db:
+        note(f"No database configured: set {names.ENV_DB} or run `otel-inputs view --db PATH`.", "error")
+        return
+    try:
+        with q.read_only(db) as con:
+            _health(con)
+            params = st.query_params
+            if "attempt" in params:
+                _attempt_page(con, params["attempt"])
+            elif "run" in params:
+                _run_page(con, params["run"] or None)
+            else:
+                _runs_page(con)
+    except q.DbUnavailable as exc:
+        note(str(exc), "error")
+
+
+def main() -> None:
+    st.set_page_config(page_title="otel-inputs review", layout="wide")
+    with st.sidebar:
+        st.title("otel-inputs")
+        st.text("What task and inputs did each agent attempt actually have?")
+        st.text(f"Database: {_db() or 'not set'}\nStore: {_store() or 'not set'}")
+        choice = st.selectbox("Live refresh", list(REFRESH_CHOICES), index=2, key="refresh")
+        jump = st.text_input("Open attempt by id", key="jump")
+        if st.button("Open", key="jump_go") and jump.strip():
+            open_attempt(jump.strip())
+    interval = REFRESH_CHOICES[choice]
+    st.fragment(run_every=interval)(_body)()
+
+
+main()
