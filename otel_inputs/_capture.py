@@ -137,8 +137,9 @@ def _outcome_draft(root: str, outcome: FileOutcome, staging: AttemptStaging | No
         outcome.sha256, outcome.size_bytes, outcome.media_type, outcome.preview_kind, outcome.detail,
         captured_at_ns=time.time_ns(),
     )
-    if outcome.tmp is not None and staging is not None and outcome.sha256 is not None:
-        staging.adopt(outcome.tmp, outcome.sha256, outcome.size_bytes or 0)
+    if outcome.staged and staging is not None and outcome.sha256 is not None:
+        if outcome.tmp is not None:
+            staging.adopt(outcome.tmp, outcome.sha256, outcome.size_bytes or 0)
         draft.tmp_blob = True
     return draft
 
@@ -179,13 +180,11 @@ def capture_attempt_inputs(
     if decision.reads_content and store is not None:
         try:
             staging = store.begin_attempt(attempt_id)
-        except OSError as exc:
-            gap = GapReason.STORE_UNAVAILABLE.value
-            store_error = f"artifact store unavailable: {exc.strerror or exc}"
-            staging = None
+        except (OSError, StoreError) as exc:
             return _metadata_fallback(
                 attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
-                envelope_in_message, context_roots, attachments, limits, clock, gap, store_error,
+                envelope_in_message, context_roots, attachments, limits, clock,
+                f"artifact store unavailable: {getattr(exc, 'strerror', None) or exc}",
             )
     drafts: list[_Draft] = []
     incomplete: Bound | None = None
@@ -225,9 +224,16 @@ def capture_attempt_inputs(
                 incomplete = d.bound
                 break
             drafts.append(d)
+    except StoreError as exc:
+        if staging is not None:
+            _abort_quietly(staging)
+        return _metadata_fallback(
+            attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
+            envelope_in_message, context_roots, attachments, limits, clock, f"artifact store unavailable: {exc}",
+        )
     except Exception:
         if staging is not None:
-            staging.abort()
+            _abort_quietly(staging)
         raise
     store_error: str | None = None
     items = _finalize(attempt_id, drafts, incomplete, limits, available=staging is not None)
@@ -250,8 +256,17 @@ def capture_attempt_inputs(
     return _packet(attempt_id, run_id, decision, coverage, items, incomplete, lineage, request, gap)
 
 
+def _abort_quietly(staging: AttemptStaging) -> None:
+    try:
+        staging.abort()
+    except StoreError:
+        pass  # the orphan is named in the log by the caller's gap and removed by reconciliation
+
+
 def _metadata_fallback(attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
-                       envelope_in_message, context_roots, attachments, limits, clock, gap, store_error):
+                       envelope_in_message, context_roots, attachments, limits, clock, store_error):
+    """The store failed: still list every item (metadata only), each saying why it has no snapshot."""
+    gap = GapReason.STORE_UNAVAILABLE.value
     meta = AdmissionDecision(CaptureDecision.METADATA_ONLY, GapReason.STORE_UNAVAILABLE)
     packet = capture_attempt_inputs(
         attempt_id=attempt_id, run_id=run_id, decision=meta, store=None, request=request, lineage=lineage,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from otel_inputs._media import SNIFF_BYTES, Utf8Validator, classify
-from otel_inputs._store import AttemptStaging
+from otel_inputs._store import AttemptStaging, StoreWriteError
 from otel_inputs._types import Bound, CaptureStatus, PreviewKind
 
 MAX_FILES = 100
@@ -26,6 +26,7 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_TOTAL_BYTES = 50 * 1024 * 1024
 MAX_SECONDS = 5.0
 _CHUNK = 1 << 20
+_SMALL_FILE = 256 * 1024
 
 _OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -81,6 +82,7 @@ class FileOutcome:
     media_type: str | None = None
     preview_kind: PreviewKind = PreviewKind.NONE
     tmp: Path | None = None
+    staged: bool = False  # bytes are in staging (tmp) or already in the store
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,13 @@ def _kind_name(mode: int) -> str:
     if stat.S_ISLNK(mode):
         return "symbolic link"
     return "special file"
+
+
+def _write(out, data) -> None:
+    try:
+        out.write(data)
+    except OSError as exc:  # the store's disk, not the source: a store gap
+        raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
 
 
 def copy_regular_file(
@@ -161,7 +170,6 @@ def copy_regular_file(
             return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, f"{_kind_name(st1.st_mode)}; not read")
         if (st1.st_dev, st1.st_ino) != (st0.st_dev, st0.st_ino):
             return FileOutcome(rel_parts, CaptureStatus.CHANGED_DURING_CAPTURE, "replaced before it was opened")
-        tmp = staging.temp_path()
         digest = hashlib.sha256()
         utf8 = Utf8Validator()
         head = b""
@@ -169,29 +177,47 @@ def copy_regular_file(
         cap = limits.max_file_bytes + 1
         buf = bytearray(_CHUNK)
         view = memoryview(buf)
-        with open(tmp, "xb", buffering=0) as out:
+        # Small files are hashed in memory first: when the store already holds them (an unchanged
+        # file on a later turn) no temp file is created at all.
+        small: list[bytes] | None = [] if st1.st_size <= _SMALL_FILE else None
+        out = None
+        if small is None:
+            tmp, out = staging.open_temp()
+        try:
             while copied < cap:
                 n = os.readv(fd, [view[: min(_CHUNK, cap - copied)]])
                 if n == 0:
                     break
                 chunk = view[:n]
                 digest.update(chunk)
-                out.write(chunk)
+                if small is not None:
+                    small.append(bytes(chunk))
+                    if copied + n > _SMALL_FILE:  # grew while we read: switch to a temp file
+                        tmp, out = staging.open_temp()
+                        _write(out, b"".join(small))
+                        small = None
+                else:
+                    _write(out, chunk)
                 utf8.feed(chunk)
                 if len(head) < SNIFF_BYTES:
                     head += bytes(chunk[: SNIFF_BYTES - len(head)])
                 copied += n
                 if budget.on_chunk is not None:
                     budget.on_chunk(rel_parts)
+        finally:
+            if out is not None:
+                out.close()
         utf8.feed(b"", final=True)
         if copied > limits.max_file_bytes:
-            staging.discard(tmp)
+            if tmp is not None:
+                staging.discard(tmp)
             return FileOutcome(rel_parts, CaptureStatus.LIMIT_EXCEEDED, "grew past the per-file bound during capture")
         st2 = os.fstat(fd)
         try:
             st3 = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
-            staging.discard(tmp)
+            if tmp is not None:
+                staging.discard(tmp)
             return FileOutcome(rel_parts, CaptureStatus.CHANGED_DURING_CAPTURE, "deleted during capture")
         identity = (st1.st_dev, st1.st_ino, st1.st_size, st1.st_mtime_ns)
         if (
@@ -199,27 +225,39 @@ def copy_regular_file(
             or (st3.st_dev, st3.st_ino) != (st1.st_dev, st1.st_ino)
             or copied != st2.st_size
         ):
-            staging.discard(tmp)
+            if tmp is not None:
+                staging.discard(tmp)
             return FileOutcome(rel_parts, CaptureStatus.CHANGED_DURING_CAPTURE, "changed while it was being copied")
         if budget.total_bytes + copied > limits.max_total_bytes:
-            staging.discard(tmp)
+            if tmp is not None:
+                staging.discard(tmp)
             return Incomplete(Bound.TOTAL_BYTES)
         budget.total_bytes += copied
+        hexdigest = digest.hexdigest()
+        if small is not None and staging.reference_existing(hexdigest) is None:
+            tmp, out = staging.open_temp()
+            with out:
+                _write(out, b"".join(small))
         media, preview = classify(head, is_utf8=utf8.valid, size=copied)
         return FileOutcome(
             rel_parts,
             CaptureStatus.CAPTURED,
             None,
-            digest.hexdigest(),
+            hexdigest,
             copied,
             media,
             preview,
             tmp,
+            staged=True,
         )
     except OSError as exc:
         if tmp is not None:
             staging.discard(tmp)
         return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, f"read failed: {exc.strerror}")
+    except StoreWriteError:
+        if tmp is not None:
+            staging.discard(tmp)
+        raise
     finally:
         os.close(fd)
 

@@ -2,7 +2,7 @@
 
 Layout under the store root::
 
-    objects/<2 hex>/<sha256 hex>     snapshot bytes, named by their SHA-256 (stored once)
+    objects/<sha256 hex>             snapshot bytes, named by their SHA-256 (stored once)
     staging/<key>.<pid>.<rand>/      one attempt's capture in progress (same filesystem)
     manifests/<key>.json             the committed, durable record of one attempt
 
@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 MANIFEST_VERSION = 1
 SNAPSHOT_REF_PREFIX = "sha256:"
@@ -43,6 +43,10 @@ class StoreCleanupError(StoreError):
     def __init__(self, orphan_path: str, cause: BaseException) -> None:
         super().__init__(f"could not remove orphan capture staging {orphan_path}: {cause}")
         self.orphan_path = orphan_path
+
+
+class StoreWriteError(StoreError):
+    """The store could not accept bytes (read-only, full, vanished): a store gap, not a source problem."""
 
 
 class ReadbackError(StoreError):
@@ -106,32 +110,70 @@ class AttemptStaging:
         self.store = store
         self.attempt_id = attempt_id
         self.path = path
-        self._blobs: dict[str, Path] = {}
+        self._blobs: dict[str, Path | None] = {}  # None: already stored, only its age is refreshed
         self._closed = False
+        self._created = False
 
     def temp_path(self) -> Path:
-        """A fresh temp file name inside staging, for a caller that copies and hashes itself."""
+        """A fresh temp file name inside staging (created on first use), for a caller that copies itself."""
+        if not self._created:
+            try:
+                self.path.mkdir(mode=0o700)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise StoreWriteError(f"cannot create capture staging: {exc.strerror or exc}") from exc
+            self._created = True
         return self.path / f"tmp-{secrets.token_hex(8)}"
 
+    def open_temp(self) -> tuple[Path, BinaryIO]:
+        """Create a temp file for writing; a failure is a :class:`StoreWriteError`."""
+        tmp = self.temp_path()
+        try:
+            return tmp, open(tmp, "xb", buffering=0)
+        except OSError as exc:
+            raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
+
+    def has_object(self, digest: str) -> bool:
+        return digest in self._blobs or self.store.object_path(digest).is_file()
+
     def put_bytes(self, data: bytes) -> StagedBlob:
-        """Stage held bytes (a resolved prompt, an envelope) without rereading any source."""
+        """Stage held bytes (a resolved prompt, an envelope) without rereading any source.
+
+        Bytes already in the store are not written again: unchanged inputs across turns cost a stat.
+        """
         digest = hashlib.sha256(data).hexdigest()
         if digest not in self._blobs:
-            tmp = self.temp_path()
-            with open(tmp, "xb") as fh:
-                fh.write(data)
-            self._blobs[digest] = tmp
+            if self.store.object_path(digest).is_file():
+                self._blobs[digest] = None
+            else:
+                tmp, fh = self.open_temp()
+                try:
+                    with fh:
+                        fh.write(data)
+                except OSError as exc:
+                    raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
+                self._blobs[digest] = tmp
         return StagedBlob(digest, len(data), snapshot_ref_for(digest))
 
     def adopt(self, tmp: Path, sha256: str, size_bytes: int) -> StagedBlob:
         """Take ownership of a temp file the caller wrote and hashed inside this staging dir."""
         if tmp.parent != self.path:
             raise StoreError("adopted file must live in the attempt's staging directory")
-        if sha256 in self._blobs:
+        if sha256 in self._blobs and self._blobs[sha256] is not None:
             tmp.unlink(missing_ok=True)
         else:
             self._blobs[sha256] = tmp
         return StagedBlob(sha256, size_bytes, snapshot_ref_for(sha256))
+
+    def reference_existing(self, digest: str) -> StagedBlob | None:
+        """Register bytes already in the store (no copy needed); ``None`` if they are not there."""
+        if digest in self._blobs:
+            return StagedBlob(digest, -1, snapshot_ref_for(digest))
+        if self.store.object_path(digest).is_file():
+            self._blobs[digest] = None
+            return StagedBlob(digest, -1, snapshot_ref_for(digest))
+        return None
 
     def discard(self, tmp: Path) -> None:
         tmp.unlink(missing_ok=True)
@@ -158,6 +200,8 @@ class AttemptStaging:
         self._remove_dir()
 
     def _remove_dir(self) -> None:
+        if not self._created:
+            return
         try:
             shutil.rmtree(self.path)
         except FileNotFoundError:
@@ -182,25 +226,29 @@ class ArtifactStore:
     def begin_attempt(self, attempt_id: str) -> AttemptStaging:
         """Preallocate the attempt's staging directory (raises ``OSError`` if the store is unusable)."""
         key = attempt_key(attempt_id)
+        if not self.staging_dir.is_dir() or not self.manifests_dir.is_dir():
+            raise StoreWriteError(f"artifact store at {self.root} is not usable (missing staging or manifests)")
         path = self.staging_dir / f"{key[:32]}.{os.getpid()}.{secrets.token_hex(4)}"
-        path.mkdir(mode=0o700)
         return AttemptStaging(self, attempt_id, path)
 
     def object_path(self, sha256: str) -> Path:
         if not _HEX64.match(sha256):
             raise ReadbackError("not_found", "not a snapshot digest")
-        return self.objects_dir / sha256[:2] / sha256
+        return self.objects_dir / sha256
 
-    def _install_object(self, digest: str, tmp: Path) -> None:
+    def _install_object(self, digest: str, tmp: Path | None) -> None:
         final = self.object_path(digest)
-        final.parent.mkdir(exist_ok=True)
-        if final.exists():
+        if tmp is None or final.exists():
             # Already stored: refresh its age so reconciliation cannot take it before our manifest lands.
             try:
-                os.utime(final)
+                os.utime(final, follow_symlinks=False)
+            except FileNotFoundError as exc:
+                if tmp is None:  # taken by gc since we looked: the manifest must not claim it
+                    raise StoreWriteError(f"stored object {digest} vanished before commit") from exc
             except OSError:
                 pass
-            tmp.unlink(missing_ok=True)
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
             return
         os.chmod(tmp, 0o444)
         os.replace(tmp, final)
@@ -322,17 +370,14 @@ class ArtifactStore:
             except FileNotFoundError:
                 continue
         refs = self.referenced_digests()
-        for sub in list(os.scandir(self.objects_dir)) if self.objects_dir.exists() else []:
-            if not sub.is_dir(follow_symlinks=False):
+        for entry in list(os.scandir(self.objects_dir)) if self.objects_dir.exists() else []:
+            if entry.name in refs:
                 continue
-            for entry in list(os.scandir(sub.path)):
-                if entry.name in refs:
+            try:
+                if now - entry.stat(follow_symlinks=False).st_mtime < min_age_s:
                     continue
-                try:
-                    if now - entry.stat(follow_symlinks=False).st_mtime < min_age_s:
-                        continue
-                    os.unlink(entry.path)
-                    removed_objects += 1
-                except FileNotFoundError:
-                    continue
+                os.unlink(entry.path)
+                removed_objects += 1
+            except FileNotFoundError:
+                continue
         return {"staging_removed": removed_staging, "objects_removed": removed_objects}

@@ -97,6 +97,7 @@ def test_abort_removes_staging(store: ArtifactStore) -> None:
 def test_failed_cleanup_names_the_orphan(store: ArtifactStore) -> None:
     """When cleanup itself fails the error names the orphan path."""
     staging = store.begin_attempt("a")
+    staging.put_bytes(b"staged")
     shutil.rmtree(staging.path)
     staging.path.write_text("now a file, rmtree cannot remove it as a directory")
     with pytest.raises(StoreCleanupError) as err:
@@ -110,7 +111,6 @@ def test_reconcile_is_age_gated(store: ArtifactStore) -> None:
     orphan_stage = store.begin_attempt("crashed")
     orphan_stage.put_bytes(b"half")
     stray = store.object_path(hashlib.sha256(b"stray").hexdigest())
-    stray.parent.mkdir(exist_ok=True)
     stray.write_bytes(b"stray")
     assert store.reconcile(min_age_s=3600) == {"staging_removed": 0, "objects_removed": 0}
     later = time.time() + 7200
@@ -128,3 +128,24 @@ def test_corrupt_manifest_is_reported_not_fatal(store: ArtifactStore) -> None:
     with pytest.raises(ReadbackError) as err:
         store.read_input("a", "in-1")
     assert err.value.outcome == "not_found"
+
+
+def test_unchanged_bytes_are_not_rewritten(store: ArtifactStore) -> None:
+    """Staging bytes the store already holds creates no temp file and keeps the one object."""
+    commit_one(store, "a", b"same")
+    staging = store.begin_attempt("b")
+    staging.put_bytes(b"same")
+    assert not staging.path.exists()
+    staging.commit({"run_id": "r", "items": []})
+    assert len(list(store.objects_dir.iterdir())) == 1
+
+
+def test_object_taken_by_gc_before_commit_fails_the_commit(store: ArtifactStore) -> None:
+    """If deduplicated bytes vanish before commit, the commit fails instead of claiming them available."""
+    digest = commit_one(store, "a", b"shared")
+    staging = store.begin_attempt("b")
+    staging.put_bytes(b"shared")
+    os.unlink(store.object_path(digest))
+    with pytest.raises(Exception):
+        staging.commit({"run_id": "r", "items": []})
+    assert store.manifest("b") is None
