@@ -17,9 +17,11 @@ import errno
 import hashlib
 import json
 import os
+import queue
 import re
 import secrets
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -90,6 +92,15 @@ class VerifiedSnapshot:
     item: dict[str, Any]
 
 
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _fsync_dir(path.parent)
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
@@ -101,6 +112,57 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+class _BackgroundSync:
+    """fsyncs committed manifests off the agent's thread.
+
+    A manifest is visible and crash-safe (atomic rename) the moment ``commit`` returns; making it
+    survive a power cut costs two fsyncs, which on a busy disk take milliseconds, so they happen
+    here.  The queue is bounded: when it is full the fsync is skipped and the filesystem's own
+    writeback (seconds) is what makes the manifest durable.
+    """
+
+    def __init__(self, maxsize: int = 1024) -> None:
+        self._queue: queue.Queue[Path] = queue.Queue(maxsize)
+        self._pid = -1
+        self._lock = threading.Lock()
+        self.skipped = 0
+
+    def submit(self, path: Path) -> None:
+        if self._pid != os.getpid():
+            with self._lock:
+                if self._pid != os.getpid():  # first use, or first use after fork
+                    self._queue = queue.Queue(self._queue.maxsize)
+                    threading.Thread(target=self._run, name="otel-inputs-fsync", daemon=True).start()
+                    self._pid = os.getpid()
+        try:
+            self._queue.put_nowait(path)
+        except queue.Full:
+            self.skipped += 1
+
+    def _run(self) -> None:
+        q = self._queue
+        while True:
+            path = q.get()
+            try:
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                _fsync_dir(path.parent)
+            except OSError:
+                pass  # replaced or removed since: nothing left to make durable
+            finally:
+                q.task_done()
+
+    def flush(self) -> None:
+        if self._pid == os.getpid():
+            self._queue.join()
+
+
+_background_sync = _BackgroundSync()
 
 
 class AttemptStaging:
@@ -213,8 +275,9 @@ class AttemptStaging:
 class ArtifactStore:
     """A local directory holding snapshot bytes and one durable manifest per attempt."""
 
-    def __init__(self, root: str | os.PathLike[str], *, create: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, create: bool = True, sync_in_background: bool = True) -> None:
         self.root = Path(root)
+        self.sync_in_background = sync_in_background
         self.objects_dir = self.root / "objects"
         self.staging_dir = self.root / "staging"
         self.manifests_dir = self.root / "manifests"
@@ -263,11 +326,16 @@ class ArtifactStore:
         tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
         with open(tmp, "xb") as fh:
             fh.write(data.encode("utf-8", "surrogatepass"))
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, final)
-        _fsync_dir(final.parent)
+        if self.sync_in_background:
+            _background_sync.submit(final)
+        else:
+            _fsync_path(final)
         return final
+
+    def flush(self) -> None:
+        """Wait until every manifest committed so far is fsynced."""
+        _background_sync.flush()
 
     def update_manifest(self, attempt_id: str, manifest: dict[str, Any]) -> Path:
         """Rewrite an existing manifest atomically (retention status changes)."""
