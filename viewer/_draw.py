@@ -25,8 +25,7 @@ def note(text: str, kind: str = "info") -> None:
 
 
 def kv_lines(pairs: tuple[tuple[str, str], ...] | list[tuple[str, str]]) -> None:
-    width = max((len(k) for k, _ in pairs), default=0)
-    st.text("\n".join(f"{k.ljust(width)}  {v}" for k, v in pairs))
+    st.text("\n".join(f"{k}: {v}" for k, v in pairs))
 
 
 def draw_panel(p: PanelModel, store_root: str | None, *, key: str, open_attempt: Callable[[str], None]) -> None:

@@ -101,7 +101,7 @@ def test_prior_turn_button_navigates_to_that_attempt(env: ViewerFixture) -> None
     assert [b.key for b in buttons] == ["page:turn:0"]
     buttons[0].click().run()
     assert at.query_params["attempt"] in (["att-001"], "att-001")
-    assert texts(at)[0].startswith("Attempt      att-001\n")
+    assert texts(at)[0].startswith("Attempt: att-001\n")
 
 
 def test_runs_page_and_run_page_filters(env: ViewerFixture) -> None:

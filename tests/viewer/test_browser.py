@@ -1,0 +1,124 @@
+"""Real browser: `otel-inputs view` serving the app, Debian chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from viewer_fixture import HOSTILE_LABEL, ViewerFixture
+
+from viewer._cli import free_port
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path = shutil.which("chromium")
+    if path is None:
+        reason = "Debian chromium is not installed (apt-get install chromium); the browser tests need it"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason + " and CI must run them")
+        pytest.skip(reason)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(viewer_fixture: ViewerFixture, chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`otel-inputs view` on a free loopback port; the process group is always stopped."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("server") / "view.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "exporter.cli", "view", "--db", str(viewer_fixture.db_path),
+             "--store", str(viewer_fixture.store_path), "--port", str(port)],
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"viewer did not start: {log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.3)
+        assert f"http://127.0.0.1:{port}/" in log.read_text()
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def page(chromium: str, server: str):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+            dialogs: list[str] = []
+            pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            pg.dialogs = dialogs  # type: ignore[attr-defined]
+            yield pg
+        finally:
+            browser.close()
+
+
+def test_deep_link_shows_task_then_text_and_image_previews(page, server: str, viewer_fixture: ViewerFixture) -> None:
+    """Opening ?attempt= shows the task without a click; text and image previews open and render."""
+    page.goto(server + "?attempt=" + viewer_fixture.ids["review"])
+    task = page.get_by_text("Add a --dry-run flag to the export command.").first
+    task.wait_for(state="visible", timeout=30_000)
+    headings = page.locator("h3").all_inner_texts()
+    assert [h for h in headings if h[:2] in {"1.", "2.", "3.", "4.", "5.", "6."}][:6] == [
+        "1. Task instructions", "2. This dispatch", "3. Inherited context",
+        "4. Files available", "5. Attachments delivered", "6. Exact model messages"]
+    page.screenshot(path=str(ARTIFACTS / "viewer-attempt-task.png"), full_page=False)
+
+    page.get_by_text("Preview #1", exact=True).click()
+    page.get_by_text("The change adds a dry-run flag.").first.wait_for(state="visible", timeout=20_000)
+    page.get_by_text("Preview of #1: page 1 of 1; SHA-256 verified").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "viewer-text-preview.png"))
+
+    page.get_by_text("Preview #2", exact=True).click()
+    img = page.locator("[data-testid='stImage'] img").first
+    img.wait_for(state="visible", timeout=20_000)
+    assert img.evaluate("el => el.complete && el.naturalWidth") == 96
+    img.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "viewer-image-preview.png"))
+
+
+def test_hostile_label_shows_literally_and_runs_no_script(page, server: str, viewer_fixture: ViewerFixture) -> None:
+    """The label **x** <img src=x onerror=...> appears as literal text and creates no element or dialog."""
+    page.goto(server + "?attempt=" + viewer_fixture.ids["gate_retry"])
+    label = page.get_by_text(f"#1  {HOSTILE_LABEL}")
+    label.wait_for(state="visible", timeout=30_000)
+    assert page.locator("img[src='x']").count() == 0
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    label.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "viewer-hostile-label.png"))

@@ -1,0 +1,44 @@
+"""`otel-inputs demo --no-serve` records through the lead's recorder and every attempt renders."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from exporter._schema import SCHEMA_VERSION  # noqa: F401  (the exporter package must import)
+from otel_inputs import names
+from viewer._cli import COMMANDS, streamlit_command, url_for
+from viewer._panel import build_panel
+from viewer._queries import load_attempt, read_only
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_commands_are_registered_and_bind_loopback_only() -> None:
+    """The click group gets `view` and `demo`, and the server command binds 127.0.0.1 headless."""
+    assert [c.name for c in COMMANDS] == ["view", "demo"]
+    cmd = streamlit_command(8765)
+    assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1"
+    assert cmd[cmd.index("--server.headless") + 1] == "true"
+    assert url_for(8765, "a b/c") == "http://127.0.0.1:8765/?attempt=a%20b%2Fc"
+
+
+def test_demo_no_serve_records_a_session_every_attempt_of_which_renders(tmp_path: Path) -> None:
+    """The demo database renders every attempt with a task or an honest legacy/gap sentence."""
+    out = tmp_path / "demo"
+    proc = subprocess.run([sys.executable, "-m", "exporter.cli", "demo", "--out", str(out), "--no-serve"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    db = next(out.glob("*.duckdb"))
+    with read_only(db) as con:
+        ids = [r[0] for r in con.execute("SELECT attempt_id FROM agent_attempts ORDER BY started_at").fetchall()]
+        panels = [build_panel(load_attempt(con, a)) for a in ids]
+    assert len(panels) >= 5
+    send_kinds = {p.dispatch.send_kind for p in panels}
+    assert {"initial request", "parse retry", "check retry"} <= send_kinds
+    for p in panels:
+        assert p.task.text or p.task.notes, p.attempt_id
+    legacy = [p for p in panels if p.is_legacy]
+    assert legacy and all(names.SENTENCE_NO_PACKET in p.dispatch.coverage.notes for p in legacy)
+    assert any(p.files.groups for p in panels)
