@@ -191,6 +191,8 @@ def _fix_ids(doc: Any) -> None:
 def decode_json(body: bytes) -> DecodedRequest:
     try:
         doc = json.loads(body)
+        if not isinstance(doc, dict):
+            raise TypeError("top level must be a JSON object")
         _fix_ids(doc)
         req = json_format.ParseDict(doc, ExportTraceServiceRequest(), ignore_unknown_fields=True)
     except (ValueError, TypeError, RecursionError, json_format.ParseError, UnicodeError) as exc:

@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import duckdb
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from exporter._db import read_connection
 from otel_inputs import names as n
 
 
@@ -108,18 +108,13 @@ class SpanFactory:
 
 
 def query(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
+    """Read the way the viewer does: shared sidecar lock, short read-only connection."""
+    with read_connection(db) as con:
         return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
 
 
 def query_dicts(db: Path, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
+    with read_connection(db) as con:
         cur = con.execute(sql, params or [])
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row)) for row in cur.fetchall()]
-    finally:
-        con.close()
