@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -17,6 +18,7 @@ from otel_inputs._media import classify_bytes
 from otel_inputs._policy import AdmissionDecision
 from otel_inputs._snapshot import (
     _OPEN_FILE,
+    STORE_BUDGET_DETAIL,
     Budget,
     CaptureLimits,
     FileOutcome,
@@ -118,8 +120,12 @@ def _held_bytes_draft(
                       detail=limits.describe(Bound.FILE_BYTES), captured_at_ns=now)
     if budget.total_bytes + len(data) > limits.max_total_bytes:
         return Incomplete(Bound.TOTAL_BYTES)
+    if not budget.fits_store(len(data)):
+        return _Draft(label, source_kind, delivery, CaptureStatus.LIMIT_EXCEEDED, source_path,
+                      detail=STORE_BUDGET_DETAIL, captured_at_ns=now)
     blob = staging.put_bytes(data)
     budget.total_bytes += len(data)
+    budget.charge_store(len(data))
     media, preview = classify_bytes(data)
     if source_kind is SourceKind.PREVIOUS_ENVELOPE and preview is PreviewKind.TEXT:
         media = "application/json"  # we serialized it ourselves, so the content is known JSON
@@ -161,6 +167,7 @@ def capture_attempt_inputs(
     clock: Callable[[], float] = time.monotonic,
     manifest_extra: Mapping[str, Any] | None = None,
     on_chunk: Callable[[tuple[str, ...]], None] | None = None,
+    store_budget_bytes: int | None = None,
 ) -> AgentInputPacket:
     """Snapshot an attempt's declared inputs within the bounds and commit the store manifest.
 
@@ -168,7 +175,7 @@ def capture_attempt_inputs(
     component-wise sorted order, then attachments.  Any store failure becomes a recorded gap.
     """
     limits = limits or CaptureLimits()
-    budget = Budget(limits, clock, clock(), on_chunk=on_chunk)
+    budget = Budget(limits, clock, clock(), on_chunk=on_chunk, store_left=store_budget_bytes)
     if decision.decision is CaptureDecision.SUPPRESSED:
         return AgentInputPacket(
             names.PACKET_VERSION, attempt_id, run_id, Coverage.PARTIAL, decision.decision,
@@ -240,6 +247,9 @@ def capture_attempt_inputs(
     coverage = Coverage.PARTIAL if (incomplete or decision.decision is CaptureDecision.METADATA_ONLY) else Coverage.COMPLETE
     if incomplete is not None:
         gap = gap or GapReason.LIMIT_EXCEEDED.value
+    if budget.budget_refusals:
+        coverage = Coverage.PARTIAL
+        gap = gap or GapReason.CAPACITY_EXCEEDED.value
     if store is not None and decision.reads_content and staging is not None:
         manifest = _manifest(run_id, lineage, coverage, decision, gap, items, drafts, incomplete, manifest_extra)
         try:
@@ -385,7 +395,8 @@ def _manifest(run_id, lineage, coverage, decision, gap, items, drafts, incomplet
     body: dict[str, Any] = {
         "run_id": run_id,
         "session_id": lineage.session_id if lineage else None,
-        "state": "terminal",
+        "state": "running",
+        "owner": {"pid": os.getpid(), "host": socket.gethostname()},
         "coverage": coverage.value,
         "decision": decision.decision.value,
         "gap_reason": gap,

@@ -23,6 +23,7 @@ from otel_inputs import names
 from otel_inputs._capture import ProviderAttachment, capture_attempt_inputs
 from otel_inputs._lineage import SessionTracker
 from otel_inputs._policy import AdmissionDecision, AttemptAdmission, CapturePolicy, admit
+from otel_inputs._retention import RetentionGate, RetentionPolicy
 from otel_inputs._snapshot import CaptureLimits
 from otel_inputs._store import ArtifactStore
 from otel_inputs._types import (
@@ -143,6 +144,7 @@ class AgentObserver:
         request_model: str | None = None,
         remote_agent: bool = False,
         tracker: SessionTracker | None = None,
+        retention: RetentionPolicy | None = None,
     ) -> None:
         self._tracer = trace.get_tracer(_SCOPE, _version(), tracer_provider=tracer_provider)
         if store is None and os.environ.get(names.ENV_STORE):
@@ -158,11 +160,19 @@ class AgentObserver:
         self.request_model = request_model
         self.span_kind = SpanKind.CLIENT if remote_agent else SpanKind.INTERNAL
         self.tracker = tracker or SessionTracker()
+        self.retention = retention if retention is not None else RetentionPolicy.from_env()
+        self._gate: RetentionGate | None = None
 
     def _open_store(self) -> ArtifactStore | None:
         if self._store is None and self._store_root is not None:
             self._store = ArtifactStore(self._store_root)  # may raise; caller turns it into a gap
+        if self._store is not None and self._gate is None and self.retention.active:
+            self._gate = RetentionGate(self._store, self.retention)
         return self._store
+
+    @property
+    def retention_gate(self) -> RetentionGate | None:
+        return self._gate
 
     @contextmanager
     def attempt(
@@ -242,6 +252,11 @@ class AgentObserver:
             raise
         finally:
             span.end()
+            if self._store is not None and recording.packet is not None:
+                try:
+                    self._store.mark_terminal_later(attempt_id)
+                except Exception:  # noqa: BLE001 - observation never vetoes
+                    pass
 
     def _links(self, lineage: Lineage | None) -> list[Link]:
         links: list[Link] = []
@@ -276,13 +291,23 @@ class AgentObserver:
         rec.decision = decision
         if not sampled:
             return  # nothing is recorded and nothing is copied for an unsampled attempt
+        store_left = None
+        if self._gate is not None and decision.decision is CaptureDecision.ADMITTED:
+            try:
+                store_left = self._gate.remaining(rec.run_id)
+            except OSError:
+                store_left = 0
         packet = capture_attempt_inputs(
             attempt_id=rec.attempt_id, run_id=rec.run_id, decision=decision, store=store,
             request=request, lineage=rec.lineage, task_in_message=task_in_message,
             previous_envelope=previous_envelope, envelope_in_message=envelope_in_message,
             context_roots=context_roots, attachments=attachments, limits=self.limits, clock=self.clock,
+            store_budget_bytes=store_left,
         )
         rec.packet = packet
+        if self._gate is not None:
+            added = sum(i.size_bytes or 0 for i in packet.items if i.artifact_status.value == "available")
+            self._gate.committed(rec.run_id, added)
         content = decision.decision is CaptureDecision.ADMITTED
         span.set_attributes(packet_span_attributes(packet, include_task_text=content))
         if content and self.policy.message_content:

@@ -27,6 +27,7 @@ MAX_TOTAL_BYTES = 50 * 1024 * 1024
 MAX_SECONDS = 5.0
 _CHUNK = 1 << 20
 _SMALL_FILE = 256 * 1024
+STORE_BUDGET_DETAIL = "snapshot disk budget exhausted (protected snapshots fill the store budget)"
 
 _OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -65,6 +66,20 @@ class Budget:
     # Called after each copied chunk with the entry's relative parts: a seam that lets tests change
     # a real file mid-copy deterministically.  Never set in production.
     on_chunk: Callable[[tuple[str, ...]], None] | None = None
+    # Bytes the store's disk budget still allows (None: no budget); a file that does not fit is
+    # limit_exceeded and the walk goes on, so the packet still lists it.
+    store_left: int | None = None
+    budget_refusals: int = 0
+
+    def fits_store(self, size: int) -> bool:
+        if self.store_left is None or size <= self.store_left:
+            return True
+        self.budget_refusals += 1
+        return False
+
+    def charge_store(self, size: int) -> None:
+        if self.store_left is not None:
+            self.store_left -= size
 
     def time_left(self) -> bool:
         return self.clock() - self.started <= self.limits.max_seconds
@@ -151,6 +166,8 @@ def copy_regular_file(
         )
     if budget.total_bytes + st0.st_size > limits.max_total_bytes:
         return Incomplete(Bound.TOTAL_BYTES)
+    if staging is not None and not budget.fits_store(st0.st_size):
+        return FileOutcome(rel_parts, CaptureStatus.LIMIT_EXCEEDED, STORE_BUDGET_DETAIL)
     if staging is None:  # metadata only: identity known from lstat, no bytes read
         return FileOutcome(rel_parts, CaptureStatus.NOT_APPLICABLE, "metadata only: content not captured")
     try:
@@ -233,6 +250,7 @@ def copy_regular_file(
                 staging.discard(tmp)
             return Incomplete(Bound.TOTAL_BYTES)
         budget.total_bytes += copied
+        budget.charge_store(copied)
         hexdigest = digest.hexdigest()
         if small is not None and staging.reference_existing(hexdigest) is None:
             tmp, out = staging.open_temp()

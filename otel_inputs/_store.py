@@ -14,6 +14,7 @@ manifest, and the bytes are re-hashed before they are returned.
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -23,7 +24,8 @@ import secrets
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -124,12 +126,12 @@ class _BackgroundSync:
     """
 
     def __init__(self, maxsize: int = 1024) -> None:
-        self._queue: queue.Queue[Path] = queue.Queue(maxsize)
+        self._queue: queue.Queue[Path | Callable[[], None]] = queue.Queue(maxsize)
         self._pid = -1
         self._lock = threading.Lock()
         self.skipped = 0
 
-    def submit(self, path: Path) -> None:
+    def submit(self, path: Path | Callable[[], None]) -> bool:
         if self._pid != os.getpid():
             with self._lock:
                 if self._pid != os.getpid():  # first use, or first use after fork
@@ -138,22 +140,27 @@ class _BackgroundSync:
                     self._pid = os.getpid()
         try:
             self._queue.put_nowait(path)
+            return True
         except queue.Full:
             self.skipped += 1
+            return False
 
     def _run(self) -> None:
         q = self._queue
         while True:
             path = q.get()
             try:
+                if callable(path):
+                    path()
+                    continue
                 fd = os.open(path, os.O_RDONLY)
                 try:
                     os.fsync(fd)
                 finally:
                     os.close(fd)
                 _fsync_dir(path.parent)
-            except OSError:
-                pass  # replaced or removed since: nothing left to make durable
+            except Exception:  # noqa: BLE001 - a background chore must never kill the thread
+                pass  # e.g. a manifest replaced or removed since: nothing left to make durable
             finally:
                 q.task_done()
 
@@ -252,6 +259,20 @@ class AttemptStaging:
         path = self.store._write_manifest(self.attempt_id, manifest)
         self._closed = True
         self._remove_dir()
+        # Retention may have taken a deduplicated object between our age refresh and the manifest
+        # write; if so, the manifest must not claim it (retention skips recently touched objects,
+        # so this is a narrow race, but the manifest must never lie).
+        gone = {d for d, tmp in self._blobs.items() if tmp is None and not self.store.object_path(d).is_file()}
+        if gone:
+            def downgrade(body: dict[str, Any]) -> bool:
+                for item in body.get("items", ()):
+                    if item.get("sha256") in gone and item.get("artifact_status") == "available":
+                        item["artifact_status"] = "never_captured"
+                        item["status_reason"] = "store_race"
+                return True
+
+            self.store.modify_manifest(self.attempt_id, downgrade)
+            raise StoreWriteError("deduplicated snapshot bytes were removed during commit")
         return path
 
     def abort(self) -> None:
@@ -281,9 +302,50 @@ class ArtifactStore:
         self.objects_dir = self.root / "objects"
         self.staging_dir = self.root / "staging"
         self.manifests_dir = self.root / "manifests"
+        self.tombstones_dir = self.root / "tombstones"
         if create:
-            for d in (self.objects_dir, self.staging_dir, self.manifests_dir):
+            for d in (self.objects_dir, self.staging_dir, self.manifests_dir, self.tombstones_dir):
                 d.mkdir(parents=True, exist_ok=True)
+        self._tombstone_cache: tuple[int, frozenset[str], frozenset[tuple[str, str]]] | None = None
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Exclusive store lock for read-modify-write of manifests (gc, purge, terminal marking).
+
+        New captures never take it: they write new files and re-check deduplicated bytes instead.
+        """
+        fd = os.open(self.root / "store.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def modify_manifest(self, attempt_id: str, change: Callable[[dict[str, Any]], bool]) -> bool:
+        """Apply ``change`` to a manifest under the store lock; it returns whether to write."""
+        with self.lock():
+            body = self.manifest(attempt_id)
+            if body is None or not change(body):
+                return False
+            self._write_manifest(attempt_id, body)
+            return True
+
+    def mark_terminal_later(self, attempt_id: str) -> None:
+        """Mark terminal off the caller's thread (the manifest rewrite takes the store lock)."""
+        if not _background_sync.submit(lambda: self.mark_terminal(attempt_id)):
+            pass  # queue full: the owner-liveness check in retention treats a dead owner's attempt as terminal
+
+    def mark_terminal(self, attempt_id: str) -> None:
+        """The attempt has ended: its snapshots are no longer protected from retention."""
+
+        def change(body: dict[str, Any]) -> bool:
+            if body.get("state") == "terminal":
+                return False
+            body["state"] = "terminal"
+            body["ended_at_ns"] = time.time_ns()
+            return True
+
+        self.modify_manifest(attempt_id, change)
 
     # -- writing ---------------------------------------------------------------------------
     def begin_attempt(self, attempt_id: str) -> AttemptStaging:
@@ -385,6 +447,8 @@ class ArtifactStore:
         item = next((i for i in manifest.get("items", ()) if i.get("input_id") == input_id), None)
         if item is None:
             raise ReadbackError("not_found", "unknown input id")
+        if self.is_purged(attempt_id, input_id) or item.get("status_reason") == "purged":
+            raise ReadbackError("retention_expired", "snapshot purged")
         status = item.get("artifact_status")
         if status == "evicted":
             reason = item.get("status_reason") or "evicted"
@@ -412,6 +476,34 @@ class ArtifactStore:
         if hashlib.sha256(data).hexdigest() != digest:
             raise ReadbackError("integrity_mismatch", "snapshot bytes do not match the recorded SHA-256")
         return VerifiedSnapshot(attempt_id, input_id, data, digest, item)
+
+    def is_purged(self, attempt_id: str, input_id: str | None = None) -> bool:
+        """Whether a tombstone covers this attempt (or this one input of it)."""
+        attempts, inputs = self._tombstones()
+        return attempt_id in attempts or (input_id is not None and (attempt_id, input_id) in inputs)
+
+    def _tombstones(self) -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
+        try:
+            stamp = hash(tuple(sorted(os.listdir(self.tombstones_dir))))
+        except FileNotFoundError:
+            return frozenset(), frozenset()
+        cached = self._tombstone_cache
+        if cached is not None and cached[0] == stamp:
+            return cached[1], cached[2]
+        attempts: set[str] = set()
+        inputs: set[tuple[str, str]] = set()
+        for entry in sorted(os.scandir(self.tombstones_dir), key=lambda e: e.name):
+            if not entry.name.endswith(".json"):
+                continue
+            try:
+                with open(entry.path, "rb") as fh:
+                    body = json.loads(fh.read())
+            except (OSError, ValueError):
+                continue  # a torn tombstone was never acted on: purge writes it before any change
+            attempts.update(body.get("attempts", ()))
+            inputs.update((a, i) for a, i in body.get("inputs", ()))
+        self._tombstone_cache = (stamp, frozenset(attempts), frozenset(inputs))
+        return self._tombstone_cache[1], self._tombstone_cache[2]
 
     # -- housekeeping ------------------------------------------------------------------------
     def referenced_digests(self) -> set[str]:

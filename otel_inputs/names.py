@@ -124,3 +124,30 @@ DELIVERY_LABELS = {
     "provider_attachment": "Attached to request",
     "session_history": "Inherited from session",
 }
+
+# === Exchange-part persistence, bounds and environment (issue 5, otel_inputs/_parts.py) ======
+# Appended block: the two event attributes below extend the `otel_inputs.exchange_part` event of
+# WIRE.md; the wire values of capture/dispatch/persistence are the enums in otel_inputs/_parts.py.
+PART_PERSISTENCE = "otel_inputs.part.persistence"  # queued | not_queued at submit; the store receipt is the authority later
+PART_DETAIL = "otel_inputs.part.detail"  # safe one-line detail, e.g. the tripped bound
+PART_REF_PREFIX = "part:"  # PART_REF = "part:<attempt_key>/<part name>"
+
+EXCHANGE_PART_EVENT_ATTRIBUTES = (
+    PART_NAME,
+    PART_CAPTURE,
+    PART_REASON,
+    PART_DISPATCH,
+    PART_REF,
+    PART_SHA256,
+    PART_SIZE_BYTES,
+    PART_PERSISTENCE,
+    PART_DETAIL,
+)
+
+ENV_PART_MAX_BYTES = "OTEL_INPUTS_PART_MAX_BYTES"
+ENV_RUN_MAX_PARTS = "OTEL_INPUTS_RUN_MAX_PARTS"
+ENV_RUN_MAX_BYTES = "OTEL_INPUTS_RUN_MAX_BYTES"
+ENV_PART_MAX_PENDING = "OTEL_INPUTS_PART_MAX_PENDING"
+ENV_PART_MAX_PENDING_BYTES = "OTEL_INPUTS_PART_MAX_PENDING_BYTES"
+ENV_PART_WRITE_TIMEOUT_S = "OTEL_INPUTS_PART_WRITE_TIMEOUT_S"
+# === end of exchange-part block ===============================================================

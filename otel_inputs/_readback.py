@@ -1,0 +1,191 @@
+"""Readback discipline (seed 001 §5): who may read which evidence, checked again on every read.
+
+Three separate checks, in order, each with its own outcome:
+
+1. the viewer and the run's scope are authorized (``permission_denied``);
+2. the item exists and its bytes are retained (``not_found`` / ``retention_expired``);
+3. the bytes still match the recorded digest and the source is not revoked
+   (``integrity_mismatch`` / ``source_unavailable``).
+
+The access policy is a local JSON file (``OTEL_INPUTS_ACCESS_POLICY``)::
+
+    {"default": "deny",
+     "viewers": {"alice": {"runs": ["*"]}, "bob": {"runs": ["demo-run-*"]}}}
+
+With no policy file every local viewer is allowed (a single-user workstation); the file turns
+that off.  The revocation list is ``<store>/revocations.json`` (or ``OTEL_INPUTS_REVOCATIONS``)::
+
+    {"sources": [{"path": "/data/customer-a", "reason": "consent withdrawn"}],
+     "sha256": ["<hex digest>"]}
+
+A revoked source is refused even when its bytes still match their hash.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import getpass
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from otel_inputs._store import ArtifactStore, ReadbackError, VerifiedSnapshot
+
+ENV_ACCESS_POLICY = "OTEL_INPUTS_ACCESS_POLICY"
+ENV_REVOCATIONS = "OTEL_INPUTS_REVOCATIONS"
+
+OUTCOMES = ("permission_denied", "not_found", "retention_expired", "integrity_mismatch", "source_unavailable")
+
+
+class PolicyError(ValueError):
+    """The access policy or revocation file cannot be used; reads are refused until it is fixed."""
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    default_allow: bool = True
+    viewers: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    source: str | None = None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | None = None) -> AccessPolicy:
+        path = path or os.environ.get(ENV_ACCESS_POLICY)
+        if not path:
+            return cls()
+        try:
+            body = json.loads(Path(path).read_text(encoding="utf-8"))
+            default = body.get("default", "deny")
+            if default not in ("allow", "deny"):
+                raise ValueError("'default' must be 'allow' or 'deny'")
+            viewers = {
+                str(name): tuple(str(r) for r in (spec or {}).get("runs", ()))
+                for name, spec in (body.get("viewers") or {}).items()
+            }
+        except (OSError, ValueError, AttributeError, TypeError) as exc:
+            raise PolicyError(f"access policy {path} is unusable: {exc}") from exc
+        return cls(default == "allow", viewers, str(path))
+
+    def allows(self, viewer: str, run_id: str | None) -> bool:
+        patterns = self.viewers.get(viewer)
+        if patterns is None:
+            return self.default_allow
+        return any(fnmatch.fnmatchcase(run_id or "", p) for p in patterns)
+
+
+@dataclass(frozen=True)
+class RevocationList:
+    paths: tuple[str, ...] = ()
+    digests: frozenset[str] = frozenset()
+
+    @classmethod
+    def load(cls, store: ArtifactStore, path: str | os.PathLike[str] | None = None) -> RevocationList:
+        path = Path(path or os.environ.get(ENV_REVOCATIONS) or store.root / "revocations.json")
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return cls()
+        except OSError as exc:
+            raise PolicyError(f"revocation list {path} is unreadable: {exc.strerror}") from exc
+        try:
+            body = json.loads(raw)
+            paths = tuple(os.path.abspath(str(s["path"])) for s in body.get("sources", ()))
+            digests = frozenset(str(d).lower() for d in body.get("sha256", ()))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise PolicyError(f"revocation list {path} is malformed: {exc}") from exc
+        return cls(paths, digests)
+
+    def revoked(self, item: dict[str, Any]) -> bool:
+        if item.get("sha256") in self.digests:
+            return True
+        src = item.get("source_path")
+        if not isinstance(src, str):
+            return False
+        return any(src == p or src.startswith(p.rstrip("/") + "/") for p in self.paths)
+
+
+def revoke_source(store: ArtifactStore, path: str, reason: str = "") -> Path:
+    """Append a source to the store's revocation list (atomically)."""
+    target = store.root / "revocations.json"
+    try:
+        body = json.loads(target.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        body = {"sources": [], "sha256": []}
+    body.setdefault("sources", []).append({"path": os.path.abspath(path), "reason": reason})
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(json.dumps(body, indent=2), encoding="utf-8")
+    os.replace(tmp, target)
+    return target
+
+
+def current_viewer(streamlit_user: str | None = None) -> str:
+    """The logged-in Streamlit user when login is configured, else the OS user."""
+    if streamlit_user:
+        return streamlit_user
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid:{os.getuid()}"
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    outcome: str  # "ok" or one of OUTCOMES
+    message: str
+    snapshot: VerifiedSnapshot | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+
+class EvidenceReader:
+    """Every content read goes through here: permission, retention, digest and revocation each time."""
+
+    def __init__(self, store: ArtifactStore, *, policy: AccessPolicy | None = None,
+                 revocations_path: str | os.PathLike[str] | None = None) -> None:
+        self.store = store
+        self.policy = policy if policy is not None else AccessPolicy.load()
+        self._revocations_path = revocations_path
+
+    def list_items(self, viewer: str, attempt_id: str) -> list[dict[str, Any]] | ReadResult:
+        """Metadata of an attempt's items without private source bindings (no paths, no digests)."""
+        manifest = self.store.manifest(attempt_id)
+        if manifest is None:
+            return ReadResult("not_found", "no committed record for this attempt")
+        if not self.policy.allows(viewer, manifest.get("run_id")):
+            return ReadResult("permission_denied", f"{viewer} may not read run {manifest.get('run_id')!r}")
+        keep = ("input_id", "seq", "label", "source_kind", "delivery_mode", "media_type", "preview_kind",
+                "size_bytes", "capture_status", "artifact_status", "status_reason", "captured_at_ns")
+        return [{k: item.get(k) for k in keep} for item in manifest.get("items", ()) or ()]
+
+    def read(self, viewer: str, attempt_id: str, input_id: str, *, max_bytes: int | None = None) -> ReadResult:
+        try:
+            manifest = self.store.manifest(attempt_id)
+        except Exception:  # noqa: BLE001 - a corrupt manifest reads as absent, never as content
+            manifest = None
+        if manifest is None:
+            return ReadResult("not_found", "no committed record for this attempt")
+        if not self.policy.allows(viewer, manifest.get("run_id")):
+            return ReadResult("permission_denied", f"{viewer} may not read run {manifest.get('run_id')!r}")
+        item = next((i for i in manifest.get("items", ()) or () if i.get("input_id") == input_id), None)
+        if item is None:
+            return ReadResult("not_found", "unknown input id")
+        if self.store.is_purged(attempt_id, input_id) or item.get("status_reason") == "purged":
+            return ReadResult("retention_expired", "snapshot purged")
+        if item.get("artifact_status") == "evicted":
+            return ReadResult("retention_expired", f"snapshot evicted ({item.get('status_reason') or 'evicted'})")
+        if item.get("artifact_status") != "available":
+            return ReadResult("not_found", "no snapshot was captured for this input")
+        try:
+            revocations = RevocationList.load(self.store, self._revocations_path)
+        except PolicyError as exc:
+            return ReadResult("source_unavailable", str(exc))
+        if revocations.revoked(item):
+            return ReadResult("source_unavailable", "the source of this input has been revoked")
+        try:
+            snap = self.store.read_input(attempt_id, input_id, max_bytes=max_bytes)
+        except ReadbackError as exc:
+            return ReadResult(exc.outcome, str(exc))
+        return ReadResult("ok", "verified", snap)
