@@ -28,8 +28,10 @@ COVERAGE_COLORS = {"complete": "#54a24b", "partial": "#eeca3b", "not_recorded": 
 MIN_BAR_NS = 1_000_000_000  # an attempt without an end time is drawn one second wide
 
 
-def _dt_of(ns: int) -> _dt.datetime:
-    return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc)
+def _dt_of(ns: int) -> str:
+    """ISO-8601 UTC with milliseconds: JSON-safe and parsed by Vega-Lite as a UTC time."""
+    dt = _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def timeline_data(rows: Sequence[AttemptListRow], retry_of: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -59,17 +61,17 @@ def timeline_data(rows: Sequence[AttemptListRow], retry_of: dict[str, str]) -> t
 
 def timeline_chart(bars: list[dict[str, Any]], links: list[dict[str, Any]]) -> alt.LayerChart:
     lanes = [b["lane"] for b in sorted(bars, key=lambda b: b["order"])]
-    y = alt.Y("lane:N", sort=lanes, title=None)
+    y = alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=360))
     color = alt.Color("send_kind:N", title="send kind",
                       scale=alt.Scale(domain=list(SEND_KIND_COLORS), range=list(SEND_KIND_COLORS.values())))
-    bar = alt.Chart(alt.Data(values=bars)).mark_bar(height=12).encode(
-        x=alt.X("start:T", title="time (UTC)"), x2="end:T", y=y, color=color,
+    bar = alt.Chart(alt.Data(values=bars)).mark_bar(height=14).encode(
+        x=alt.X("start:T", title="time (UTC)", axis=alt.Axis(format="%H:%M:%S")), x2="end:T", y=y, color=color,
         tooltip=["attempt:N", "send_kind:N", "phase:N", "coverage:N", "start:T", "end:T"],
     )
     link = alt.Chart(alt.Data(values=links)).mark_line(strokeDash=[4, 3], color="#444", point=True).encode(
         x="time:T", y=alt.Y("lane:N", sort=lanes), detail="link:N", order="step:Q", tooltip=["link:N"],
     )
-    return alt.layer(bar, link).properties(height=max(120, 22 * len(lanes)))
+    return alt.layer(bar, link).properties(height=max(160, 30 * len(lanes)))
 
 
 def coverage_chart(rows: list[dict[str, Any]]) -> alt.Chart:

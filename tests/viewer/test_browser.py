@@ -122,3 +122,14 @@ def test_hostile_label_shows_literally_and_runs_no_script(page, server: str, vie
     assert page.dialogs == []  # type: ignore[attr-defined]
     label.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "viewer-hostile-label.png"))
+
+
+def test_run_page_lists_attempts_and_draws_the_session_timeline(page, server: str, viewer_fixture: ViewerFixture) -> None:
+    """The run page shows its attempt table and a rendered timeline chart."""
+    page.goto(server + "?run=" + viewer_fixture.run_id)
+    page.get_by_text("5 attempt(s) match; page 1 of 1.", exact=False).wait_for(state="visible", timeout=30_000)
+    page.get_by_role("tab", name="Session timeline").click()
+    chart = page.locator("[data-testid='stVegaLiteChart']").first
+    chart.wait_for(state="visible", timeout=20_000)
+    chart.locator("canvas, svg").first.wait_for(state="visible", timeout=20_000)
+    page.screenshot(path=str(ARTIFACTS / "viewer-run-timeline.png"))
