@@ -142,6 +142,7 @@ def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str 
           source_path: str | None = None) -> PurgeReport:
     """Purge the snapshots of attempts, of a run, or of every item from a source path."""
     attempts, inputs = _select(store, attempt_ids, run_id, source_path)
+    attempts = {a for a in attempts if store.manifest_path(a).exists()}  # unknown ids purge nothing
     report = PurgeReport()
     if not attempts and not inputs:
         return report

@@ -1,0 +1,260 @@
+"""``otel-inputs store …`` and ``otel-inputs purge``: a thin click layer over the store's lifecycle.
+
+Every command works on the artifact store directly (the store is the authority on bytes); with
+``--db`` the changed manifests are landed in DuckDB too, so the viewer shows the new status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from otel_inputs import names
+from otel_inputs._purge import PurgeReport, delete_run, purge, reconcile_store
+from otel_inputs._readback import revoke_source
+from otel_inputs._retention import RetentionPolicy, apply_retention, parse_size, store_status
+from otel_inputs._store import ArtifactStore
+
+_console = Console(stderr=True)
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=_console, transient=True)
+
+
+def _open_store(store: Path | None) -> ArtifactStore:
+    root = store or (Path(os.environ[names.ENV_STORE]) if os.environ.get(names.ENV_STORE) else None)
+    if root is None:
+        raise click.UsageError(f"give --store DIR or set {names.ENV_STORE}")
+    if not (root / "manifests").is_dir():
+        raise click.ClickException(f"{root} is not an otel-inputs artifact store (no manifests/ directory)")
+    return ArtifactStore(root)
+
+
+def _land(db: Path | None, store: ArtifactStore, attempt_ids: list[str] | None = None) -> None:
+    if db is None:
+        return
+    from exporter._writer import DuckDBWriter
+
+    manifests = [m for m in store.iter_manifests() if "error" not in m]
+    if attempt_ids is not None:
+        wanted = set(attempt_ids)
+        manifests = [m for m in manifests if m["attempt_id"] in wanted]
+    outcome = DuckDBWriter(db, source_prefix="store-cli").land_manifests(manifests)
+    if outcome.spilled or outcome.dropped:
+        _console.print(f"[yellow]DuckDB busy: artifact status spooled for later ({db})[/yellow]")
+
+
+def _policy(budget: str | None, min_free: str | None, run_budget: str | None) -> RetentionPolicy:
+    env = RetentionPolicy.from_env()
+    try:
+        return RetentionPolicy(
+            parse_size(budget) if budget else env.budget_bytes,
+            parse_size(min_free) if min_free else env.min_free_bytes,
+            parse_size(run_budget) if run_budget else env.run_budget_bytes,
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+_store_opt = click.option("--store", type=click.Path(file_okay=False, path_type=Path), default=None,
+                          help=f"Artifact store directory (default: ${names.ENV_STORE}).")
+_db_opt = click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                       help="Also land the changed artifact status in this DuckDB file.")
+_limit_opts = [
+    click.option("--budget", default=None, help="Snapshot byte budget, e.g. 2G (env OTEL_INPUTS_STORE_BUDGET)."),
+    click.option("--min-free", default=None, help="Minimum free space on the store's filesystem, e.g. 5G."),
+    click.option("--run-budget", default=None, help="Snapshot byte cap for any single run."),
+]
+
+
+def _with_limits(f):
+    for opt in reversed(_limit_opts):
+        f = opt(f)
+    return f
+
+
+@click.group("store")
+def store_group() -> None:
+    """Inspect and maintain the artifact store (usage, retention, verification, run deletion)."""
+
+
+@store_group.command("status")
+@_store_opt
+@_with_limits
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def status_cmd(store: Path | None, budget: str | None, min_free: str | None, run_budget: str | None,
+               as_json: bool) -> None:
+    """Usage against the budget, overall and per run."""
+    s = _open_store(store)
+    info = store_status(s, _policy(budget, min_free, run_budget))
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    table = Table(title=f"artifact store {info['store']}")
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for key in ("attempts", "objects", "object_bytes", "staging_bytes", "protected_bytes", "budget_bytes",
+                "run_budget_bytes", "min_free_bytes", "free_bytes"):
+        value = info[key]
+        table.add_row(key.replace("_", " "), "not set" if value is None else f"{value:,}")
+    Console().print(table)
+    runs = Table(title="per run")
+    runs.add_column("run")
+    runs.add_column("snapshot bytes", justify="right")
+    for run, used in info["runs"].items():
+        runs.add_row(run, f"{used:,}")
+    Console().print(runs)
+    for err in info["unreadable_manifests"]:
+        _console.print(f"[red]{err}[/red]")
+
+
+@store_group.command("gc")
+@_store_opt
+@_db_opt
+@_with_limits
+def gc_cmd(store: Path | None, db: Path | None, budget: str | None, min_free: str | None,
+           run_budget: str | None) -> None:
+    """Apply retention now: finish interrupted purges, then evict to the limits."""
+    s = _open_store(store)
+    policy = _policy(budget, min_free, run_budget)
+    recon = reconcile_store(s)
+    with _progress() as progress:
+        task = progress.add_task("applying retention", total=None)
+        report = apply_retention(s, policy, progress=lambda n: progress.advance(task, n))
+    click.echo(f"evicted {report.evicted_items} items of {report.evicted_attempts} attempts; "
+               f"deleted {report.deleted_objects} objects ({report.freed_bytes:,} bytes); "
+               f"store now {report.total_bytes_after:,} bytes ({policy.describe()})")
+    click.echo(f"reconciled: {recon}")
+    if report.over_budget_after:
+        click.echo(f"still over a limit: protected (running) snapshots hold {report.protected_bytes:,} bytes", err=True)
+    _land(db, s)
+
+
+@store_group.command("verify")
+@_store_opt
+def verify_cmd(store: Path | None) -> None:
+    """Re-hash every object; report mismatches, missing bytes and orphans. Changes nothing."""
+    s = _open_store(store)
+    referenced: dict[str, list[str]] = {}
+    bad_manifests = []
+    for m in s.iter_manifests():
+        if "error" in m:
+            bad_manifests.append(m["error"])
+            continue
+        for item in m.get("items", ()) or ():
+            if item.get("artifact_status") == "available" and isinstance(item.get("sha256"), str):
+                referenced.setdefault(item["sha256"], []).append(f"{m['attempt_id']}/{item.get('input_id')}")
+    objects = sorted(e.name for e in os.scandir(s.objects_dir))
+    mismatched, orphans = [], []
+    with _progress() as progress:
+        task = progress.add_task("re-hashing snapshots", total=len(objects))
+        for name in objects:
+            h = hashlib.sha256()
+            try:
+                fd = os.open(s.objects_dir / name, os.O_RDONLY | os.O_NOFOLLOW)
+                with os.fdopen(fd, "rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(chunk)
+            except OSError as exc:
+                mismatched.append(f"{name}: unreadable ({exc.strerror})")
+                progress.advance(task)
+                continue
+            if h.hexdigest() != name:
+                mismatched.append(f"{name}: bytes do not match their name")
+            if name not in referenced:
+                orphans.append(name)
+            progress.advance(task)
+    missing = sorted(d for d in referenced if d not in set(objects))
+    click.echo(f"objects: {len(objects)}, referenced: {len(referenced)}, mismatched: {len(mismatched)}, "
+               f"missing: {len(missing)}, orphans: {len(orphans)}, unreadable manifests: {len(bad_manifests)}")
+    for line in mismatched:
+        click.echo(f"MISMATCH {line}")
+    for d in missing:
+        click.echo(f"MISSING {d} (referenced by {', '.join(referenced[d][:3])})")
+    for d in orphans:
+        click.echo(f"ORPHAN {d}")
+    for err in bad_manifests:
+        click.echo(f"BAD-MANIFEST {err}")
+    if mismatched or missing or bad_manifests:
+        raise SystemExit(1)
+
+
+@store_group.command("delete-run")
+@click.argument("run_id")
+@_store_opt
+@_db_opt
+def delete_run_cmd(run_id: str, store: Path | None, db: Path | None) -> None:
+    """Delete a run's snapshot bytes and store metadata (and its DuckDB rows with --db)."""
+    s = _open_store(store)
+    report = delete_run(s, run_id)
+    _report(report)
+    if db is not None:
+        _delete_run_rows(db, run_id)
+
+
+@store_group.command("revoke")
+@click.argument("source_path")
+@_store_opt
+@click.option("--reason", default="", help="Why the source is revoked (kept in the revocation list).")
+def revoke_cmd(source_path: str, store: Path | None, reason: str) -> None:
+    """Revoke a source path: previews from it are refused even when the bytes still match."""
+    s = _open_store(store)
+    path = revoke_source(s, source_path, reason)
+    click.echo(f"revoked {os.path.abspath(source_path)} (list: {path})")
+
+
+@click.command("purge")
+@click.option("--attempt", "attempts", multiple=True, help="Attempt id to purge (repeatable).")
+@click.option("--run", "run_id", default=None, help="Purge every attempt of this run.")
+@click.option("--source", "source_path", default=None, help="Purge every item captured from this path.")
+@_store_opt
+@_db_opt
+def purge_cmd(attempts: tuple[str, ...], run_id: str | None, source_path: str | None, store: Path | None,
+              db: Path | None) -> None:
+    """Purge snapshot evidence (tombstone first, then bytes); metadata rows stay, marked purged."""
+    if not attempts and run_id is None and source_path is None:
+        raise click.UsageError("give --attempt ID, --run ID or --source PATH")
+    s = _open_store(store)
+    report = purge(s, attempt_ids=attempts, run_id=run_id, source_path=source_path)
+    if not report.tombstone:
+        raise click.ClickException("nothing matched: no attempt or item was purged")
+    _report(report)
+    _land(db, s)
+
+
+def _report(report: PurgeReport) -> None:
+    click.echo(f"tombstone {report.tombstone}: {report.attempts} attempts, {report.items} items marked, "
+               f"{report.deleted_objects} objects deleted, {report.deleted_manifests} manifests deleted")
+
+
+def _delete_run_rows(db: Path, run_id: str) -> None:
+    from exporter._db import connect_with_retry, file_lock
+
+    with file_lock(db, exclusive=True, timeout_s=30):
+        con = connect_with_retry(db, read_only=False)
+        try:
+            con.execute("BEGIN TRANSACTION")
+            ids: list[Any] = [r[0] for r in con.execute(
+                "SELECT attempt_id FROM agent_attempts WHERE run_id = ?", [run_id]).fetchall()]
+            con.execute("DELETE FROM agent_attempt_inputs WHERE attempt_id IN (SELECT attempt_id FROM agent_attempts WHERE run_id = ?)", [run_id])
+            con.execute("DELETE FROM agent_artifacts WHERE run_id = ?", [run_id])
+            con.execute("DELETE FROM agent_attempts WHERE run_id = ?", [run_id])
+            # The raw spans carry the same content (task text, messages): they go too.
+            con.execute('DELETE FROM otel_traces WHERE "SpanAttributes"[?] = ?', [names.RUN_ID, run_id])
+            con.execute("COMMIT")
+        finally:
+            con.close()
+    click.echo(f"deleted {len(ids)} attempt rows of run {run_id} from {db}")
+
+
+COMMANDS = (store_group, purge_cmd)

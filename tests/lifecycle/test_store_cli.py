@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from exporter.cli import main
+from viewer._demo import record_demo
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("demo")
+    paths = record_demo(out, latency_s=0.0)
+    for attempt_id in paths.attempt_ids.values():
+        from otel_inputs import ArtifactStore
+
+        ArtifactStore(paths.store_path).mark_terminal(attempt_id)
+    past = time.time() - 60
+    for o in (paths.store_path / "objects").iterdir():
+        os.utime(o, (past, past), follow_symlinks=False)
+    return paths
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_status_reports_usage_per_run(demo) -> None:
+    """`store status --json` reports object bytes and per-run usage of the real demo store."""
+    code, out = run("store", "status", "--store", str(demo.store_path), "--json")
+    info = json.loads(out)
+    assert code == 0 and info["objects"] > 0 and info["object_bytes"] > 0
+    assert any(run.startswith("demo-run-") for run in info["runs"])
+
+
+def test_verify_clean_then_tampered(demo, tmp_path: Path) -> None:
+    """`store verify` passes on an intact store and reports a tampered object (exit 1), changing nothing."""
+    code, out = run("store", "verify", "--store", str(demo.store_path))
+    assert code == 0 and "mismatched: 0" in out
+    obj = next((demo.store_path / "objects").iterdir())
+    original = obj.read_bytes()
+    os.chmod(obj, 0o644)
+    obj.write_bytes(b"tampered")
+    try:
+        code, out = run("store", "verify", "--store", str(demo.store_path))
+        assert code == 1 and f"MISMATCH {obj.name}" in out
+        assert obj.read_bytes() == b"tampered"
+    finally:
+        obj.write_bytes(original)
+
+
+def test_gc_with_tiny_budget_lands_evictions_in_duckdb(tmp_path: Path) -> None:
+    """`store gc --budget` evicts and, with --db, the artifact rows in DuckDB say evicted (disk_budget)."""
+    paths = record_demo(tmp_path / "d", latency_s=0.0)
+    from otel_inputs import ArtifactStore
+
+    for a in paths.attempt_ids.values():
+        ArtifactStore(paths.store_path).mark_terminal(a)
+    past = time.time() - 60
+    for o in (paths.store_path / "objects").iterdir():
+        os.utime(o, (past, past), follow_symlinks=False)
+    code, out = run("store", "gc", "--store", str(paths.store_path), "--budget", "1", "--db", str(paths.db_path))
+    assert code == 0 and "evicted" in out
+    con = duckdb.connect(str(paths.db_path), read_only=True)
+    try:
+        rows = con.execute("SELECT DISTINCT artifact_status, status_reason FROM agent_artifacts").fetchall()
+        inputs = con.execute("SELECT count(*) FROM agent_attempt_inputs").fetchone()[0]
+    finally:
+        con.close()
+    assert ("evicted", "disk_budget") in rows and inputs > 0  # input rows are never deleted
+
+
+def test_purge_and_delete_run(tmp_path: Path) -> None:
+    """`purge --attempt` refuses readback afterwards; `store delete-run --db` removes the run's rows."""
+    paths = record_demo(tmp_path / "d", latency_s=0.0)
+    from otel_inputs import ArtifactStore, ReadbackError
+
+    store = ArtifactStore(paths.store_path)
+    attempt = paths.attempt_ids["build_initial"]
+    item = store.manifest(attempt)["items"][0]
+    code, out = run("purge", "--attempt", attempt, "--store", str(paths.store_path))
+    assert code == 0 and "tombstone" in out
+    with pytest.raises(ReadbackError):
+        store.read_input(attempt, item["input_id"])
+    code, out = run("purge", "--attempt", "no-such-attempt", "--store", str(paths.store_path))
+    assert code != 0
+    run_id = store.manifest(attempt)["run_id"]
+    code, out = run("store", "delete-run", run_id, "--store", str(paths.store_path), "--db", str(paths.db_path))
+    assert code == 0
+    con = duckdb.connect(str(paths.db_path), read_only=True)
+    try:
+        left = con.execute("SELECT count(*) FROM agent_attempts WHERE run_id = ?", [run_id]).fetchone()[0]
+    finally:
+        con.close()
+    assert left == 0 and store.manifest(attempt) is None
+
+
+def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
+    """Pointing a store command at a non-store directory fails with a clear message."""
+    code, out = run("store", "status", "--store", str(tmp_path))
+    assert code != 0 and "not an otel-inputs artifact store" in out
