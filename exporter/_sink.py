@@ -55,7 +55,7 @@ class _Queue:
         self.max_spans = max_spans
         self._items: deque[list[SpanRecord]] = deque()
         self._spans = 0
-        self._cond = threading.Condition()
+        self._cond = threading.Condition(threading.RLock())  # re-entered by the writer's take
 
     def offer(self, batch: list[SpanRecord]) -> bool:
         with self._cond:
@@ -241,6 +241,7 @@ class OTLPSink:
         self._scanner = ManifestScanner(self.store) if self.store is not None else None
         self._stop_lock = threading.Lock()
         self._accept_lock = threading.Lock()
+        self._in_flight = 0
         self._stopped = False
 
     @property
@@ -284,12 +285,24 @@ class OTLPSink:
     def queued_spans(self) -> int:
         return len(self._queue)
 
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Wait until every span accepted so far is written (or spilled); False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        while len(self._queue) or self._in_flight:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
     def _write_loop(self) -> None:
         last_store = time.monotonic()
         while True:
-            batch = self._queue.take(self.config.max_batch_spans, timeout_s=0.2)
+            with self._queue._cond:  # take and mark in flight atomically, so flush() never sees a gap
+                batch = self._queue.take(self.config.max_batch_spans, timeout_s=0.2)
+                self._in_flight = len(batch)
             if batch and self.writer is not None:
                 self.writer.write_spans(batch)
+            self._in_flight = 0
             if self._scanner is not None and time.monotonic() - last_store >= self.config.store_interval_s:
                 self._land_store()
                 last_store = time.monotonic()

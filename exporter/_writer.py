@@ -40,6 +40,7 @@ HEALTH_METRICS = ("spans_written", "spans_spilled", "spans_dropped", "batches_fa
 _TABLE_FILES = {TRACES: "otel_traces.arrow", ATTEMPTS: "agent_attempts.arrow",
                 INPUTS: "agent_attempt_inputs.arrow", ARTIFACTS: "agent_artifacts.arrow"}  # fmt: skip
 _BATCH_VIEW = "_otel_inputs_batch"
+_KEYS_VIEW = "_otel_inputs_keys"
 
 
 def default_source(prefix: str = "exporter") -> str:
@@ -261,10 +262,16 @@ def _insert(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:
         con.register(_BATCH_VIEW, table)
         try:
             if name == TRACES:
-                con.execute(
-                    f'DELETE FROM otel_traces USING {_BATCH_VIEW} b '
-                    'WHERE otel_traces."SpanId" = b."SpanId" AND otel_traces."TraceId" = b."TraceId"'
-                )
+                # Join against the two key columns only: joining the full batch view made DuckDB
+                # materialise every nested event map first (measured ~170 ms vs ~6 ms per 512 spans).
+                con.register(_KEYS_VIEW, table.select(["TraceId", "SpanId"]))
+                try:
+                    con.execute(
+                        f'DELETE FROM otel_traces USING {_KEYS_VIEW} k '
+                        'WHERE otel_traces."SpanId" = k."SpanId" AND otel_traces."TraceId" = k."TraceId"'
+                    )
+                finally:
+                    con.unregister(_KEYS_VIEW)
             elif name == ATTEMPTS:
                 # A re-landed attempt replaces its inputs too, even if it now has none.
                 for target in (ATTEMPTS, INPUTS):

@@ -45,14 +45,8 @@ def _still_serving(sink: OTLPSink, db: Path, i: int) -> None:
     assert query(db, "SELECT count(*) FROM agent_attempts WHERE attempt_id = ?", [f"att-{10_000 + i}"]) == [(1,)]
 
 
-def sink_flush(sink: OTLPSink, timeout_s: float = 10.0) -> None:
-    """Wait until the writer thread has taken and landed everything queued so far."""
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while sink.queued_spans and time.monotonic() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.3)  # the last taken batch may still be committing
+def sink_flush(sink: OTLPSink) -> None:
+    assert sink.flush(60), "sink did not write its accepted spans in time"
 
 
 @given(st.binary(max_size=2048))

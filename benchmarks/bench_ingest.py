@@ -1,0 +1,278 @@
+"""Ingest throughput: in-process exporter and OTLP sink, each against the fastest raw DuckDB insert.
+
+Run: ``python -m benchmarks.bench_ingest [--quick] [--spans N] [--runs R]``.
+
+Span shape (performance-anchors §3): 20 span attributes and 20 ``otel_inputs.input`` events of
+15 attributes each, string values 8-80 characters.  Paths, each into a fresh DuckDB file:
+
+* ``raw_arrow``: the fastest raw path measured in the anchors — SDK spans → one pyarrow table of
+  the ``otel_traces`` rows → ``INSERT … SELECT`` in one transaction per 512 spans on one
+  long-lived connection.  No typed tables, no lock, no dedupe: the bar.
+* ``exporter``: ``DuckDBSpanExporter.export`` per 512 spans (sidecar lock, open/close per
+  batch, keyed replace, otel_traces + agent_attempts + agent_attempt_inputs).
+* ``sink``: the stock ``OTLPSpanExporter`` posting 512-span requests to ``otel-inputs collect``
+  in its own process, timed until every span is queryable; its peak RSS is reported.  The stock
+  exporter's protobuf encoding (pure Python, ~2-3 ms per rich span) shares the 2 cores.
+* ``sink_pre``: the same sink fed pre-encoded request bodies: the sink's own capacity.
+
+Figures are medians over ``--runs``; no assertions here (tests never time anything).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from exporter import DuckDBSpanExporter, migrate, read_connection
+from exporter._arrow import traces_table
+from exporter._spans import from_readable
+from otel_inputs import names as n
+
+BATCH = 512
+EXTRA_EVENT_ATTR = "bench.mtime_ns"  # the 15th event attribute; not a wire name
+
+
+def _hex(seed: str) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()
+
+
+def _span_attrs(i: int) -> dict[str, Any]:
+    return {
+        n.GEN_AI_OPERATION_NAME: n.OPERATION_INVOKE_AGENT,
+        n.GEN_AI_PROVIDER_NAME: "anthropic",
+        n.GEN_AI_REQUEST_MODEL: "claude-sonnet-4-5",
+        n.GEN_AI_AGENT_NAME: "developer",
+        n.GEN_AI_CONVERSATION_ID: f"conv-{i // 8:08d}",
+        n.RUN_ID: f"run-{i // 64:06d}",
+        n.ATTEMPT_ID: f"att-{i:010d}",
+        n.PHASE: "implement",
+        n.SEND_KIND: "initial",
+        n.TURN_INDEX: i % 8 + 1,
+        n.PREVIOUS_TURN_ATTEMPT_ID: f"att-{max(i - 1, 0):010d}",
+        n.TASK_PROMPT: "Fix the failing test in tests/test_capture.py and keep every capture bound.",
+        n.TASK_SOURCE_KIND: "prompt_file",
+        n.TASK_SOURCE_PATH: "prompts/task-0042.md",
+        n.TASK_SIZE_BYTES: 1800 + i % 100,
+        n.TASK_SHA256: _hex(f"task{i % 100}"),
+        n.PACKET_VERSION_ATTR: n.PACKET_VERSION,
+        n.PACKET_COVERAGE: "complete",
+        n.PACKET_CAPTURED_COUNT: 20,
+        n.PACKET_ITEM_COUNT: 20,
+    }
+
+
+def _event_attrs(i: int, seq: int) -> dict[str, Any]:
+    digest = _hex(f"item{(i + seq) % 64}")
+    return {
+        n.INPUT_ID: f"in-{i:010d}-{seq:03d}",
+        n.INPUT_SEQ: seq,
+        n.INPUT_LABEL: f"src/module_{seq:02d}/file_{seq:02d}.py",
+        n.INPUT_SOURCE_KIND: "explicit_attachment",
+        n.INPUT_DELIVERY_MODE: "path_reference",
+        n.INPUT_SOURCE_PATH: f"/workspace/repo/src/module_{seq:02d}/file_{seq:02d}.py",
+        n.INPUT_SNAPSHOT_REF: "sha256:" + digest,
+        n.INPUT_MEDIA_TYPE: "text/x-python",
+        n.INPUT_PREVIEW_KIND: "text",
+        n.INPUT_SIZE_BYTES: 4096 + seq * 17,
+        n.INPUT_SHA256: digest,
+        n.INPUT_CAPTURE_STATUS: "captured",
+        n.INPUT_ARTIFACT_STATUS: "available",
+        n.INPUT_DETAIL: "",
+        EXTRA_EVENT_ATTR: 1764460800000000000 + seq,
+    }
+
+
+def make_spans(count: int) -> list[ReadableSpan]:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "bench-agent"}), span_limits=SpanLimits())
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("bench")
+    for i in range(count):
+        span = tracer.start_span("invoke_agent developer", attributes=_span_attrs(i))
+        for seq in range(20):
+            span.add_event(n.INPUT_EVENT, _event_attrs(i, seq))
+        span.end()
+    spans = list(memory.get_finished_spans())
+    provider.shutdown()
+    return spans
+
+
+def _batches(spans: list[ReadableSpan]) -> list[list[ReadableSpan]]:
+    return [spans[i : i + BATCH] for i in range(0, len(spans), BATCH)]
+
+
+def _size(db: Path) -> int:
+    return sum(p.stat().st_size for p in (db, Path(f"{db}.wal")) if p.exists())
+
+
+def run_raw(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
+    con = duckdb.connect(str(db))
+    migrate(con)
+    t0 = time.perf_counter()
+    for batch in _batches(spans):
+        table = traces_table([from_readable(s) for s in batch])
+        con.execute("BEGIN TRANSACTION")
+        con.register("b", table)
+        con.execute("INSERT INTO otel_traces SELECT * FROM b")
+        con.unregister("b")
+        con.execute("COMMIT")
+    elapsed = time.perf_counter() - t0
+    con.close()
+    return {"spans_per_s": len(spans) / elapsed, "bytes_per_span": _size(db) / len(spans)}
+
+
+def run_exporter(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
+    exporter = DuckDBSpanExporter(db)
+    t0 = time.perf_counter()
+    for batch in _batches(spans):
+        exporter.export(batch)
+    elapsed = time.perf_counter() - t0
+    exporter.shutdown()
+    with read_connection(db) as con:
+        stored = con.execute("SELECT count(*) FROM otel_traces").fetchone()[0]
+    if stored != len(spans):
+        raise RuntimeError(f"exporter stored {stored} of {len(spans)} spans")
+    return {"spans_per_s": len(spans) / elapsed, "bytes_per_span": _size(db) / len(spans)}
+
+
+def _vm_hwm_kib(pid: int) -> int:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    m = re.search(r"VmHWM:\s+(\d+) kB", text)
+    return int(m.group(1)) if m else 0
+
+
+def run_sink(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
+    cli = Path(sys.executable).with_name("otel-inputs")
+    proc = subprocess.Popen([str(cli), "collect", "--db", str(db), "--port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline() if proc.stderr else ""
+        if "listening on " not in line:
+            raise RuntimeError(f"sink did not start: {line!r}")
+        endpoint = line.split("listening on ")[1].split(" ")[0]
+        sender = OTLPSpanExporter(endpoint=endpoint, timeout=60)
+        t0 = time.perf_counter()
+        for batch in _batches(spans):
+            sender.export(batch)
+        sent = time.perf_counter() - t0
+        stored = 0
+        while stored < len(spans):
+            time.sleep(0.05)
+            with read_connection(db, timeout_s=60) as con:
+                stored = con.execute("SELECT count(*) FROM otel_traces").fetchone()[0]
+            if time.perf_counter() - t0 > 600:
+                raise RuntimeError(f"sink stored only {stored} of {len(spans)} spans")
+        elapsed = time.perf_counter() - t0
+        rss_kib = _vm_hwm_kib(proc.pid)
+        sender.shutdown()
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    return {"spans_per_s": len(spans) / elapsed, "sender_spans_per_s": len(spans) / sent,
+            "peak_rss_mib": rss_kib / 1024, "bytes_per_span": _size(db) / len(spans)}  # fmt: skip
+
+
+def run_sink_prebuilt(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
+    """The sink's own capacity: request bodies pre-encoded (untimed), posted back to back."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    bodies = [encode_spans(b).SerializeToString() for b in _batches(spans)]
+    cli = Path(sys.executable).with_name("otel-inputs")
+    proc = subprocess.Popen([str(cli), "collect", "--db", str(db), "--port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline() if proc.stderr else ""
+        url = urlsplit(line.split("listening on ")[1].split(" ")[0])
+        t0 = time.perf_counter()
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+        for body in bodies:
+            while True:
+                conn.request("POST", url.path, body=body, headers={"Content-Type": "application/x-protobuf"})
+                resp = conn.getresponse()
+                resp.read()
+                if resp.status != 503:
+                    break
+                time.sleep(float(resp.getheader("Retry-After") or 1))
+        conn.close()
+        stored = 0
+        while stored < len(spans):
+            time.sleep(0.05)
+            with read_connection(db, timeout_s=60) as con:
+                stored = con.execute("SELECT count(*) FROM otel_traces").fetchone()[0]
+        elapsed = time.perf_counter() - t0
+        rss_kib = _vm_hwm_kib(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    return {"spans_per_s": len(spans) / elapsed, "peak_rss_mib": rss_kib / 1024,
+            "bytes_per_span": _size(db) / len(spans)}  # fmt: skip
+
+
+def _median(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2,048 spans, 1 run (a smoke run, not a figure)")
+    parser.add_argument("--spans", type=int, default=None)
+    parser.add_argument("--runs", type=int, default=None)
+    args = parser.parse_args(argv)
+    count = args.spans or (2048 if args.quick else 10_240)
+    runs = args.runs or (1 if args.quick else 3)
+    print(f"building {count} rich spans (20 attributes, 20 input events x 15 attributes) ...", flush=True)
+    spans = make_spans(count)
+    paths: dict[str, Callable[[list[ReadableSpan], Path], dict[str, float]]] = {
+        "raw_arrow": run_raw, "exporter": run_exporter, "sink": run_sink, "sink_pre": run_sink_prebuilt,
+    }  # fmt: skip
+    results: dict[str, list[dict[str, float]]] = {k: [] for k in paths}
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
+    try:
+        for r in range(runs):
+            for name, fn in paths.items():  # interleaved, so drift on a shared host hits every path
+                db = tmp / f"{name}-{r}.duckdb"
+                results[name].append(fn(spans, db))
+                print(f"  run {r + 1}/{runs} {name:9s} {results[name][-1]['spans_per_s']:8.0f} spans/s", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    med = {k: _median(v) for k, v in results.items()}
+    bar = med["raw_arrow"]["spans_per_s"]
+    print(f"\n{count} spans x {runs} runs, batch {BATCH}, duckdb {duckdb.__version__}, {os.cpu_count()} cpus")
+    print(f"{'path':10s} {'spans/s':>9s} {'x raw':>7s} {'B/span':>8s}  notes")
+    for name, m in med.items():
+        notes = ""
+        if name == "sink":
+            notes = f"stock OTLP exporter; sink peak RSS {m['peak_rss_mib']:.0f} MiB, sender side {m['sender_spans_per_s']:.0f} spans/s"
+        elif name == "sink_pre":
+            notes = f"pre-encoded bodies (sink capacity); sink peak RSS {m['peak_rss_mib']:.0f} MiB"
+        print(f"{name:10s} {m['spans_per_s']:9.0f} {m['spans_per_s'] / bar:7.2f} {m['bytes_per_span']:8.0f}  {notes}")
+    phoenix = 98.2
+    print(f"\nvs Phoenix (98 spans/s, 1,717 MiB, ~21 KB/span): exporter {med['exporter']['spans_per_s'] / phoenix:.0f}x, "
+          f"sink {med['sink']['spans_per_s'] / phoenix:.0f}x")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
