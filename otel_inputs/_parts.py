@@ -57,7 +57,7 @@ from typing import Any
 from otel_inputs import names
 from otel_inputs._policy import AdmissionDecision
 from otel_inputs._store import ReadbackError, _fsync_dir, attempt_key
-from otel_inputs._types import CaptureDecision, GapReason
+from otel_inputs._types import CaptureDecision, GapReason, _StrEnum
 
 _log = logging.getLogger("otel_inputs")
 
@@ -69,11 +69,6 @@ _DETAIL_MAX = 160
 _RECENT_RECEIPTS = 1024  # settled receipts kept in memory for receipt(); the store is the authority
 _TRACKED_RUNS = 4096  # per-run budgets remembered; the oldest idle run is forgotten beyond this
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-
-
-class _StrEnum(str, Enum):
-    def __str__(self) -> str:
-        return self.value
 
 
 class PartName(_StrEnum):
@@ -124,16 +119,26 @@ class PersistenceFailure(_StrEnum):
     WRITE_ERROR = "write_error"
 
 
+# Plain dict look-ups: Enum(value) costs microseconds on the agent's thread.
+_DISPATCH_BY_VALUE: dict[str, PartDispatch] = {m.value: m for m in PartDispatch}
+_PART_BY_VALUE: dict[str, PartName] = {m.value: m for m in PartName}
+
+
 def coerce_dispatch(value: PartDispatch | str | None) -> PartDispatch:
     """The dispatch value to record; anything unrecognised (None, typos, bools) is ``unknown``."""
-    if isinstance(value, PartDispatch):
-        return value
-    if isinstance(value, str):
-        try:
-            return PartDispatch(value)
-        except ValueError:
-            pass
-    return PartDispatch.UNKNOWN  # never guess not_dispatched
+    if value is True or value is False:  # a bool is not a dispatch fact (False == 0 must not match)
+        return PartDispatch.UNKNOWN
+    try:
+        return _DISPATCH_BY_VALUE.get(value, PartDispatch.UNKNOWN)  # type: ignore[arg-type]
+    except TypeError:  # unhashable
+        return PartDispatch.UNKNOWN  # never guess not_dispatched
+
+
+def _part(value: PartName | str) -> PartName:
+    part = _PART_BY_VALUE.get(value) if isinstance(value, str) else None
+    if part is None:
+        raise ValueError(f"unknown exchange part {value!r}")
+    return part
 
 
 def _bounded(text: str) -> str:
@@ -150,8 +155,6 @@ def _jsonable(obj: Any) -> Any:
     dump = getattr(obj, "model_dump", None)  # pydantic v2 message objects
     if callable(dump):
         return dump(mode="json")
-    if isinstance(obj, (set, frozenset)):
-        raise TypeError("sets have no canonical order; pass a list")
     raise TypeError(f"{type(obj).__name__} is not JSON-encodable")
 
 
@@ -230,9 +233,13 @@ class PartLimits:
 
 
 # -- receipts -------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PartReceipt:
-    """One part's outcome as known at a point in time; ``history`` lists its persistence states."""
+    """One part's outcome as known at a point in time; ``history`` lists its persistence states.
+
+    A snapshot: the queue never mutates a receipt it has handed out (updates are new objects).  Not
+    frozen only because frozen dataclass construction costs microseconds on the agent's thread.
+    """
 
     run_id: str
     attempt_id: str
@@ -258,13 +265,13 @@ class PartReceipt:
 
 
 def part_ref(attempt_id: str, part: PartName | str) -> str:
-    return f"{names.PART_REF_PREFIX}{attempt_key(attempt_id)}/{PartName(part).value}"
+    return f"{names.PART_REF_PREFIX}{attempt_key(attempt_id)}/{_part(part).value}"
 
 
 def gap_receipt(run_id: str, attempt_id: str, part: PartName | str, reason: str,
                 dispatch: PartDispatch | str | None = None, detail: str | None = None) -> PartReceipt:
     """A ``not_captured`` receipt that never touched the queue (admission refusal, encode failure)."""
-    return PartReceipt(run_id, attempt_id, PartName(part), PartCapture.NOT_CAPTURED, coerce_dispatch(dispatch),
+    return PartReceipt(run_id, attempt_id, _part(part), PartCapture.NOT_CAPTURED, coerce_dispatch(dispatch),
                        PartPersistence.NOT_QUEUED, reason=str(reason),
                        detail=_bounded(detail) if detail else None, captured_at_ns=time.time_ns(),
                        history=(PartPersistence.NOT_QUEUED,))
@@ -272,27 +279,14 @@ def gap_receipt(run_id: str, attempt_id: str, part: PartName | str, reason: str,
 
 def receipt_json(receipt: PartReceipt, **extra: Any) -> dict[str, Any]:
     """The on-disk receipt body (keys of the seed's teaching projection, plus identity)."""
-    body: dict[str, Any] = {
-        "receipt_version": RECEIPT_VERSION,
-        "runId": receipt.run_id,
-        "attemptId": receipt.attempt_id,
-        "part": receipt.part.value,
-        "capture": receipt.capture.value,
-        "dispatch": receipt.dispatch.value,
-        "persistence": receipt.persistence.value,
-    }
-    optional = {
-        "reason": receipt.reason,
-        "detail": receipt.detail,
-        "ref": receipt.ref,
-        "sha256": receipt.sha256,
-        "size_bytes": receipt.size_bytes,
-        "original_size_bytes": receipt.original_size_bytes,
-        "captured_at_ns": receipt.captured_at_ns,
-        "written_at": receipt.written_at,
-        "persistence_reason": receipt.persistence_reason.value if receipt.persistence_reason else None,
-        "persistence_detail": receipt.persistence_detail,
-    }
+    r = receipt
+    body: dict[str, Any] = {"receipt_version": RECEIPT_VERSION, "runId": r.run_id, "attemptId": r.attempt_id,
+                            "part": r.part.value, "capture": r.capture.value, "dispatch": r.dispatch.value,
+                            "persistence": r.persistence.value}
+    optional = {"reason": r.reason, "detail": r.detail, "ref": r.ref, "sha256": r.sha256, "size_bytes": r.size_bytes,
+                "original_size_bytes": r.original_size_bytes, "captured_at_ns": r.captured_at_ns,
+                "written_at": r.written_at, "persistence_detail": r.persistence_detail,
+                "persistence_reason": r.persistence_reason.value if r.persistence_reason else None}
     body.update({k: v for k, v in optional.items() if v is not None})
     body.update(extra)
     return body
@@ -351,13 +345,8 @@ class _RunBudget:
 _queues: weakref.WeakSet[EvidenceQueue] = weakref.WeakSet()
 
 
-def _after_fork_in_child() -> None:
-    for q in list(_queues):
-        q._reset_after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):  # runs in the (single-threaded) child right after fork
+    os.register_at_fork(after_in_child=lambda: [q._reset_after_fork() for q in list(_queues)])
 
 
 def _flush_all_at_exit() -> None:
@@ -388,6 +377,7 @@ class EvidenceQueue:
         self._clock = clock
         self._init_state()
         self._runs: collections.OrderedDict[str, _RunBudget] = collections.OrderedDict()
+        self._warned: set[PersistenceFailure] = set()
         _queues.add(self)
 
     def _init_state(self) -> None:
@@ -411,8 +401,10 @@ class EvidenceQueue:
     def submit(self, run_id: str, attempt_id: str, part_name: PartName | str, data: bytes,
                dispatch: PartDispatch | str | None = PartDispatch.UNKNOWN) -> PartReceipt:
         """Accept a part for asynchronous persistence or refuse it, without ever waiting for I/O."""
-        part = part_name if type(part_name) is PartName else PartName(part_name)
+        part = _part(part_name)
         disp = coerce_dispatch(dispatch)
+        if type(data) is not bytes:  # a caller's bytearray could change after we hashed it
+            data = bytes(data)
         size = len(data)
         limit = self.limits.max_part_bytes
         capture, reason, detail, original = PartCapture.CAPTURED, None, None, None
@@ -544,7 +536,8 @@ class EvidenceQueue:
             if len(self._recent) > _RECENT_RECEIPTS:
                 self._recent.popitem(last=False)
             self._cond.notify_all()
-        if failure is not None:
+        if failure is not None and failure not in self._warned:  # once per kind: a dead disk must not flood logs
+            self._warned.add(failure)
             _log.warning("otel_inputs: part %s of attempt %s not stored: %s", r.part.value, r.attempt_id, note)
 
     def _mark_timed_out_locked(self, job: _Job, now: float) -> None:
@@ -561,7 +554,7 @@ class EvidenceQueue:
     # -- observation ----------------------------------------------------------------------------
     def receipt(self, attempt_id: str, part_name: PartName | str) -> PartReceipt | None:
         """The live receipt of a part submitted in this process (recent ones only), else ``None``."""
-        key = (attempt_id, PartName(part_name))
+        key = (attempt_id, _part(part_name))
         with self._lock:
             self._sweep_locked()
             job = self._pending.get(key)
@@ -603,7 +596,7 @@ def observe_part(queue: EvidenceQueue | None, decision: AdmissionDecision | None
     ``encode`` is only called when content capture was admitted, so opted-out content is never
     traversed or serialised.  An invalid ``part`` is a caller bug and raises ``ValueError``.
     """
-    part = PartName(part)
+    part = _part(part)
     try:
         if decision is None or decision.decision is not CaptureDecision.ADMITTED:
             gap = decision.gap_reason if decision is not None and decision.gap_reason else GapReason.POLICY_OPT_OUT
@@ -656,7 +649,7 @@ def record_part_event(span: Any, receipt: PartReceipt) -> bool:
 # -- readback -------------------------------------------------------------------------------------------
 def _part_paths(store_root: str | os.PathLike[str], attempt_id: str, part_name: PartName | str) -> tuple[Path, Path]:
     try:
-        part = PartName(part_name)
+        part = _part(part_name)
     except ValueError as exc:
         raise ReadbackError("not_found", "unknown part name") from exc
     directory = Path(store_root) / PARTS_DIR / attempt_key(attempt_id)
@@ -678,7 +671,7 @@ def read_part_receipt(store_root: str | os.PathLike[str], attempt_id: str, part_
         body = json.loads(raw)
     except ValueError as exc:
         raise ReadbackError("integrity_mismatch", "part receipt is not valid JSON") from exc
-    if not isinstance(body, dict) or body.get("attemptId") != attempt_id or body.get("part") != PartName(part_name).value:
+    if not isinstance(body, dict) or body.get("attemptId") != attempt_id or body.get("part") != _part(part_name).value:
         raise ReadbackError("integrity_mismatch", "part receipt does not belong to the requested attempt and part")
     return body
 

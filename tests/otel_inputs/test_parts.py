@@ -302,6 +302,11 @@ def test_receipts_and_bytes_verify(root: Path, queues) -> None:
     assert body["sha256"] == r.sha256 and body["size_bytes"] == len(data) and body["written_at"].endswith("Z")
     assert "reason" not in body
     assert read_part(root, "att-9", OUT) == data
+    buf = bytearray(b"mutable")
+    q.submit("run-9", "att-10", REQ, buf)
+    buf[:] = b"changed"  # the caller reusing its buffer must not alter the evidence
+    assert q.flush(10)
+    assert read_part(root, "att-10", REQ) == b"mutable"
     assert read_part(root, "att-9", "observable_output") == data
     with pytest.raises(ReadbackError):
         read_part(root, "other-attempt", OUT)
@@ -397,3 +402,31 @@ def test_writer_restarts_in_a_forked_child(root: Path, queues) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert read_part(root, "child", REQ) == b"c"
+
+
+def test_concurrent_submitters_keep_accounting_exact(root: Path, queues) -> None:
+    """Parts from many agent threads are each either stored and verifiable or refused, with exact counts."""
+    q = make_queue(queues, root, max_pending_parts=8, max_run_parts=40)
+    receipts: list = []
+    lock = threading.Lock()
+
+    def agent(t: int) -> None:
+        for i in range(30):
+            r = q.submit(f"run-{t % 2}", f"t{t}-a{i}", REQ, f"thread {t} part {i}".encode(), "dispatched")
+            with lock:
+                receipts.append(r)
+
+    threads = [threading.Thread(target=agent, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert q.flush(30)
+    queued = [r for r in receipts if r.persistence is PartPersistence.QUEUED]
+    refused = [r for r in receipts if r.persistence is PartPersistence.NOT_QUEUED]
+    assert len(queued) + len(refused) == 120 and all(r.reason == "capacity_exceeded" for r in refused)
+    assert len(queued) <= 80  # two runs, 40 parts each
+    s = q.stats()
+    assert (s["stored"], s["rejected"], s["pending_parts"], s["pending_bytes"]) == (len(queued), len(refused), 0, 0)
+    for r in queued:
+        assert read_part(root, r.attempt_id, REQ) == f"thread {r.attempt_id[1]} part {r.attempt_id.split('a')[1]}".encode()
