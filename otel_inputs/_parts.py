@@ -598,9 +598,10 @@ def observe_part(queue: EvidenceQueue | None, decision: AdmissionDecision | None
     """
     part = _part(part)
     try:
-        if decision is None or decision.decision is not CaptureDecision.ADMITTED:
-            gap = decision.gap_reason if decision is not None and decision.gap_reason else GapReason.POLICY_OPT_OUT
-            return gap_receipt(run_id, attempt_id, part, str(gap), dispatch)
+        if decision is None:  # admission never ran (the observer failed): content must not be read
+            return gap_receipt(run_id, attempt_id, part, PartReason.OBSERVER_ERROR.value, dispatch)
+        if decision.decision is not CaptureDecision.ADMITTED:
+            return gap_receipt(run_id, attempt_id, part, str(decision.gap_reason or GapReason.POLICY_OPT_OUT), dispatch)
         if queue is None:
             return gap_receipt(run_id, attempt_id, part, PartReason.STORE_UNAVAILABLE.value, dispatch)
         try:

@@ -352,7 +352,7 @@ def test_admission_is_checked_before_content_is_encoded(root: Path, queues) -> N
 
     for decision, reason in ((AdmissionDecision(CaptureDecision.SUPPRESSED, GapReason.TEMPORARY_RUN), "temporary_run"),
                              (AdmissionDecision(CaptureDecision.METADATA_ONLY, GapReason.POLICY_OPT_OUT), "policy_opt_out"),
-                             (None, "policy_opt_out")):
+                             (None, "observer_error")):
         r = observe_part(q, decision, run_id="r", attempt_id="a1", part=REQ, encode=encode, dispatch="dispatched")
         assert (r.capture, r.reason, r.persistence) == (PartCapture.NOT_CAPTURED, reason, PartPersistence.NOT_QUEUED)
     no_store = observe_part(None, ADMITTED, run_id="r", attempt_id="a1", part=REQ, encode=encode)
