@@ -189,21 +189,32 @@ class GcReport:
     reasons: list[str] = field(default_factory=list)
 
 
+def _mark_evicted(body: dict[str, Any]) -> bool:
+    evicted = 0
+    for item in body.get("items", ()) or ():
+        if item.get("artifact_status") == "available":
+            item["artifact_status"] = "evicted"
+            item["status_reason"] = EVICTION_REASON
+            item["evicted_at_ns"] = time.time_ns()
+            evicted += 1
+    body["_evicted_now"] = evicted
+    return evicted > 0
+
+
 def _evict_attempt(store: ArtifactStore, attempt_id: str) -> int:
     evicted = 0
 
     def change(body: dict[str, Any]) -> bool:
         nonlocal evicted
-        for item in body.get("items", ()) or ():
-            if item.get("artifact_status") == "available":
-                item["artifact_status"] = "evicted"
-                item["status_reason"] = EVICTION_REASON
-                item["evicted_at_ns"] = time.time_ns()
-                evicted += 1
-        return evicted > 0
+        changed = _mark_evicted(body)
+        evicted = body.pop("_evicted_now")
+        return changed
 
     store.modify_manifest(attempt_id, change)
     return evicted
+
+
+EVICTION_BATCH = 256
 
 
 def apply_retention(
@@ -234,49 +245,89 @@ def apply_retention(
             return True
         return False
 
-    def release(attempt: _Attempt) -> None:
+    def release(batch: list[_Attempt]) -> None:
+        """Mark a batch evicted (durably, one sync), then delete bytes whose last reference went."""
         nonlocal total
-        report.evicted_items += _evict_attempt(store, attempt.attempt_id)
-        report.evicted_attempts += 1
-        for digest in attempt.available:
-            refcount[digest] -= 1
-            if refcount[digest] > 0:
-                continue
-            if now - index.object_mtime.get(digest, 0.0) < RECENT_OBJECT_S:
-                continue  # possibly just deduplicated by a commit gc has not seen; next pass
-            try:
-                os.unlink(store.object_path(digest))
-            except FileNotFoundError:
-                continue
-            size = index.object_bytes.pop(digest, 0)
-            total -= size
-            report.freed_bytes += size
-            report.deleted_objects += 1
-        attempt.available = set()
+        if not batch:
+            return
+        counted: dict[str, int] = {}
+
+        def change(body: dict[str, Any]) -> bool:
+            changed = _mark_evicted(body)
+            counted[body["attempt_id"]] = body.pop("_evicted_now")
+            return changed
+
+        store.modify_manifests([a.attempt_id for a in batch], change)
+        report.evicted_items += sum(counted.values())
+        for attempt in batch:
+            report.evicted_attempts += 1
+            for digest in attempt.available:
+                refcount[digest] -= 1
+                if refcount[digest] > 0:
+                    continue
+                if now - index.object_mtime.get(digest, 0.0) < RECENT_OBJECT_S:
+                    continue  # possibly just deduplicated by a commit gc has not seen; next pass
+                try:
+                    os.unlink(store.object_path(digest))
+                except FileNotFoundError:
+                    continue
+                size = index.object_bytes.pop(digest, 0)
+                total -= size
+                report.freed_bytes += size
+                report.deleted_objects += 1
+            attempt.available = set()
         if progress:
-            progress(1)
+            progress(len(batch))
+
+    def bytes_freed_by(attempt: _Attempt, pending: dict[str, int]) -> int:
+        freed = 0
+        for digest in attempt.available:
+            pending[digest] = pending.get(digest, refcount[digest]) - 1
+            if pending[digest] <= 0:
+                freed += index.object_bytes.get(digest, 0)
+        return freed
+
+    def evict_until(candidates: list[_Attempt], still_over: Callable[[int], bool]) -> None:
+        """Release candidates oldest first, in batches, until ``still_over(planned_freed)`` is false."""
+        batch: list[_Attempt] = []
+        pending: dict[str, int] = {}
+        planned = 0
+        for a in candidates:
+            if not a.available:
+                continue
+            if not still_over(planned):
+                break
+            planned += bytes_freed_by(a, pending)
+            batch.append(a)
+            if len(batch) >= EVICTION_BATCH:
+                release(batch)
+                batch, pending = [], {}  # refcounts are now real; `planned` stays cumulative
+        release(batch)
 
     terminal = sorted((a for a in index.attempts.values() if not a.protected and a.available),
                       key=lambda a: (a.committed_at_ns, a.attempt_id))
     if policy.run_budget_bytes is not None:
-        run_bytes = index.run_bytes()
-        for run, used in run_bytes.items():
+        for run, used in index.run_bytes().items():
             if used <= policy.run_budget_bytes:
                 continue
             report.reasons.append(f"run {run!r} over its budget ({used} > {policy.run_budget_bytes})")
-            for a in [a for a in terminal if (a.run_id or "") == run]:
-                if used <= policy.run_budget_bytes:
-                    break
-                before = {d: index.object_bytes.get(d, 0) for d in a.available}
-                release(a)
-                used -= sum(size for d, size in before.items() if refcount[d] <= 0)
+            cap = policy.run_budget_bytes
+            start_used = used
+            run_attempts = [a for a in terminal if (a.run_id or "") == run]
+            evict_until(run_attempts, lambda planned: start_used - planned > cap)
     if over_global():
         report.reasons.append("store over its budget or under its free-space floor")
-        for a in terminal:
-            if not over_global():
-                break
-            if a.available:
-                release(a)
+        start_total = total
+        free_at_start = measure_free(str(store.root)) if policy.min_free_bytes is not None else None
+
+        def still_over(planned: int) -> bool:
+            if policy.budget_bytes is not None and start_total - planned > policy.budget_bytes:
+                return True
+            if free_at_start is not None and free_at_start + planned < policy.min_free_bytes:
+                return True
+            return False
+
+        evict_until(terminal, still_over)
     report.total_bytes_after = total
     report.protected_bytes = index.protected_bytes()
     report.over_budget_after = over_global()
