@@ -104,6 +104,15 @@ def _apply(store: ArtifactStore, attempts: set[str], inputs: set[tuple[str, str]
     return touched, marked
 
 
+def _remove_parts(store: ArtifactStore, attempt_id: str) -> None:
+    """Exchange-part evidence of a purged attempt goes with it (after the tombstone)."""
+    import shutil
+
+    from otel_inputs._store import attempt_key
+
+    shutil.rmtree(store.root / "parts" / attempt_key(attempt_id), ignore_errors=True)
+
+
 def delete_unreferenced_objects(store: ArtifactStore, candidates: Iterable[str] | None = None) -> int:
     """Delete object bytes no available item references (only ``candidates`` when given)."""
     referenced = store.referenced_digests()
@@ -153,6 +162,8 @@ def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str 
         "selector": {"run_id": run_id, "source_path": source_path},
     })
     report.attempts, report.items = _apply(store, attempts, inputs)
+    for attempt_id in attempts:
+        _remove_parts(store, attempt_id)
     report.deleted_objects = delete_unreferenced_objects(store, digests)
     report.targets = sorted(attempts) + sorted(f"{a}/{i}" for a, i in inputs)
     return report
@@ -177,6 +188,8 @@ def reapply_tombstones(store: ArtifactStore) -> int:
     attempts, inputs = store._tombstones()
     if not attempts and not inputs:
         return 0
+    for a in attempts:
+        _remove_parts(store, a)
     present_attempts = {a for a in attempts if store.manifest_path(a).exists()}
     present_inputs = {(a, i) for a, i in inputs if store.manifest_path(a).exists()}
     _touched, marked = _apply(store, present_attempts, present_inputs)

@@ -160,6 +160,26 @@ class EvidenceReader:
                 "size_bytes", "capture_status", "artifact_status", "status_reason", "captured_at_ns")
         return [{k: item.get(k) for k in keep} for item in manifest.get("items", ()) or ()]
 
+    def read_part(self, viewer: str, attempt_id: str, part: str) -> ReadResult:
+        """An exchange part's bytes, with the same permission and purge checks as inputs."""
+        from otel_inputs._parts import read_part, read_part_receipt
+
+        try:
+            receipt = read_part_receipt(self.store.root, attempt_id, part)
+        except ReadbackError as exc:
+            return ReadResult(exc.outcome, str(exc))
+        except Exception as exc:  # noqa: BLE001 - a corrupt receipt reads as absent
+            return ReadResult("not_found", f"part receipt unreadable: {exc}")
+        if not self.policy.allows(viewer, receipt.get("runId")):
+            return ReadResult("permission_denied", f"{viewer} may not read run {receipt.get('runId')!r}")
+        if self.store.is_purged(attempt_id):
+            return ReadResult("retention_expired", "attempt purged")
+        try:
+            data = read_part(self.store.root, attempt_id, part)
+        except ReadbackError as exc:
+            return ReadResult(exc.outcome, str(exc))
+        return ReadResult("ok", "verified", VerifiedSnapshot(attempt_id, part, data, receipt.get("sha256", ""), receipt))
+
     def read(self, viewer: str, attempt_id: str, input_id: str, *, max_bytes: int | None = None) -> ReadResult:
         try:
             manifest = self.store.manifest(attempt_id)

@@ -22,6 +22,17 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from otel_inputs import names
 from otel_inputs._capture import ProviderAttachment, capture_attempt_inputs
 from otel_inputs._lineage import SessionTracker
+from otel_inputs._parts import (
+    EvidenceQueue,
+    PartDispatch,
+    PartLimits,
+    PartName,
+    PartReceipt,
+    encode_logical_request,
+    encode_observable_output,
+    observe_part,
+    record_part_event,
+)
 from otel_inputs._policy import AdmissionDecision, AttemptAdmission, CapturePolicy, admit
 from otel_inputs._retention import RetentionGate, RetentionPolicy
 from otel_inputs._snapshot import CaptureLimits
@@ -125,6 +136,29 @@ class AttemptRecording:
     packet: AgentInputPacket | None
     decision: AdmissionDecision | None
     observation_errors: list[str] = field(default_factory=list)
+    parts: EvidenceQueue | None = None
+    part_receipts: dict[str, PartReceipt] = field(default_factory=dict)
+
+    def record_request(self, *, route: str | None = None, model: str | None = None, messages: Any = None,
+                       tools: Any = None, options: Any = None,
+                       dispatch: PartDispatch | str | None = PartDispatch.UNKNOWN) -> PartReceipt:
+        """Record the provider-neutral logical request as an exchange part (never blocks, never raises)."""
+        return self._record_part(PartName.LOGICAL_REQUEST,
+                                 lambda: encode_logical_request(route, model, messages, tools, options), dispatch)
+
+    def record_output(self, *, text: str | None = None, tool_calls: Any = None, usage: Any = None,
+                      settlement: Any = None,
+                      dispatch: PartDispatch | str | None = PartDispatch.UNKNOWN) -> PartReceipt:
+        """Record the observable output (text, tool calls, partial usage, settlement) as its own part."""
+        return self._record_part(PartName.OBSERVABLE_OUTPUT,
+                                 lambda: encode_observable_output(text, tool_calls, usage, settlement), dispatch)
+
+    def _record_part(self, part: PartName, encode: Any, dispatch: Any) -> PartReceipt:
+        receipt = observe_part(self.parts, self.decision, run_id=self.run_id, attempt_id=self.attempt_id,
+                               part=part, encode=encode, dispatch=dispatch)
+        self.part_receipts[receipt.part.value] = receipt
+        record_part_event(self.span, receipt)
+        return receipt
 
 
 class AgentObserver:
@@ -145,6 +179,7 @@ class AgentObserver:
         remote_agent: bool = False,
         tracker: SessionTracker | None = None,
         retention: RetentionPolicy | None = None,
+        part_limits: PartLimits | None = None,
     ) -> None:
         self._tracer = trace.get_tracer(_SCOPE, _version(), tracer_provider=tracer_provider)
         if store is None and os.environ.get(names.ENV_STORE):
@@ -162,13 +197,24 @@ class AgentObserver:
         self.tracker = tracker or SessionTracker()
         self.retention = retention if retention is not None else RetentionPolicy.from_env()
         self._gate: RetentionGate | None = None
+        self.part_limits = part_limits or PartLimits.from_env()
+        self._parts: EvidenceQueue | None = None
 
     def _open_store(self) -> ArtifactStore | None:
         if self._store is None and self._store_root is not None:
             self._store = ArtifactStore(self._store_root)  # may raise; caller turns it into a gap
         if self._store is not None and self._gate is None and self.retention.active:
             self._gate = RetentionGate(self._store, self.retention)
+        if self._store is not None and self._parts is None:
+            self._parts = EvidenceQueue(self._store.root, self.part_limits)
         return self._store
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait for queued exchange parts and manifest syncs (for shutdown and tests)."""
+        ok = self._parts.flush(timeout) if self._parts is not None else True
+        if self._store is not None:
+            self._store.flush()
+        return ok
 
     @property
     def retention_gate(self) -> RetentionGate | None:
@@ -282,6 +328,7 @@ class AgentObserver:
         if sampled:
             try:
                 store = self._open_store()
+                rec.parts = self._parts
             except OSError as exc:
                 store_error = exc
         decision = admit(self.policy, admission, sampled=bool(sampled),

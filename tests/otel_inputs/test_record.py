@@ -279,3 +279,36 @@ def test_names_are_spelled_only_in_the_registry() -> None:
             if pattern.search(f.read_text(encoding="utf-8")):
                 offenders.append(str(f.relative_to(root)))
     assert offenders == []
+
+
+def test_exchange_parts_are_recorded_independently(harness: RecordingHarness) -> None:
+    """The logical request and the observable output are separate parts with independent outcomes; unknown dispatch stays unknown."""
+    from otel_inputs import AccessPolicy, EvidenceReader
+
+    obs = harness.observer()
+    with obs.attempt(run_id="r", request=resolve_request("t")) as rec:
+        req = rec.record_request(route="chat", model="m", messages=[{"role": "user", "content": "hi"}],
+                                 dispatch="dispatched")
+        out = rec.record_output(text="x" * (300 * 1024))  # over the 256 KiB part limit
+    assert obs.flush(10)
+    span = harness.span_for(rec.attempt_id)
+    parts = {dict(e.attributes)[names.PART_NAME]: dict(e.attributes)
+             for e in span.events if e.name == names.EXCHANGE_PART_EVENT}
+    assert parts["logical_request"][names.PART_CAPTURE] == "captured"
+    assert parts["logical_request"][names.PART_DISPATCH] == "dispatched"
+    assert parts["observable_output"][names.PART_CAPTURE] == "truncated"
+    assert parts["observable_output"][names.PART_DISPATCH] == "unknown"
+    reader = EvidenceReader(harness.store, policy=AccessPolicy())
+    got = reader.read_part("me", rec.attempt_id, "logical_request")
+    assert got.ok and json.loads(got.snapshot.data)["messages"][0]["content"] == "hi"
+    assert req.sha256 == hashlib.sha256(got.snapshot.data).hexdigest()
+    assert out.part.value == "observable_output"
+
+
+def test_suppressed_attempt_captures_no_part_content(harness: RecordingHarness) -> None:
+    """With content opted out, parts are not_captured with the admission reason and nothing is written."""
+    obs = harness.observer()
+    with obs.attempt(run_id="r", request=resolve_request("t"), admission=AttemptAdmission(content_opt_out=True)) as rec:
+        receipt = rec.record_request(route="chat", model="m", messages=[{"role": "user", "content": "secret"}])
+    assert receipt.capture.value == "not_captured"
+    assert not (harness.store.root / "parts").exists() or not any((harness.store.root / "parts").rglob("*.bin"))
