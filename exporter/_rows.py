@@ -18,15 +18,11 @@ from otel_inputs._types import ArtifactStatus, CaptureStatus, Coverage
 
 from exporter._spans import SpanRecord
 
-# OpenInference flattened message attributes ("llm.input_messages.<i>.message.role|content").
-# TODO(lead): move these three names into otel_inputs.names (not editable by the exporter owner).
-OPENINFERENCE_INPUT_MESSAGES = "llm.input_messages"
-OPENINFERENCE_MESSAGE_ROLE = "message.role"
-OPENINFERENCE_MESSAGE_CONTENT = "message.content"
+OPENINFERENCE_INPUT_MESSAGES = n.OPENINFERENCE_INPUT_MESSAGES
+OPENINFERENCE_MESSAGE_ROLE = n.OPENINFERENCE_MESSAGE_ROLE
+OPENINFERENCE_MESSAGE_CONTENT = n.OPENINFERENCE_MESSAGE_CONTENT
 
-# The registry lists CHAIN as an OpenInference kind too, but a CHAIN span wraps the LLM span it
-# calls; counting both would double every attempt, so only LLM and AGENT spans are attempts.
-_OI_ATTEMPT_KINDS = frozenset(k for k in n.OPENINFERENCE_LLM_KINDS if k != "CHAIN")
+_OI_ATTEMPT_KINDS = frozenset(n.OPENINFERENCE_LLM_KINDS)
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1

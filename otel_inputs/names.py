@@ -28,10 +28,15 @@ SPAN_NAME_PREFIX = "invoke_agent"
 
 # OpenInference (Arize) names, read from foreign spans only.
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
-OPENINFERENCE_LLM_KINDS = ("LLM", "AGENT", "CHAIN")
+# A CHAIN span wraps the LLM span it calls, so only LLM and AGENT spans are attempts.
+OPENINFERENCE_LLM_KINDS = ("LLM", "AGENT")
 OPENINFERENCE_INPUT_VALUE = "input.value"
 OPENINFERENCE_SESSION_ID = "session.id"
 OPENINFERENCE_MODEL_NAME = "llm.model_name"
+# Flattened messages: "llm.input_messages.<i>.message.role|content".
+OPENINFERENCE_INPUT_MESSAGES = "llm.input_messages"
+OPENINFERENCE_MESSAGE_ROLE = "message.role"
+OPENINFERENCE_MESSAGE_CONTENT = "message.content"
 
 # Environment switches.
 ENV_CAPTURE = "OTEL_INPUTS_CAPTURE"
