@@ -23,7 +23,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_inputs._retention import RECENT_OBJECT_S
 from otel_inputs._store import DEFAULT_RECONCILE_AGE_S, ArtifactStore, _fsync_dir
 
 PURGE_REASON = "purged"
@@ -115,21 +114,11 @@ def _remove_parts(store: ArtifactStore, attempt_id: str) -> None:
 
 def delete_unreferenced_objects(store: ArtifactStore, candidates: Iterable[str] | None = None) -> int:
     """Delete object bytes no available item references (only ``candidates`` when given)."""
+    started = time.time_ns()
     referenced = store.referenced_digests()
-    names = set(candidates) if candidates is not None else {e.name for e in os.scandir(store.objects_dir)}
-    deleted = 0
-    now = time.time()
-    for digest in names - referenced:
-        try:
-            path = store.object_path(digest)
-            if candidates is None and now - path.stat().st_mtime < RECENT_OBJECT_S:
-                continue  # may belong to a commit whose manifest is being written right now
-            os.unlink(path)
-            deleted += 1
-        except (FileNotFoundError, ValueError):
-            continue
-        except Exception:  # noqa: BLE001 - a malformed name in objects/ is left for verify to report
-            continue
+    names = set(candidates) if candidates is not None else {
+        e.name for e in os.scandir(store.objects_dir) if not e.name.startswith(".")}
+    deleted, _freed = store.remove_objects(names - referenced, started)
     return deleted
 
 

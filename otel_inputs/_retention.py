@@ -33,8 +33,6 @@ EVICTION_REASON = "disk_budget"
 ENV_BUDGET = "OTEL_INPUTS_STORE_BUDGET"
 ENV_MIN_FREE = "OTEL_INPUTS_STORE_MIN_FREE"
 ENV_RUN_BUDGET = "OTEL_INPUTS_RUN_BUDGET"
-# Objects touched this recently may belong to a commit whose manifest gc has not seen yet.
-RECENT_OBJECT_S = 5.0
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 
@@ -232,6 +230,7 @@ def apply_retention(
     manifest that claims bytes that are gone.
     """
     report = GcReport()
+    scan_started_ns = time.time_ns()
     index = scan_store(store, progress)
     measure_free = free_bytes or (lambda p: shutil.disk_usage(p).free)
     now = time.time() if now is None else now
@@ -259,23 +258,21 @@ def apply_retention(
 
         store.modify_manifests([a.attempt_id for a in batch], change)
         report.evicted_items += sum(counted.values())
+        last_refs: list[str] = []
         for attempt in batch:
             report.evicted_attempts += 1
             for digest in attempt.available:
                 refcount[digest] -= 1
-                if refcount[digest] > 0:
-                    continue
-                if now - index.object_mtime.get(digest, 0.0) < RECENT_OBJECT_S:
-                    continue  # possibly just deduplicated by a commit gc has not seen; next pass
-                try:
-                    os.unlink(store.object_path(digest))
-                except FileNotFoundError:
-                    continue
+                if refcount[digest] <= 0:
+                    last_refs.append(digest)
+            attempt.available = set()
+        deleted, _freed = store.remove_objects(last_refs, scan_started_ns)
+        for digest in last_refs:
+            if not store.object_path(digest).exists():
                 size = index.object_bytes.pop(digest, 0)
                 total -= size
                 report.freed_bytes += size
-                report.deleted_objects += 1
-            attempt.available = set()
+        report.deleted_objects += deleted
         if progress:
             progress(len(batch))
 

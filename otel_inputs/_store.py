@@ -24,7 +24,7 @@ import secrets
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +35,8 @@ SNAPSHOT_REF_PREFIX = "sha256:"
 DEFAULT_RECONCILE_AGE_S = 3600.0
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_GC_PREFIX = ".gc-"
+_MTIME_SLACK_NS = 2_000_000_000  # filesystem timestamps are coarse; re-read a little more, never less
 
 
 class StoreError(Exception):
@@ -276,10 +278,10 @@ class AttemptStaging:
         path = self.store._write_manifest(self.attempt_id, manifest)
         self._closed = True
         self._remove_dir()
-        # Retention may have taken a deduplicated object between our age refresh and the manifest
-        # write; if so, the manifest must not claim it (retention skips recently touched objects,
-        # so this is a narrow race, but the manifest must never lie).
-        gone = {d for d, tmp in self._blobs.items() if tmp is None and not self.store.object_path(d).is_file()}
+        # A concurrent gc may have moved an object aside before our manifest was visible to it; it
+        # puts back what manifests written since its scan reference, so if an object is missing
+        # now, gc decided before our manifest existed: the manifest must not claim it.
+        gone = {d for d in self._blobs if not self.store.object_path(d).is_file()}
         if gone:
             def downgrade(body: dict[str, Any]) -> bool:
                 for item in body.get("items", ()):
@@ -544,6 +546,57 @@ class ArtifactStore:
         self._tombstone_cache = (stamp, frozenset(attempts), frozenset(inputs))
         return self._tombstone_cache[1], self._tombstone_cache[2]
 
+    def remove_objects(self, digests: Iterable[str], scan_started_ns: int) -> tuple[int, int]:
+        """Delete objects that a scan started at ``scan_started_ns`` found unreferenced; (count, bytes).
+
+        Lock-free against concurrent captures: each object is first moved aside, then every
+        manifest written since the scan is re-read; an object one of them references is put back.
+        A capture that deduplicated against an object re-checks it after writing its manifest, so
+        either the capture sees the object gone (and records the gap) or we see its manifest.
+        """
+        moved: dict[str, tuple[Path, int]] = {}
+        for digest in digests:
+            try:
+                final = self.object_path(digest)
+                aside = self.objects_dir / f"{_GC_PREFIX}{digest}"
+                size = final.lstat().st_size
+                os.rename(final, aside)
+                moved[digest] = (aside, size)
+            except (OSError, ReadbackError):
+                continue
+        if not moved:
+            return 0, 0
+        since = scan_started_ns - _MTIME_SLACK_NS
+        keep = self._digests_in_manifests_since(since) & set(moved)
+        deleted = freed = 0
+        for digest, (aside, size) in moved.items():
+            try:
+                if digest in keep:
+                    os.replace(aside, self.object_path(digest))
+                else:
+                    os.unlink(aside)
+                    deleted += 1
+                    freed += size
+            except FileNotFoundError:
+                continue
+        return deleted, freed
+
+    def _digests_in_manifests_since(self, since_ns: int) -> set[str]:
+        found: set[str] = set()
+        with os.scandir(self.manifests_dir) as it:
+            for entry in it:
+                try:
+                    if not entry.name.endswith(".json") or entry.stat().st_mtime_ns < since_ns:
+                        continue
+                    with open(entry.path, "rb") as fh:
+                        body = json.loads(fh.read())
+                except (OSError, ValueError):
+                    continue
+                for item in body.get("items", ()) or ():
+                    if item.get("artifact_status") == "available" and isinstance(item.get("sha256"), str):
+                        found.add(item["sha256"])
+        return found
+
     # -- housekeeping ------------------------------------------------------------------------
     def referenced_digests(self) -> set[str]:
         refs: set[str] = set()
@@ -570,6 +623,17 @@ class ArtifactStore:
                 continue
         refs = self.referenced_digests()
         for entry in list(os.scandir(self.objects_dir)) if self.objects_dir.exists() else []:
+            if entry.name.startswith(_GC_PREFIX):  # a gc pass died between moving aside and deleting
+                digest = entry.name[len(_GC_PREFIX):]
+                try:
+                    if digest in refs:
+                        os.replace(entry.path, self.objects_dir / digest)
+                    else:
+                        os.unlink(entry.path)
+                        removed_objects += 1
+                except (FileNotFoundError, ValueError):
+                    pass
+                continue
             if entry.name in refs:
                 continue
             try:

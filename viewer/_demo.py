@@ -26,6 +26,7 @@ from otel_inputs import (
     AttemptAdmission,
     CapturePolicy,
     ProviderAttachment,
+    RetentionPolicy,
     names,
     resolve_request,
 )
@@ -114,8 +115,13 @@ def _render(template_first_line: str, task: str, terminal: str, tail: str) -> st
     return f"{template_first_line}\n\n### prompt\n{task}\n{terminal}\n{tail}\n"
 
 
-def record_demo(out_dir: str | os.PathLike[str], *, latency_s: float = 0.15) -> DemoPaths:
-    """Record the demo session into ``out_dir`` (database, store, workspace); return the paths."""
+def record_demo(out_dir: str | os.PathLike[str], *, latency_s: float = 0.15, extra_rounds: int = 0,
+                retention: RetentionPolicy | None = None) -> DemoPaths:
+    """Record the demo session into ``out_dir`` (database, store, workspace); return the paths.
+
+    ``extra_rounds`` adds that many further build turns (each changing the handoff files), and
+    ``retention`` applies a disk budget to the store: together they show eviction at work.
+    """
     from exporter import DuckDBSpanExporter
 
     out = Path(out_dir).resolve()
@@ -128,10 +134,12 @@ def record_demo(out_dir: str | os.PathLike[str], *, latency_s: float = 0.15) -> 
     exporter = DuckDBSpanExporter(db_path, store=store_path, source="demo")
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     policy = CapturePolicy(message_content=True)
+    retention = retention or RetentionPolicy()
     planner = AgentObserver(tracer_provider=provider, store=store, policy=policy, agent_name="planner",
-                            provider_name="fake", request_model="fake-model-1")
+                            provider_name="fake", request_model="fake-model-1", retention=retention)
     builder = AgentObserver(tracer_provider=provider, store=store, policy=policy, agent_name="builder",
-                            provider_name="fake", request_model="fake-model-1", tracker=planner.tracker)
+                            provider_name="fake", request_model="fake-model-1", tracker=planner.tracker,
+                            retention=retention)
     model = FakeModel(
         [
             "Sure! Here is my plan: stream rows, then quote.",  # not JSON -> parse retry
@@ -147,12 +155,21 @@ def record_demo(out_dir: str | os.PathLike[str], *, latency_s: float = 0.15) -> 
     ids: dict[str, str] = {}
     request = resolve_request(str(prompt))
 
-    def send(obs: AgentObserver, key: str, system: str, user: str, **kw) -> str:
-        payload = json.dumps({"model": "fake-model-1", "messages": [
-            {"role": "system", "content": system}, {"role": "user", "content": user}]}).encode()
+    def send(obs: AgentObserver, key: str, system: str, user: str, *, interrupted: bool = False, **kw) -> str:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        payload = json.dumps({"model": "fake-model-1", "messages": messages}).encode()
         with obs.attempt(run_id=run_id, request=request, system_message=system, user_message=user, **kw) as rec:
             ids[key] = rec.attempt_id
-            return model.complete(payload)
+            rec.record_request(route="chat.completions", model="fake-model-1", messages=messages,
+                               options={"temperature": 0}, dispatch="dispatched")
+            reply = model.complete(payload)
+            if interrupted:
+                # The stream broke: the request copy survives, the output is unknown, never "not sent".
+                rec.record_output(text=None, settlement="stream_interrupted", dispatch="unknown")
+            else:
+                rec.record_output(text=reply, usage={"input_tokens": len(user) // 4, "output_tokens": len(reply) // 4},
+                                  settlement="completed", dispatch="dispatched")
+            return reply
 
     plan_user = _render("## Plan the work described in ### prompt", request.text, "### plan format",
                         "Reply with JSON: {\"steps\": [...], \"tests\": [...]}")
@@ -178,10 +195,22 @@ def record_demo(out_dir: str | os.PathLike[str], *, latency_s: float = 0.15) -> 
     send(builder, "build_gate_retry", SYSTEM_BUILD, "The quoting test fails; see failing-test.log in the handoff.",
          phase="build", session_id="sess-build", send_kind="gate_retry", previous_envelope=envelope,
          envelope_in_message=False, context_roots=[handoff])
+    for n in range(extra_rounds):
+        (handoff / "README.md").write_text(
+            f"# Handoff, round {n + 2}\n\n" + "Next fix attempt.\n" * (50 + n) , encoding="utf-8")
+        (handoff / f"round-{n}.log").write_bytes(os.urandom(2048).hex().encode())
+        model.replies.insert(0, json.dumps({"status": "needs_fix", "round": n}))
+        send(builder, f"build_round_{n}", SYSTEM_BUILD, f"Round {n + 2}: tests still fail.", phase="build",
+             session_id="sess-build", send_kind="gate_retry", previous_envelope=envelope,
+             envelope_in_message=False, context_roots=[handoff], interrupted=(n == 0))
     send(builder, "review_opted_out", "You are the reviewer.", "Review the change. (customer data inside)",
          phase="review", session_id="sess-review", context_roots=[handoff],
          admission=AttemptAdmission(content_opt_out=True))
     _foreign_genai_span(provider, request.text)
+    for obs in (planner, builder):
+        obs.flush(10)
+        if obs.retention_gate is not None:
+            obs.retention_gate.wait(30)
     provider.force_flush()
     provider.shutdown()
     return DemoPaths(out, db_path, store_path, ids)

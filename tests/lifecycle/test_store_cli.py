@@ -106,3 +106,26 @@ def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
     """Pointing a store command at a non-store directory fails with a clear message."""
     code, out = run("store", "status", "--store", str(tmp_path))
     assert code != 0 and "not an otel-inputs artifact store" in out
+
+
+def test_long_demo_with_tiny_budget_stays_under_budget(tmp_path: Path) -> None:
+    """A long demo session under a tiny disk budget ends under budget, with evictions visible in DuckDB."""
+    from otel_inputs import ArtifactStore, RetentionPolicy, apply_retention, scan_store
+
+    budget = 48 * 1024
+    paths = record_demo(tmp_path / "d", latency_s=0.0, extra_rounds=12,
+                        retention=RetentionPolicy(budget_bytes=budget))
+    store = ArtifactStore(paths.store_path)
+    apply_retention(store, RetentionPolicy(budget_bytes=budget))  # what the background pass converges to
+    assert scan_store(store).total_bytes() <= budget
+    code, _ = run("store", "gc", "--store", str(paths.store_path), "--budget", str(budget), "--db", str(paths.db_path))
+    assert code == 0
+    con = duckdb.connect(str(paths.db_path), read_only=True)
+    try:
+        evicted = con.execute("SELECT count(*) FROM agent_artifacts WHERE artifact_status = 'evicted' "
+                              "AND status_reason = 'disk_budget'").fetchone()[0]
+        inputs = con.execute("SELECT count(*) FROM agent_attempt_inputs").fetchone()[0]
+        available = con.execute("SELECT count(*) FROM agent_artifacts WHERE artifact_status = 'available'").fetchone()[0]
+    finally:
+        con.close()
+    assert evicted > 0 and available > 0 and inputs >= evicted

@@ -149,3 +149,41 @@ def test_object_taken_by_gc_before_commit_fails_the_commit(store: ArtifactStore)
     with pytest.raises(Exception):
         staging.commit({"run_id": "r", "items": []})
     assert store.manifest("b") is None
+
+
+def test_gc_puts_back_an_object_a_new_manifest_references(store: ArtifactStore) -> None:
+    """An object moved aside by gc is restored when a manifest written since gc's scan references it."""
+    import time as _time
+
+    digest = commit_one(store, "a", b"shared bytes")
+    scan_started = _time.time_ns()
+    commit_one(store, "b", b"shared bytes")  # dedupes against the object after gc's scan began
+    deleted, _ = store.remove_objects([digest], scan_started)
+    assert deleted == 0 and store.read_input("b", "in-1").data == b"shared bytes"
+
+
+def test_commit_after_gc_removed_its_object_fails(store: ArtifactStore) -> None:
+    """If gc deleted a deduplicated object before the commit, the commit fails instead of claiming it."""
+    import time as _time
+
+    digest = commit_one(store, "a", b"doomed")
+    store.modify_manifest("a", lambda b: b["items"][0].update(artifact_status="evicted") or True)
+    staging = store.begin_attempt("b")
+    blob = staging.put_bytes(b"doomed")
+    deleted, _ = store.remove_objects([digest], _time.time_ns())  # no manifest references it: deleted
+    assert deleted == 1
+    with pytest.raises(Exception):
+        staging.commit({"run_id": "r", "items": [{"input_id": "in-1", "seq": 0, "sha256": blob.sha256,
+                                                  "artifact_status": "available"}]})
+    assert store.manifest("b") is None  # nothing claims bytes that are gone; capture records the gap
+
+
+def test_reconcile_finishes_an_interrupted_gc(store: ArtifactStore) -> None:
+    """An object left moved-aside by a crashed gc is restored if referenced, else deleted."""
+    kept = commit_one(store, "a", b"kept")
+    os.rename(store.object_path(kept), store.objects_dir / f".gc-{kept}")
+    orphan = hashlib.sha256(b"orphan").hexdigest()
+    (store.objects_dir / f".gc-{orphan}").write_bytes(b"orphan")
+    store.reconcile(min_age_s=0)
+    assert store.read_input("a", "in-1").data == b"kept"
+    assert not (store.objects_dir / f".gc-{orphan}").exists()
