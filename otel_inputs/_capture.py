@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import socket
 import stat
@@ -26,7 +27,7 @@ from otel_inputs._snapshot import (
     safe_text,
     walk_context_root,
 )
-from otel_inputs._store import ArtifactStore, AttemptStaging, StoreError
+from otel_inputs._store import ArtifactStore, AttemptStaging, StoreCleanupError, StoreError
 from otel_inputs._types import (
     AgentInputPacket,
     ArtifactStatus,
@@ -43,6 +44,9 @@ from otel_inputs._types import (
     SourceKind,
     TaskSourceKind,
 )
+
+
+_log = logging.getLogger("otel_inputs")
 
 
 @dataclass(frozen=True)
@@ -260,6 +264,7 @@ def capture_attempt_inputs(
                 staging.abort()
             except StoreError as cleanup:
                 store_error += f"; {cleanup}"
+                _log.error("otel_inputs: %s", cleanup)
             items = _finalize(attempt_id, drafts, incomplete, limits, available=False, store_error=store_error)
             coverage = Coverage.PARTIAL
             gap = GapReason.STORE_UNAVAILABLE.value
@@ -269,8 +274,9 @@ def capture_attempt_inputs(
 def _abort_quietly(staging: AttemptStaging) -> None:
     try:
         staging.abort()
-    except StoreError:
-        pass  # the orphan is named in the log by the caller's gap and removed by reconciliation
+    except StoreCleanupError as exc:
+        # A run error naming the orphan; reconciliation removes it once it is past the age gate.
+        _log.error("otel_inputs: %s", exc)
 
 
 def _metadata_fallback(attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,

@@ -197,17 +197,36 @@ class AgentObserver:
         self.tracker = tracker or SessionTracker()
         self.retention = retention if retention is not None else RetentionPolicy.from_env()
         self._gate: RetentionGate | None = None
+        self._reconciled = False
         self.part_limits = part_limits or PartLimits.from_env()
         self._parts: EvidenceQueue | None = None
 
     def _open_store(self) -> ArtifactStore | None:
         if self._store is None and self._store_root is not None:
             self._store = ArtifactStore(self._store_root)  # may raise; caller turns it into a gap
+        if self._store is not None and not self._reconciled:
+            self._reconciled = True
+            self._reconcile_in_background(self._store)
         if self._store is not None and self._gate is None and self.retention.active:
             self._gate = RetentionGate(self._store, self.retention)
         if self._store is not None and self._parts is None:
             self._parts = EvidenceQueue(self._store.root, self.part_limits)
         return self._store
+
+    @staticmethod
+    def _reconcile_in_background(store: ArtifactStore) -> None:
+        """Start-up reconciliation (age-gated, so other live processes' captures are safe), off-thread."""
+        import threading
+
+        from otel_inputs._purge import reconcile_store
+
+        def run() -> None:
+            try:
+                reconcile_store(store)
+            except Exception as exc:  # noqa: BLE001 - housekeeping must never take the agent down
+                _log.warning("otel_inputs: store reconciliation failed: %s", exc)
+
+        threading.Thread(target=run, name="otel-inputs-reconcile", daemon=True).start()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait for queued exchange parts and manifest syncs (for shutdown and tests)."""

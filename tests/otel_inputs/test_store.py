@@ -187,3 +187,39 @@ def test_reconcile_finishes_an_interrupted_gc(store: ArtifactStore) -> None:
     store.reconcile(min_age_s=0)
     assert store.read_input("a", "in-1").data == b"kept"
     assert not (store.objects_dir / f".gc-{orphan}").exists()
+
+
+def test_observer_reconciles_old_orphans_at_startup(tmp_path: Path) -> None:
+    """Opening a store through an observer removes orphan staging older than the age gate, off the agent thread."""
+    from otel_inputs import resolve_request
+    from otel_inputs.testing import RecordingHarness
+
+    root = tmp_path / "s"
+    store = ArtifactStore(root)
+    orphan = store.staging_dir / "crashed.1.abcd"
+    orphan.mkdir()
+    (orphan / "tmp-x").write_bytes(b"half a capture")
+    old = time.time() - 7200
+    os.utime(orphan, (old, old))
+    young = store.staging_dir / "live.2.abcd"
+    young.mkdir()
+    with RecordingHarness(root) as h:
+        with h.observer().attempt(run_id="r", request=resolve_request("t")):
+            pass
+        deadline = time.time() + 10
+        while orphan.exists() and time.time() < deadline:
+            time.sleep(0.05)
+    assert not orphan.exists() and young.exists()
+
+
+def test_failed_cleanup_is_logged_with_the_orphan_path(store: ArtifactStore, tmp_path: Path, caplog) -> None:
+    """When staging cleanup fails during a store failure, the error log names the orphan path."""
+    from otel_inputs._capture import _abort_quietly
+
+    staging = store.begin_attempt("a")
+    staging.put_bytes(b"x")
+    shutil.rmtree(staging.path)
+    staging.path.write_text("blocks rmtree")
+    with caplog.at_level("ERROR", logger="otel_inputs"):
+        _abort_quietly(staging)
+    assert str(staging.path) in caplog.text
