@@ -35,6 +35,10 @@ from otel_inputs._request import RequestError, inline_request, resolve_request
 from otel_inputs._snapshot import CaptureLimits
 from otel_inputs._store import ArtifactStore, ReadbackError, StoreCleanupError, StoreError, VerifiedSnapshot
 from otel_inputs._types import (
+    PartCapture,
+    PartDispatch,
+    PartName,
+    PartPersistence,
     AgentInputPacket,
     ArtifactStatus,
     Bound,
@@ -53,6 +57,10 @@ from otel_inputs._types import (
 )
 
 __all__ = [
+    "PartCapture",
+    "PartDispatch",
+    "PartName",
+    "PartPersistence",
     "AccessPolicy",
     "EvidenceReader",
     "GcReport",

@@ -57,7 +57,16 @@ from typing import Any
 from otel_inputs import names
 from otel_inputs._policy import AdmissionDecision
 from otel_inputs._store import ReadbackError, _fsync_dir, attempt_key
-from otel_inputs._types import CaptureDecision, GapReason, _StrEnum
+from otel_inputs._types import (
+    CaptureDecision,
+    GapReason,
+    PartCapture,
+    PartDispatch,
+    PartName,
+    PartPersistence,
+    PartReason,
+    PersistenceFailure,
+)
 
 _log = logging.getLogger("otel_inputs")
 
@@ -69,54 +78,6 @@ _DETAIL_MAX = 160
 _RECENT_RECEIPTS = 1024  # settled receipts kept in memory for receipt(); the store is the authority
 _TRACKED_RUNS = 4096  # per-run budgets remembered; the oldest idle run is forgotten beyond this
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-
-
-class PartName(_StrEnum):
-    LOGICAL_REQUEST = "logical_request"
-    OBSERVABLE_OUTPUT = "observable_output"
-
-
-class PartCapture(_StrEnum):
-    CAPTURED = "captured"
-    TRUNCATED = "truncated"
-    NOT_CAPTURED = "not_captured"
-
-
-class PartDispatch(_StrEnum):
-    """What was known about dispatch when the part was recorded; ``unknown`` stays unknown."""
-
-    DISPATCHED = "dispatched"
-    NOT_DISPATCHED = "not_dispatched"
-    UNKNOWN = "unknown"
-
-
-class PartPersistence(_StrEnum):
-    QUEUED = "queued"
-    STORED = "stored"
-    FAILED = "failed"
-    TIMED_OUT = "timed_out"
-    NOT_QUEUED = "not_queued"
-
-
-class PartReason(_StrEnum):
-    """Why a part was not fully captured (admission gap reasons of :class:`GapReason` also appear)."""
-
-    PART_LIMIT = "part_limit"
-    CAPACITY_EXCEEDED = "capacity_exceeded"
-    UNENCODABLE = "unencodable"
-    ALREADY_RECORDED = "already_recorded"
-    STORE_UNAVAILABLE = "store_unavailable"
-    OBSERVER_ERROR = "observer_error"
-
-
-class PersistenceFailure(_StrEnum):
-    """Bounded reason a queued part was not stored."""
-
-    DISK_FULL = "disk_full"
-    READ_ONLY = "read_only"
-    PERMISSION_DENIED = "permission_denied"
-    STORE_UNAVAILABLE = "store_unavailable"
-    WRITE_ERROR = "write_error"
 
 
 # Plain dict look-ups: Enum(value) costs microseconds on the agent's thread.

@@ -171,13 +171,8 @@ class _BackgroundSync:
             try:
                 if callable(path):
                     path()
-                    continue
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                _fsync_dir(path.parent)
+                else:
+                    _fsync_path(path)
             except Exception:  # noqa: BLE001 - a background chore must never kill the thread
                 pass  # e.g. a manifest replaced or removed since: nothing left to make durable
             finally:

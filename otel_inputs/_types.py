@@ -97,6 +97,54 @@ class Bound(_StrEnum):
     WALL_TIME = "wall_time"
 
 
+class PartName(_StrEnum):
+    LOGICAL_REQUEST = "logical_request"
+    OBSERVABLE_OUTPUT = "observable_output"
+
+
+class PartCapture(_StrEnum):
+    CAPTURED = "captured"
+    TRUNCATED = "truncated"
+    NOT_CAPTURED = "not_captured"
+
+
+class PartDispatch(_StrEnum):
+    """What was known about dispatch when the part was recorded; ``unknown`` stays unknown."""
+
+    DISPATCHED = "dispatched"
+    NOT_DISPATCHED = "not_dispatched"
+    UNKNOWN = "unknown"
+
+
+class PartPersistence(_StrEnum):
+    QUEUED = "queued"
+    STORED = "stored"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    NOT_QUEUED = "not_queued"
+
+
+class PartReason(_StrEnum):
+    """Why a part was not fully captured (admission gap reasons of :class:`GapReason` also appear)."""
+
+    PART_LIMIT = "part_limit"
+    CAPACITY_EXCEEDED = "capacity_exceeded"
+    UNENCODABLE = "unencodable"
+    ALREADY_RECORDED = "already_recorded"
+    STORE_UNAVAILABLE = "store_unavailable"
+    OBSERVER_ERROR = "observer_error"
+
+
+class PersistenceFailure(_StrEnum):
+    """Bounded reason a queued part was not stored."""
+
+    DISK_FULL = "disk_full"
+    READ_ONLY = "read_only"
+    PERMISSION_DENIED = "permission_denied"
+    STORE_UNAVAILABLE = "store_unavailable"
+    WRITE_ERROR = "write_error"
+
+
 @dataclass(frozen=True)
 class ResolvedRequest:
     """The work request exactly as resolved once, with its provenance kept."""
