@@ -312,3 +312,38 @@ def test_suppressed_attempt_captures_no_part_content(harness: RecordingHarness) 
         receipt = rec.record_request(route="chat", model="m", messages=[{"role": "user", "content": "secret"}])
     assert receipt.capture.value == "not_captured"
     assert not (harness.store.root / "parts").exists() or not any((harness.store.root / "parts").rglob("*.bin"))
+
+
+@pytest.fixture
+def tiny_filesystem(tmp_path: Path):
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root and mount permission)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)])
+
+
+def test_full_disk_is_a_store_gap_and_the_call_proceeds(tmp_path: Path, tiny_filesystem: Path) -> None:
+    """A store on a full filesystem records store_unavailable gaps; request bytes are unchanged and nothing half-written stays."""
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "big.bin").write_bytes(os.urandom(1024 * 1024))  # larger than the whole filesystem
+    (ctx / "small.txt").write_text("small")
+    request = fake_request_bytes("sys", "go")
+    with RecordingHarness(tmp_path / "s") as h:
+        from otel_inputs import AgentObserver
+
+        obs = AgentObserver(tracer_provider=h.provider, store=tiny_filesystem / "store")
+        sent = _agent_call(obs, request, run_id="r", request=resolve_request("go"), context_roots=[ctx])
+        assert sent == fake_request_bytes("sys", "go")
+        [span] = h.attempt_spans()
+        assert span.attributes[names.CAPTURE_GAP_REASON] == "store_unavailable"
+        events = h.inputs(span)
+        assert {e[names.INPUT_LABEL] for e in events} == {"big.bin", "small.txt"}
+        assert all(e[names.INPUT_ARTIFACT_STATUS] == "never_captured" for e in events)
+        assert all(names.INPUT_DETAIL in e for e in events)
+    staging = tiny_filesystem / "store" / "staging"
+    assert not any(staging.iterdir())
