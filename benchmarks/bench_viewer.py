@@ -1,13 +1,17 @@
 """Viewer query cost on a large DuckDB file: one attempt page, and the first page of a run's list.
 
-    python -m benchmarks.bench_viewer [--quick] [--runs N] [--keep DIR]
+    python -m benchmarks.bench_viewer [--quick] [--runs N] [--keep DIR] [--with-index]
 
 The database is generated with DuckDB SQL itself (``range()`` + ``INSERT ... SELECT``) into a
 ``migrate()``'d file, so it has the exporter's tables and indexes: 1,000,000 attempts in 1,000
 runs (100 sessions of 10 turns each), interleaved in time across runs as real traffic is, and
 10 inputs per attempt (10,000,000 ``agent_attempt_inputs`` rows and as many ``agent_artifacts``
-rows).  ``--quick`` uses 100,000 attempts / 1,000,000 inputs.  Each size is also measured at a
-tenth of it, to show how the figures scale.
+rows), plus two ``agent_exchange_parts`` rows per attempt.  Input and part rows are inserted in
+time order with ``attempt_started_at`` filled from their attempt's start, as the exporter lands
+them (spans arrive roughly in time order), so the viewer's ``attempt_started_at = <start> AND
+attempt_id = ?`` lookup is pruned by DuckDB's row-group zone maps.  ``--quick`` uses 100,000
+attempts / 1,000,000 inputs.  Each size is also measured at a tenth of it, to show how the
+figures scale.
 
 Measured, median over ``--runs`` random targets:
 
@@ -15,9 +19,9 @@ Measured, median over ``--runs`` random targets:
   store status, its session's turns, the previous turn's inputs) plus ``build_panel``, on an
   open read-only connection; and the same including opening and closing the connection, which is
   what each page refresh does.  Target: <= 100 ms median.
-* both on the schema exactly as ``migrate()`` creates it and with a single-column index on
-  ``agent_attempt_inputs(attempt_id)`` added (DuckDB does not use the composite
-  ``(attempt_id, seq)`` index for a lookup by attempt id).
+* on the schema exactly as ``migrate()`` creates it (no index on ``agent_attempt_inputs``: one
+  cost ~28% of ingest), and with ``--with-index`` also with a single-column index on
+  ``agent_attempt_inputs(attempt_id)`` added, for comparison.
 * first page of a run's attempt list — ``list_attempts`` (50 rows + filtered total) and
   ``run_facets`` for the filter choices.  Target: <= 300 ms median.
 """
@@ -82,15 +86,30 @@ def generate(db_path: Path, attempts: int) -> float:
             f"""
             INSERT INTO agent_attempt_inputs (input_id, attempt_id, seq, label, source_kind, delivery_mode,
                 source_path, snapshot_ref, media_type, preview_kind, size_bytes, sha256, capture_status,
-                artifact_status, detail, captured_at)
+                artifact_status, detail, captured_at, attempt_started_at)
             SELECT md5(i::VARCHAR) || '-' || s, md5(i::VARCHAR), s, 'file-' || s || '.md',
                 CASE WHEN s = 0 THEN 'prompt_file' ELSE 'context_handoff' END,
                 CASE WHEN s = 0 THEN 'inline' ELSE 'path_reference' END,
                 '/work/handoff/' || (i % {max(1, attempts // ATTEMPTS_PER_RUN)}) || '/file-' || s || '.md',
                 'sha256:' || sha256('c' || (i // 3) || '-' || s), 'text/markdown', 'text', 1000 + s,
                 sha256('c' || (i // 3) || '-' || s), 'captured', 'available', NULL,
-                {BASE_TS} + to_seconds(i::BIGINT)
+                {BASE_TS} + to_seconds(i::BIGINT) + INTERVAL 1 SECOND, {BASE_TS} + to_seconds(i::BIGINT)
             FROM range({attempts}) a(i), range({INPUTS_PER_ATTEMPT}) b(s)
+            ORDER BY i, s
+            """
+        )
+        con.execute(
+            f"""
+            INSERT INTO agent_exchange_parts (attempt_id, part_name, capture, reason, dispatch, ref, sha256,
+                size_bytes, persistence, detail, recorded_at, attempt_started_at)
+            SELECT md5(i::VARCHAR), CASE WHEN p = 0 THEN 'logical_request' ELSE 'observable_output' END,
+                CASE WHEN i % 41 = 0 AND p = 1 THEN 'not_captured' ELSE 'captured' END,
+                CASE WHEN i % 41 = 0 AND p = 1 THEN 'capacity_exceeded' END,
+                CASE WHEN p = 0 THEN 'dispatched' ELSE 'unknown' END,
+                'part:' || sha256(md5(i::VARCHAR)) || '/' || p, sha256('p' || i || '-' || p), 2000 + p, 'queued',
+                NULL, {BASE_TS} + to_seconds(i::BIGINT) + to_seconds(p * 10), {BASE_TS} + to_seconds(i::BIGINT)
+            FROM range({attempts}) a(i), range(2) b(p)
+            ORDER BY i, p
             """
         )
         con.execute(
@@ -112,7 +131,7 @@ def generate(db_path: Path, attempts: int) -> float:
 
 def _attempt_page(con: duckdb.DuckDBPyConnection, attempt_id: str) -> None:
     bundle = load_attempt(con, attempt_id)
-    assert bundle is not None and len(bundle.inputs) == INPUTS_PER_ATTEMPT
+    assert bundle is not None and len(bundle.inputs) == INPUTS_PER_ATTEMPT and len(bundle.parts) == 2
     build_panel(bundle)
 
 
@@ -157,6 +176,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     ap.add_argument("--quick", action="store_true", help="100,000 attempts / 1,000,000 inputs")
     ap.add_argument("--runs", type=int, default=30, help="random targets per figure")
     ap.add_argument("--keep", type=Path, default=None, help="keep the generated databases in this folder")
+    ap.add_argument("--with-index", action="store_true",
+                    help="also measure with an index on agent_attempt_inputs(attempt_id), for comparison")
     args = ap.parse_args(argv)
     full = 100_000 if args.quick else 1_000_000
     sizes = [full // 10, full]
@@ -173,6 +194,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             size_mib = db.stat().st_size / 2**20
             print(f"  generated {n:,} attempts / {n * INPUTS_PER_ATTEMPT:,} inputs in {gen_s:.1f} s ({size_mib:,.0f} MiB)")
             results.append(dict(measure(db, n, args.runs), variant="as migrated"))
+            if not args.with_index:
+                continue
             t0 = time.perf_counter()
             con = duckdb.connect(str(db))
             con.execute(f"CREATE INDEX {PROPOSED_INDEX} ON agent_attempt_inputs (attempt_id)")
@@ -192,6 +215,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
               f"{median_ms(r['list']):>20.1f} {spread_ms(r['list']):>12}")
     summary: dict[str, object] = {}
     for variant in ("as migrated", "+ inputs(attempt_id) index"):
+        if not any(r["variant"] == variant for r in results):
+            continue
         small, big = [r for r in results if r["variant"] == variant]
         for key, name in (("page", "attempt page"), ("refresh", "page + open/close"), ("list", "run list first page")):
             ratio = median_ms(big[key]) / max(median_ms(small[key]), 1e-9)  # type: ignore[arg-type]

@@ -8,19 +8,21 @@ offsets so no per-span Python dicts reach pyarrow.  Arrow ``list<timestamp[ns]>`
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from exporter._rows import ATTEMPT_COLUMNS, INPUT_COLUMNS, SpanRows, derive
+from exporter._rows import ATTEMPT_COLUMNS, INPUT_COLUMNS, PART_COLUMNS, SpanRows, derive
 from exporter._spans import SpanRecord, stringify
 
 TRACES = "otel_traces"
 ATTEMPTS = "agent_attempts"
 INPUTS = "agent_attempt_inputs"
 ARTIFACTS = "agent_artifacts"
+PARTS = "agent_exchange_parts"
 
 _TS = pa.timestamp("ns")
 _MAP = pa.map_(pa.string(), pa.string())
@@ -33,10 +35,24 @@ _ATTEMPT_TYPES.update(
     dropped_events_count=pa.int32(), dropped_attributes_count=pa.int32(),
 )  # fmt: skip
 _INPUT_TYPES: dict[str, pa.DataType] = {c: pa.string() for c in INPUT_COLUMNS}
-_INPUT_TYPES.update(seq=pa.int32(), size_bytes=pa.int64(), captured_at=_TS)
+_INPUT_TYPES.update(seq=pa.int32(), size_bytes=pa.int64(), captured_at=_TS, attempt_started_at=_TS)
+_PART_TYPES: dict[str, pa.DataType] = {c: pa.string() for c in PART_COLUMNS}
+_PART_TYPES.update(size_bytes=pa.int64(), recorded_at=_TS, attempt_started_at=_TS)
 
 ATTEMPT_SCHEMA = pa.schema([(c, _ATTEMPT_TYPES[c]) for c in ATTEMPT_COLUMNS])
 INPUT_SCHEMA = pa.schema([(c, _INPUT_TYPES[c]) for c in INPUT_COLUMNS])
+PART_SCHEMA = pa.schema([(c, _PART_TYPES[c]) for c in PART_COLUMNS])
+
+
+def writer_lands_parts() -> bool:
+    """Whether the loaded writer can spool and replace ``agent_exchange_parts`` rows by attempt id.
+
+    The writer (exporter/_writer.py) keys its spool files and its replace-by-key deletes by table
+    name; a table it does not know would be lost on spill and duplicated on re-export.  Until it
+    registers PARTS (``_TABLE_FILES``), part rows are derived but not handed to it.
+    """
+    writer = sys.modules.get("exporter._writer")
+    return writer is not None and PARTS in getattr(writer, "_TABLE_FILES", {})
 
 
 @dataclass(frozen=True)
@@ -47,14 +63,17 @@ class BatchTables:
     attempts: pa.Table | None
     inputs: pa.Table | None
     artifacts: pa.Table | None = None
+    parts: pa.Table | None = None
 
     @property
     def span_count(self) -> int:
         return self.traces.num_rows if self.traces is not None else 0
 
     def items(self) -> list[tuple[str, pa.Table]]:
-        pairs = ((TRACES, self.traces), (ATTEMPTS, self.attempts), (INPUTS, self.inputs),
-                 (ARTIFACTS, self.artifacts))  # fmt: skip
+        pairs = [(TRACES, self.traces), (ATTEMPTS, self.attempts), (INPUTS, self.inputs),
+                 (ARTIFACTS, self.artifacts)]  # fmt: skip
+        if writer_lands_parts():
+            pairs.append((PARTS, self.parts))  # after ATTEMPTS, whose replace clears the old part rows
         return [(name, t) for name, t in pairs if t is not None and t.num_rows]
 
 
@@ -164,8 +183,10 @@ def build_batch(spans: Sequence[SpanRecord]) -> BatchTables:
             attempts[derived.attempt["attempt_id"]] = derived
     attempt_rows = [d.attempt for d in attempts.values() if d.attempt is not None]
     input_rows = [row for d in attempts.values() for row in d.inputs]
+    part_rows = [row for d in attempts.values() for row in d.parts]
     return BatchTables(
         traces=traces_table(spans) if spans else None,
         attempts=rows_table(attempt_rows, ATTEMPT_SCHEMA) if attempt_rows else None,
         inputs=rows_table(input_rows, INPUT_SCHEMA) if input_rows else None,
+        parts=rows_table(part_rows, PART_SCHEMA) if part_rows else None,
     )

@@ -68,8 +68,25 @@ ATTEMPT_COLUMNS = (
 INPUT_COLUMNS = (
     "input_id", "attempt_id", "seq", "label", "source_kind", "delivery_mode", "source_path",
     "snapshot_ref", "media_type", "preview_kind", "size_bytes", "sha256", "capture_status",
-    "artifact_status", "detail", "captured_at", "row_problem",
+    "artifact_status", "detail", "captured_at", "row_problem", "attempt_started_at",
 )  # fmt: skip
+
+PART_COLUMNS = (
+    "attempt_id", "part_name", "capture", "reason", "dispatch", "ref", "sha256", "size_bytes",
+    "persistence", "detail", "recorded_at", "attempt_started_at", "row_problem",
+)  # fmt: skip
+
+# Exchange-part string fields: (wire name, row column).
+_PART_STR_FIELDS = (
+    (n.PART_NAME, "part_name"),
+    (n.PART_CAPTURE, "capture"),
+    (n.PART_REASON, "reason"),
+    (n.PART_DISPATCH, "dispatch"),
+    (n.PART_REF, "ref"),
+    (n.PART_SHA256, "sha256"),
+    (n.PART_PERSISTENCE, "persistence"),
+    (n.PART_DETAIL, "detail"),
+)
 
 
 @dataclass(slots=True)
@@ -78,6 +95,7 @@ class SpanRows:
 
     attempt: dict[str, Any] | None = None
     inputs: list[dict[str, Any]] = field(default_factory=list)
+    parts: list[dict[str, Any]] = field(default_factory=list)
 
 
 # --- small typed readers: a wrong type reads as absent, never as a coerced value ---------------
@@ -210,6 +228,7 @@ def _input_rows(span: SpanRecord, attempt_id: str) -> tuple[list[dict[str, Any]]
         row: dict[str, Any] = dict.fromkeys(INPUT_COLUMNS)
         row["attempt_id"] = attempt_id
         row["captured_at"] = event.time_ns or None
+        row["attempt_started_at"] = span.start_ns or None
         raw_id = attrs.get(n.INPUT_ID)
         if isinstance(raw_id, str) and raw_id:
             row["input_id"] = raw_id
@@ -256,6 +275,43 @@ def _input_rows(span: SpanRecord, attempt_id: str) -> tuple[list[dict[str, Any]]
     return rows, malformed
 
 
+def _part_rows(span: SpanRecord, attempt_id: str) -> list[dict[str, Any]]:
+    """One row per exchange-part event, in event order; a malformed one stays visible with a problem.
+
+    Values are kept as recorded: an absent or unrecognised dispatch stays NULL/as is (the viewer
+    reads anything but dispatched / not_dispatched as unknown), never "not_dispatched".
+    """
+    rows: list[dict[str, Any]] = []
+    for event in span.events:
+        if event.name != n.EXCHANGE_PART_EVENT:
+            continue
+        attrs = event.attributes
+        problems: list[str] = []
+        row: dict[str, Any] = dict.fromkeys(PART_COLUMNS)
+        row["attempt_id"] = attempt_id
+        row["recorded_at"] = event.time_ns or None
+        row["attempt_started_at"] = span.start_ns or None
+        for key, column in _PART_STR_FIELDS:
+            value = attrs.get(key)
+            if value is None:
+                continue
+            if isinstance(value, str):
+                row[column] = value
+            else:
+                problems.append(f"{column} is not a string")
+        size = attrs.get(n.PART_SIZE_BYTES)
+        if size is not None:
+            row["size_bytes"] = _int(size, hi=_INT64_MAX)
+            if row["size_bytes"] is None:
+                problems.append("size_bytes is not a non-negative integer")
+        if row["part_name"] is None:
+            problems.append("part name missing")
+        if problems:
+            row["row_problem"] = "malformed exchange part event: " + "; ".join(problems)
+        rows.append(row)
+    return rows
+
+
 # --- the attempt -----------------------------------------------------------------------------------
 
 
@@ -300,7 +356,7 @@ def derive(span: SpanRecord) -> SpanRows:
         # A legacy/foreign attempt: no packet is ever invented for it.
         row["attempt_id"] = span.span_id
         row["input_coverage"] = Coverage.NOT_RECORDED.value
-        return SpanRows(attempt=row)
+        return SpanRows(attempt=row, parts=_part_rows(span, span.span_id))
 
     attempt_id = _str(attrs, n.ATTEMPT_ID) or span.span_id  # '' is no id: fall back to the span
     row.update(
@@ -347,4 +403,4 @@ def derive(span: SpanRecord) -> SpanRows:
         reasons.insert(0, gap)
     row["input_coverage"] = coverage
     row["coverage_reason"] = "; ".join(reasons) if reasons else None
-    return SpanRows(attempt=row, inputs=inputs)
+    return SpanRows(attempt=row, inputs=inputs, parts=_part_rows(span, attempt_id))

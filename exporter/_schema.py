@@ -183,6 +183,43 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX agent_artifacts_attempt ON agent_artifacts (attempt_id);
         """,
     ),
+    # Instead of an index on agent_attempt_inputs(attempt_id) (~28% of ingest): every input row
+    # carries its attempt's start time.  Rows arrive roughly in time order, so DuckDB's per-row-
+    # group min/max zone maps prune almost every row group for ``attempt_started_at = <start>``
+    # and the viewer's per-attempt lookup touches one or two row groups.  NULL for rows landed
+    # before this migration (the viewer keeps a fallback query for them).
+    Migration(
+        7,
+        "inputs_attempt_started_at",
+        """
+        ALTER TABLE agent_attempt_inputs ADD COLUMN attempt_started_at TIMESTAMP_NS;
+        """,
+    ),
+    # One row per ``otel_inputs.exchange_part`` event (seed 001 §2): the logical request and the
+    # observable output of an attempt, each with its own capture outcome.  ``persistence`` is the
+    # state at submit ("queued" is not durable); the store's receipt is the authority later.
+    # Replaced by attempt_id together with the attempt's other rows; pruned like the inputs.
+    Migration(
+        8,
+        "agent_exchange_parts",
+        """
+        CREATE TABLE agent_exchange_parts (
+            attempt_id VARCHAR NOT NULL,
+            part_name VARCHAR,
+            capture VARCHAR,
+            reason VARCHAR,
+            dispatch VARCHAR,
+            ref VARCHAR,
+            sha256 VARCHAR,
+            size_bytes BIGINT,
+            persistence VARCHAR,
+            detail VARCHAR,
+            recorded_at TIMESTAMP_NS,
+            attempt_started_at TIMESTAMP_NS,
+            row_problem VARCHAR
+        );
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

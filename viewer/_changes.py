@@ -6,7 +6,7 @@ import difflib
 from dataclasses import dataclass
 
 from otel_inputs._types import CaptureStatus, DeliveryMode, PreviewKind
-from viewer._previews import PreviewRefused, read_verified_text
+from viewer._previews import PreviewRefused, Source, read_verified_text
 from viewer._queries import InputRecord
 
 MAX_DIFF_LINES = 2000
@@ -100,13 +100,13 @@ class TextDiff:
     refused: str | None = None
 
 
-def text_diff(store_root: str, row: ChangeRow) -> TextDiff:
+def text_diff(source: "Source", row: ChangeRow) -> TextDiff:
     """Unified diff of a changed text file; both snapshots are verified against their SHA-256 first."""
     if not row.diffable or row.current is None or row.previous is None:
         return TextDiff((), False, "no text diff for this row")
     try:
-        old = read_verified_text(store_root, row.previous)
-        new = read_verified_text(store_root, row.current)
+        old = read_verified_text(source, row.previous)
+        new = read_verified_text(source, row.current)
     except PreviewRefused as exc:
         return TextDiff((), False, exc.owner_text)
     diff = list(

@@ -12,9 +12,12 @@ from collections.abc import Callable
 import streamlit as st
 
 from viewer._changes import ChangesModel, text_diff
+from viewer._evidence import Evidence, read_part
 from viewer._format import md_escape, short_sha
-from viewer._panel import ItemGroup, ItemRow, PanelModel
-from viewer._previews import preview
+from viewer._panel import ItemGroup, ItemRow, PanelModel, PartsModel
+from viewer._previews import preview, refusal_text
+
+PART_SHOW_BYTES = 64 * 1024
 
 MAX_ITEMS_PER_GROUP = 200
 
@@ -28,14 +31,14 @@ def kv_lines(pairs: tuple[tuple[str, str], ...] | list[tuple[str, str]]) -> None
     st.text("\n".join(f"{k}: {v}" for k, v in pairs))
 
 
-def draw_panel(p: PanelModel, store_root: str | None, *, key: str, open_attempt: Callable[[str], None]) -> None:
+def draw_panel(p: PanelModel, ev: Evidence, *, key: str, open_attempt: Callable[[str], None]) -> None:
     """Draw the six sections in order; the task is open, messages are on demand."""
     kv_lines(p.facts)
     _task(p)
-    _dispatch(p, store_root, key)
-    _inherited(p, store_root, key, open_attempt)
-    _files(p, store_root, key)
-    _attachments(p, store_root, key)
+    _dispatch(p, ev, key)
+    _inherited(p, ev, key, open_attempt)
+    _files(p, ev, key)
+    _attachments(p, ev, key)
     _messages(p)
 
 
@@ -49,7 +52,7 @@ def _task(p: PanelModel) -> None:
     kv_lines(list(t.provenance))
 
 
-def _dispatch(p: PanelModel, store_root: str | None, key: str) -> None:
+def _dispatch(p: PanelModel, ev: Evidence, key: str) -> None:
     d = p.dispatch
     st.subheader("2. " + d.title)
     pairs = [("Send kind", d.send_kind), ("Turn index", d.turn_index)]
@@ -69,7 +72,8 @@ def _dispatch(p: PanelModel, store_root: str | None, key: str) -> None:
     )
     for n in c.notes:
         note(n, "warning" if c.coverage != "complete" else "info")
-    _groups(d.groups, store_root, key)
+    _groups(d.groups, ev, key)
+    _parts(d.parts, ev, key)
     with st.expander("Exact current user message"):
         if d.current_message is None:
             st.text("The exact current message was not recorded.")
@@ -77,7 +81,7 @@ def _dispatch(p: PanelModel, store_root: str | None, key: str) -> None:
             st.code(d.current_message, language=None, wrap_lines=True)
 
 
-def _inherited(p: PanelModel, store_root: str | None, key: str, open_attempt: Callable[[str], None]) -> None:
+def _inherited(p: PanelModel, ev: Evidence, key: str, open_attempt: Callable[[str], None]) -> None:
     s = p.inherited
     st.subheader("3. " + s.title)
     for n in s.notes:
@@ -86,24 +90,24 @@ def _inherited(p: PanelModel, store_root: str | None, key: str, open_attempt: Ca
         label = f"Turn {t.turn_index} · {t.attempt_id} · {t.send_kind} · {t.phase} · {t.started}"
         if st.button(md_escape(label), key=f"{key}:turn:{i}"):
             open_attempt(t.attempt_id)
-    _groups(s.groups, store_root, key)
+    _groups(s.groups, ev, key)
 
 
-def _files(p: PanelModel, store_root: str | None, key: str) -> None:
+def _files(p: PanelModel, ev: Evidence, key: str) -> None:
     s = p.files
     st.subheader("4. " + s.title)
     for n in s.notes:
         note(n)
-    _groups(s.groups, store_root, key)
-    _changes(s.changes, store_root, key)
+    _groups(s.groups, ev, key)
+    _changes(s.changes, ev, key)
 
 
-def _attachments(p: PanelModel, store_root: str | None, key: str) -> None:
+def _attachments(p: PanelModel, ev: Evidence, key: str) -> None:
     s = p.attachments
     st.subheader("5. " + s.title)
     for n in s.notes:
         note(n)
-    _groups(s.groups, store_root, key)
+    _groups(s.groups, ev, key)
 
 
 def _messages(p: PanelModel) -> None:
@@ -124,16 +128,16 @@ def _messages(p: PanelModel) -> None:
             st.code(s.user, language=None, wrap_lines=True)
 
 
-def _groups(groups: tuple[ItemGroup, ...], store_root: str | None, key: str) -> None:
+def _groups(groups: tuple[ItemGroup, ...], ev: Evidence, key: str) -> None:
     for g in groups:
         st.markdown(f"**{md_escape(g.title)}** — {len(g.items)} item(s)")
         for row in g.items[:MAX_ITEMS_PER_GROUP]:
-            _item(row, store_root, key)
+            _item(row, ev, key)
         if len(g.items) > MAX_ITEMS_PER_GROUP:
             st.text(f"{len(g.items) - MAX_ITEMS_PER_GROUP} more item(s) in this group are not drawn.")
 
 
-def _item(row: ItemRow, store_root: str | None, key: str) -> None:
+def _item(row: ItemRow, ev: Evidence, key: str) -> None:
     with st.container(border=True):
         st.text(f"#{row.seq}  {row.label}")
         lines = [
@@ -152,17 +156,17 @@ def _item(row: ItemRow, store_root: str | None, key: str) -> None:
             st.text("no preview for this type")
             return
         if st.toggle(f"Preview #{row.seq}", key=f"{key}:pv:{row.input_id}"):
-            _preview(row, store_root, key)
+            _preview(row, ev, key)
 
 
-def _preview(row: ItemRow, store_root: str | None, key: str) -> None:
+def _preview(row: ItemRow, ev: Evidence, key: str) -> None:
     assert row.record is not None
     page = 0
-    pv = preview(store_root, row.record, 0)
+    pv = preview(ev, row.record, 0)
     if pv.kind == "text" and pv.pages > 1:
         page = int(st.number_input(f"Page of #{row.seq}", 1, pv.pages, 1, key=f"{key}:page:{row.input_id}")) - 1
         if page:
-            pv = preview(store_root, row.record, page)
+            pv = preview(ev, row.record, page)
     if pv.kind == "text":
         st.text(f"Preview of #{row.seq}: {pv.message}")
         st.code(pv.text or "", language=None, wrap_lines=True)
@@ -170,12 +174,12 @@ def _preview(row: ItemRow, store_root: str | None, key: str) -> None:
         st.text(f"Preview of #{row.seq}: {pv.message}")
         st.image(pv.image_png, width=min(pv.width or 600, 900))
     elif pv.kind == "refused":
-        st.error(md_escape(f"Preview refused: {pv.message}"))
+        st.text(f"Preview refused: {pv.message}")
     else:
         st.text(pv.message)
 
 
-def _changes(ch: ChangesModel, store_root: str | None, key: str) -> None:
+def _changes(ch: ChangesModel, ev: Evidence, key: str) -> None:
     st.markdown("**What changed since the previous turn**")
     st.text(ch.note)
     if not ch.rows:
@@ -194,10 +198,40 @@ def _changes(ch: ChangesModel, store_root: str | None, key: str) -> None:
     for i, r in enumerate(ch.rows):
         if r.diffable and st.toggle(f"Text diff of changed file {i + 1}", key=f"{key}:diff:{i}"):
             st.text(r.key)
-            diff = text_diff(store_root or "", r)
+            diff = text_diff(ev, r)
             if diff.refused:
-                st.error(md_escape(f"Diff refused: {diff.refused}"))
+                st.text(f"Diff refused: {diff.refused}")
             else:
                 st.code("\n".join(diff.lines), language="diff")
                 if diff.truncated:
                     st.text("Diff truncated.")
+
+
+def _parts(m: PartsModel, ev: Evidence, key: str) -> None:
+    """The logical request and observable output: outcome, dispatch, persistence, content on demand."""
+    st.markdown("**Exchange parts**")
+    for n in m.notes:
+        st.text(n)
+    for row in m.rows:
+        with st.container(border=True):
+            st.text(row.title)
+            lines = [
+                f"capture {row.capture} · dispatch {row.dispatch}",
+                f"persistence {row.persistence}",
+                f"{row.size} · sha256 {row.sha256}" + (f" · {row.detail}" if row.detail else ""),
+            ]
+            st.text("\n".join(lines))
+            if not row.content_offered or row.record is None:
+                st.text("No content was captured for this part.")
+                continue
+            if st.toggle(f"Show {row.title.lower()} content", key=f"{key}:part:{row.key}"):
+                result = read_part(ev, row.record)
+                if not result.ok or result.snapshot is None:
+                    st.text("Content refused: " + refusal_text(result.outcome, result.message))
+                    continue
+                data = result.snapshot.data
+                shown = data[:PART_SHOW_BYTES].decode("utf-8", errors="replace")
+                st.text(f"{len(data)} bytes; size and SHA-256 verified against the store receipt")
+                st.code(shown, language=None, wrap_lines=True)
+                if len(data) > PART_SHOW_BYTES:
+                    st.text(f"Showing the first {PART_SHOW_BYTES} bytes.")

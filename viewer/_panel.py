@@ -25,8 +25,9 @@ from viewer._format import (
 )
 from viewer._legacy import legacy_task
 from viewer._lineage import PriorTurns, prior_turns
+from viewer._evidence import PURGED
 from viewer._previews import has_preview, unavailable_reason
-from viewer._queries import AttemptBundle, AttemptRecord, InputRecord
+from viewer._queries import AttemptBundle, AttemptRecord, InputRecord, PartRecord
 
 SECTION_TITLES = (
     "Task instructions",
@@ -43,6 +44,9 @@ SEND_KIND_TEXT = {
     SendKind.GATE_RETRY.value: "check retry",
 }
 UNKNOWN_DELIVERY_TITLE = "Delivery mode not recorded"
+PARTS_NOT_RECORDED = "Exchange parts were not recorded for this attempt."
+PART_TITLES = {"logical_request": "Logical request", "observable_output": "Observable output"}
+DISPATCH_TEXT = {"dispatched": "dispatched", "not_dispatched": "not dispatched"}  # anything else: unknown
 OPAQUE_HISTORY_NOTE = (
     "The provider's session history cannot be enumerated; the earlier turns below are what this "
     "session recorded before this dispatch, so the model may also have seen content not listed here."
@@ -101,6 +105,28 @@ class CoverageModel:
 
 
 @dataclass(frozen=True)
+class PartRow:
+    """One exchange part as shown: capture outcome, dispatch, persistence (store receipt first)."""
+
+    key: str
+    title: str
+    capture: str
+    dispatch: str
+    persistence: str
+    size: str
+    sha256: str
+    detail: str | None
+    content_offered: bool
+    record: PartRecord | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class PartsModel:
+    rows: tuple[PartRow, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class DispatchSection:
     send_kind: str
     turn_index: str
@@ -111,6 +137,7 @@ class DispatchSection:
     groups: tuple[ItemGroup, ...]
     current_message: str | None
     notes: tuple[str, ...]
+    parts: PartsModel = PartsModel((), (PARTS_NOT_RECORDED,))
     title: str = SECTION_TITLES[1]
 
 
@@ -179,6 +206,74 @@ class PanelModel:
 
 
 # --------------------------------------------------------------------------------------------
+def artifact_text(item: InputRecord) -> str:
+    """The current artifact status (the store's when it has one) with its reason; "purged" for a purge."""
+    status = item.current_artifact_status
+    if status is None:
+        return UNKNOWN
+    reason = item.store_status_reason if item.store_artifact_status else None
+    if reason == PURGED:
+        text = PURGED
+    elif reason and status != "available":
+        text = f"{status} ({reason_text(reason)})"
+    else:
+        text = status
+    if item.store_artifact_status and item.artifact_status and item.store_artifact_status != item.artifact_status:
+        text += f" (store; at capture: {item.artifact_status})"
+    return text
+
+
+def _part_persistence(p: PartRecord) -> str:
+    at_submit = value_text(p.persistence).replace("_", " ")
+    if p.receipt is not None:
+        stored = value_text(p.receipt.get("persistence"), missing=UNKNOWN).replace("_", " ")
+        why = p.receipt.get("persistence_reason") or p.receipt.get("persistence_detail")
+        text = f"{stored} (store receipt" + (f": {reason_text(why)}" if why else "") + ")"
+        if p.receipt_outcome == "retention_expired":
+            text += f"; attempt {PURGED}"
+        if p.persistence and at_submit != stored:
+            text += f"; the span recorded {at_submit} at submit"
+        return text
+    if p.receipt_outcome is None:
+        return f"{at_submit} (as recorded at submit; store receipt not consulted)"
+    if p.persistence == "queued":
+        return f"queued at submit, not confirmed durable: no store receipt ({p.receipt_outcome})"
+    if p.persistence == "not_queued":
+        return "not queued (nothing was handed to the store)"
+    return f"{at_submit} (as recorded at submit; no store receipt: {p.receipt_outcome})"
+
+
+def part_row(p: PartRecord, index: int) -> PartRow:
+    capture = value_text(p.capture, missing=UNKNOWN).replace("_", " ")
+    if p.capture not in (None, "captured"):
+        capture += f" ({reason_text(p.reason) if p.reason else 'reason not recorded'})"
+    dispatch = DISPATCH_TEXT.get(p.dispatch or "") or DISPATCH_TEXT.get(
+        (p.receipt or {}).get("dispatch") or "", UNKNOWN)  # unknown never reads as not dispatched
+    return PartRow(
+        key=f"{p.part_name or 'part'}:{index}",
+        title=PART_TITLES.get(p.part_name or "", f"Part {value_text(p.part_name, missing=UNKNOWN)}"),
+        capture=capture,
+        dispatch=dispatch,
+        persistence=_part_persistence(p),
+        size=size_text(p.size_bytes),
+        sha256=value_text(p.sha256, missing=UNKNOWN),
+        detail=p.detail or p.row_problem,
+        content_offered=p.capture in ("captured", "truncated"),
+        record=p,
+    )
+
+
+def parts_model(parts: tuple[PartRecord, ...]) -> PartsModel:
+    if not parts:
+        return PartsModel((), (PARTS_NOT_RECORDED,))
+    notes: list[str] = []
+    present = {p.part_name for p in parts}
+    for name, title in PART_TITLES.items():
+        if name not in present:
+            notes.append(f"{title}: not recorded for this attempt (unknown, not empty).")
+    return PartsModel(tuple(part_row(p, i) for i, p in enumerate(parts)), tuple(notes))
+
+
 def item_row(item: InputRecord, change: str | None = None) -> ItemRow:
     mode = item.delivery_mode
     label = item.label if item.label not in (None, "") else f"(no label; input {item.input_id})"
@@ -194,7 +289,7 @@ def item_row(item: InputRecord, change: str | None = None) -> ItemRow:
         size=size_text(item.size_bytes),
         sha256=value_text(item.sha256, missing=UNKNOWN),
         capture_status=value_text(item.capture_status, missing=UNKNOWN),
-        artifact_status=value_text(item.current_artifact_status, missing=UNKNOWN),
+        artifact_status=artifact_text(item),
         unavailable=unavailable_reason(item),
         detail=item.detail or item.row_problem,
         previewable=has_preview(item),
@@ -322,6 +417,7 @@ def _dispatch_section(bundle: AttemptBundle, by_mode: dict[str | None, ItemGroup
         groups=_groups(by_mode, DeliveryMode.INLINE.value),
         current_message=a.user_prompt,
         notes=tuple(notes),
+        parts=parts_model(bundle.parts),
     )
 
 

@@ -1,5 +1,9 @@
 """Safe previews: resolved from the input id through the artifact store only, never a host path.
 
+Every read goes through :class:`otel_inputs.EvidenceReader` (``viewer._evidence``) with the
+viewer's identity: permission, retention, digest and source revocation are re-checked each time,
+and a refusal is shown by its outcome name (``permission_denied``, ``not_found``,
+``retention_expired``, ``integrity_mismatch``, ``source_unavailable``) in plain text.
 Before anything is shown the item must be available, its bytes are re-hashed against the
 recorded SHA-256 (the store refuses a mismatch), text is paged only after the whole file was
 verified, and raster images are limited to PNG/JPEG/GIF/WebP <= 10 MiB, checked by magic
@@ -9,13 +13,16 @@ bytes, decoded and re-encoded to PNG with Pillow.  Everything else gets a plain 
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import dataclass
 from typing import Literal
 
-from otel_inputs._store import ArtifactStore, ReadbackError
 from otel_inputs._types import ArtifactStatus, PreviewKind
+from viewer._evidence import PURGED, Evidence, as_evidence, read_input
 from viewer._format import reason_text
 from viewer._queries import InputRecord
+
+Source = Evidence | str | os.PathLike[str] | None
 
 TEXT_PAGE_BYTES = 64 * 1024
 TEXT_MAX_BYTES = 32 * 1024 * 1024
@@ -35,11 +42,9 @@ DENIED_MEDIA_TYPES = frozenset(
     }
 )
 
-_REFUSAL_TEXT = {
-    "not_found": "not found in the store",
-    "integrity_mismatch": "integrity mismatch",
-    "too_large": "too large to preview",
-}
+def refusal_text(outcome: str, message: str) -> str:
+    """A readback refusal as plain owner text that names the outcome as such."""
+    return f"{outcome} ({message})" if message else outcome
 
 _MAGIC: tuple[tuple[str, bytes], ...] = (
     ("image/png", b"\x89PNG\r\n\x1a\n"),
@@ -88,25 +93,25 @@ def unavailable_reason(item: InputRecord) -> str | None:
     if status == ArtifactStatus.AVAILABLE.value:
         return None
     if status == ArtifactStatus.EVICTED.value:
+        if item.store_status_reason == PURGED:
+            return PURGED
         return f"evicted ({reason_text(item.store_status_reason or item.detail)})"
     if status == ArtifactStatus.NEVER_CAPTURED.value:
         return f"never captured ({reason_text(item.capture_status)})"
     return "artifact status unknown"
 
 
-def _read(store_root: str, item: InputRecord, max_bytes: int) -> bytes:
+def _read(source: Source, item: InputRecord, max_bytes: int) -> bytes:
     refused = unavailable_reason(item)
     if refused is not None:
         raise PreviewRefused(refused, "unavailable")
-    try:
-        snap = ArtifactStore(store_root, create=False).read_input(item.attempt_id, item.input_id, max_bytes=max_bytes)
-    except ReadbackError as exc:
-        if exc.outcome == "retention_expired":
-            raise PreviewRefused(f"evicted ({reason_text(item.store_status_reason or 'retention')})", exc.outcome) from exc
-        raise PreviewRefused(_REFUSAL_TEXT.get(exc.outcome, reason_text(exc.outcome)), exc.outcome) from exc
-    if item.sha256 and snap.sha256 != item.sha256:
-        raise PreviewRefused("integrity mismatch", "integrity_mismatch")
-    return snap.data
+    result = read_input(as_evidence(source), item, max_bytes)
+    if not result.ok or result.snapshot is None:
+        raise PreviewRefused(refusal_text(result.outcome, result.message), result.outcome)
+    if item.sha256 and result.snapshot.sha256 != item.sha256:
+        outcome = "integrity_mismatch"
+        raise PreviewRefused(refusal_text(outcome, "the store's digest differs from the recorded SHA-256"), outcome)
+    return result.snapshot.data
 
 
 def _text_allowed(item: InputRecord) -> bool:
@@ -114,11 +119,11 @@ def _text_allowed(item: InputRecord) -> bool:
     return item.preview_kind == PreviewKind.TEXT.value and media not in DENIED_MEDIA_TYPES
 
 
-def read_verified_text(store_root: str, item: InputRecord) -> str:
+def read_verified_text(source: Source, item: InputRecord) -> str:
     """The whole text of a snapshot, verified first; raises :class:`PreviewRefused`."""
     if not _text_allowed(item):
         raise PreviewRefused(NO_PREVIEW, "no_preview")
-    data = _read(store_root, item, TEXT_MAX_BYTES)
+    data = _read(source, item, TEXT_MAX_BYTES)
     if b"\x00" in data:
         raise PreviewRefused(f"{NO_PREVIEW} (binary content)", "no_preview")
     try:
@@ -142,8 +147,8 @@ def page_bounds(data: bytes, page_bytes: int = TEXT_PAGE_BYTES) -> list[tuple[in
     return bounds
 
 
-def _text_preview(store_root: str, item: InputRecord, page: int) -> Preview:
-    text = read_verified_text(store_root, item)  # whole file verified before any page is cut
+def _text_preview(source: Source, item: InputRecord, page: int) -> Preview:
+    text = read_verified_text(source, item)  # whole file verified before any page is cut
     data = text.encode("utf-8")
     bounds = page_bounds(data)
     page = max(0, min(page, len(bounds) - 1))
@@ -181,8 +186,8 @@ def reencode_image(data: bytes) -> tuple[bytes, int, int, str]:
         raise PreviewRefused(f"{NO_PREVIEW} (image does not decode)", "no_preview") from exc
 
 
-def _image_preview(store_root: str, item: InputRecord) -> Preview:
-    data = _read(store_root, item, IMAGE_MAX_BYTES)
+def _image_preview(source: Source, item: InputRecord) -> Preview:
+    data = _read(source, item, IMAGE_MAX_BYTES)
     png, width, height, media = reencode_image(data)
     return Preview(
         "image", f"{media}, {width}×{height}; SHA-256 verified, re-encoded as PNG",
@@ -190,17 +195,17 @@ def _image_preview(store_root: str, item: InputRecord) -> Preview:
     )
 
 
-def preview(store_root: str | None, item: InputRecord, page: int = 0) -> Preview:
-    """The safe preview of one input item, or the plain reason there is none."""
+def preview(source: Source, item: InputRecord, page: int = 0) -> Preview:
+    """The safe preview of one input item, or the plain reason there is none.
+
+    ``source`` is the refresh's :class:`~viewer._evidence.Evidence` (or a store path, read with the
+    environment's access policy and the current viewer).
+    """
     try:
         if item.preview_kind == PreviewKind.IMAGE.value:
-            if store_root is None:
-                raise PreviewRefused("no artifact store configured", "no_store")
-            return _image_preview(store_root, item)
+            return _image_preview(source, item)
         if _text_allowed(item):
-            if store_root is None:
-                raise PreviewRefused("no artifact store configured", "no_store")
-            return _text_preview(store_root, item, page)
+            return _text_preview(source, item, page)
     except PreviewRefused as exc:
         kind: Literal["none", "refused"] = "none" if exc.outcome == "no_preview" else "refused"
         return Preview(kind, exc.owner_text, media_type=item.media_type, sha256=item.sha256)

@@ -155,6 +155,26 @@ class InputRecord:
 
 
 @dataclass(frozen=True)
+class PartRecord:
+    """One ``agent_exchange_parts`` row (as recorded on the span) plus the store receipt read later."""
+
+    attempt_id: str
+    part_name: str | None = None
+    capture: str | None = None
+    reason: str | None = None
+    dispatch: str | None = None
+    ref: str | None = None
+    sha256: str | None = None
+    size_bytes: int | None = None
+    persistence: str | None = None
+    detail: str | None = None
+    recorded_ns: int | None = None
+    row_problem: str | None = None
+    receipt: dict[str, Any] | None = field(default=None, compare=False)
+    receipt_outcome: str | None = None  # why no receipt could be read ("not_found", ...), None if unread
+
+
+@dataclass(frozen=True)
 class TurnRef:
     """A same-run, same-session attempt, enough to order turns and link to them."""
 
@@ -178,6 +198,7 @@ class AttemptBundle:
     previous_turn_id: str | None
     previous_inputs: tuple[InputRecord, ...] | None
     recovery_prompts: dict[str, str] = field(default_factory=dict)
+    parts: tuple[PartRecord, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -272,11 +293,32 @@ def get_attempt(con: duckdb.DuckDBPyConnection, attempt_id: str) -> AttemptRecor
     return AttemptRecord(**rows[0]) if rows else None
 
 
-def get_inputs(con: duckdb.DuckDBPyConnection, attempt_id: str) -> tuple[InputRecord, ...]:
-    """The attempt's input rows in ``seq`` order, each with the store's current artifact status."""
-    rows = _rows(
-        con.execute(f"SELECT {_INPUT_SELECT} FROM agent_attempt_inputs WHERE attempt_id = ? ORDER BY seq, input_id", [attempt_id])
+def _by_attempt(table: str, select: str, attempt_id: str, started_ns: int | None, order: str) -> tuple[str, list[Any]]:
+    """SQL for one attempt's rows of a table that carries ``attempt_started_at`` and has no index.
+
+    ``attempt_started_at = <start>`` lets DuckDB's row-group min/max zone maps skip nearly every
+    row group (rows land roughly in time order); the ``IS NULL`` branch finds rows landed before
+    the column existed (or of an attempt with no start time) and is itself pruned by the
+    row groups' null statistics, so no row ever disappears and the common case stays cheap.
+    """
+    if started_ns is None:  # start unknown: an unpruned scan by attempt id (correct, slower)
+        return f"SELECT {select} FROM {table} WHERE attempt_id = ? ORDER BY {order}", [attempt_id]
+    null_branch = f"SELECT {select} FROM {table} WHERE attempt_started_at IS NULL AND attempt_id = ?"
+    return (
+        f"SELECT {select} FROM {table} WHERE attempt_started_at = make_timestamp_ns(?::BIGINT) AND attempt_id = ? "
+        f"UNION ALL {null_branch} ORDER BY {order}",
+        [int(started_ns), attempt_id, attempt_id],
     )
+
+
+def get_inputs(con: duckdb.DuckDBPyConnection, attempt_id: str, started_ns: int | None = None) -> tuple[InputRecord, ...]:
+    """The attempt's input rows in ``seq`` order, each with the store's artifact status as landed.
+
+    ``started_ns`` is the attempt's start time (``agent_attempts.started_at``); with it the lookup
+    is pruned by zone maps instead of scanning every input row; without it every row is scanned.
+    """
+    sql, params = _by_attempt("agent_attempt_inputs", _INPUT_SELECT, attempt_id, started_ns, "seq, input_id")
+    rows = _rows(con.execute(sql, params))
     store: dict[str, tuple[str | None, str | None]] = {}
     for input_id, status, reason in con.execute(
         "SELECT input_id, artifact_status, status_reason FROM agent_artifacts WHERE attempt_id = ? "
@@ -289,6 +331,22 @@ def get_inputs(con: duckdb.DuckDBPyConnection, attempt_id: str) -> tuple[InputRe
         status, reason = store.get(row["input_id"], (None, None))
         out.append(InputRecord(**row, store_artifact_status=status, store_status_reason=reason))
     return tuple(out)
+
+
+_PART_SELECT = (
+    "attempt_id, part_name, capture, reason, dispatch, ref, sha256, size_bytes, persistence, detail, "
+    "epoch_ns(recorded_at) AS recorded_ns, row_problem"
+)
+
+
+def get_parts(con: duckdb.DuckDBPyConnection, attempt_id: str, started_ns: int | None = None) -> tuple[PartRecord, ...]:
+    """The attempt's exchange-part events as landed, logical request first, in recorded order."""
+    from otel_inputs._parts import PartName
+
+    sql, params = _by_attempt("agent_exchange_parts", _PART_SELECT, attempt_id, started_ns, "recorded_ns NULLS LAST")
+    rank = {PartName.LOGICAL_REQUEST.value: 0, PartName.OBSERVABLE_OUTPUT.value: 1}
+    parts = [PartRecord(**row) for row in _rows(con.execute(sql, params))]
+    return tuple(sorted(parts, key=lambda p: rank.get(p.part_name or "", 2)))  # stable: recorded order kept
 
 
 def get_session_turns(con: duckdb.DuckDBPyConnection, run_id: str | None, session_id: str | None) -> tuple[TurnRef, ...]:
@@ -321,16 +379,23 @@ def load_attempt(con: duckdb.DuckDBPyConnection, attempt_id: str) -> AttemptBund
     attempt = get_attempt(con, attempt_id)
     if attempt is None:
         return None
-    inputs = get_inputs(con, attempt_id)
+    inputs = get_inputs(con, attempt_id, attempt.started_ns)
+    parts = get_parts(con, attempt_id, attempt.started_ns)
     turns = get_session_turns(con, attempt.run_id, attempt.session_id)
     prior = prior_turns(attempt, turns)
     prev_id = previous_turn_id(attempt, prior)
-    previous_inputs = get_inputs(con, prev_id) if prev_id else None
+    previous_inputs = None
+    if prev_id:
+        prev_start = next((t.started_ns for t in turns if t.attempt_id == prev_id), None)
+        if prev_start is None and not any(t.attempt_id == prev_id for t in turns):
+            prev = get_attempt(con, prev_id)
+            prev_start = prev.started_ns if prev is not None else None
+        previous_inputs = get_inputs(con, prev_id, prev_start)
     prompts: dict[str, str] = {}
     if attempt.is_legacy and prior.turns:
         same_phase = [t.attempt_id for t in prior.turns if t.phase == attempt.phase]
         prompts = get_user_prompts(con, same_phase[-LEGACY_RECOVERY_LOOKBACK:])
-    return AttemptBundle(attempt, inputs, turns, prev_id, previous_inputs, prompts)
+    return AttemptBundle(attempt, inputs, turns, prev_id, previous_inputs, prompts, parts)
 
 
 def list_runs(con: duckdb.DuckDBPyConnection, *, limit: int = PAGE_SIZE, offset: int = 0) -> tuple[RunSummary, ...]:

@@ -15,6 +15,7 @@ from otel_inputs import names
 from viewer import _charts as charts
 from viewer import _queries as q
 from viewer._draw import draw_panel, kv_lines, note
+from viewer._evidence import Evidence, budget_usage, open_evidence, overlay_store
 from viewer._format import NOT_RECORDED, count_text, md_escape, size_text, time_text, value_text
 from viewer._panel import SEND_KIND_TEXT, build_panel
 
@@ -28,6 +29,11 @@ def _db() -> str | None:
 
 def _store() -> str | None:
     return os.environ.get(names.ENV_STORE)
+
+
+def _evidence() -> Evidence:
+    """This refresh's reader: the viewer's identity and the environment's access policy."""
+    return open_evidence(_store())
 
 
 def open_attempt(attempt_id: str) -> None:
@@ -152,6 +158,25 @@ def _run_page(con: Any, run_id: str | None) -> None:
         else:
             st.text(f"Artifact store on disk: {disk.objects} object(s), {size_text(disk.bytes)}, "
                     f"{disk.manifests} attempt manifest(s)" + (" (count truncated)" if disk.truncated else ""))
+            _budget(disk.bytes, disk.truncated)
+
+
+def _budget(used: int, truncated: bool) -> None:
+    """Store usage against the retention budget (OTEL_INPUTS_STORE_BUDGET) when one is set."""
+    b = budget_usage(used)
+    if b.problem:
+        note(b.problem, "warning")
+        return
+    if b.budget_bytes is None:
+        st.text(f"Retention: no store budget set ({b.policy_text}); snapshots are kept until gc or purge.")
+        return
+    frac = b.fraction or 0.0
+    at_least = "at least " if truncated else ""
+    st.text(f"Store budget: {at_least}{size_text(used)} used of {size_text(b.budget_bytes)} "
+            f"({at_least}{frac:.0%}); retention policy: {b.policy_text}.")
+    st.progress(min(frac, 1.0))
+    if frac > 1.0:
+        note("The store is over its budget: the next gc evicts the oldest snapshots of ended attempts.", "warning")
 
 
 def _drawer(con: Any, attempt_id: str) -> None:
@@ -162,7 +187,16 @@ def _drawer(con: Any, attempt_id: str) -> None:
     st.divider()
     if st.button("Open this attempt's own page (deep link)", key="drawer_open"):
         open_attempt(attempt_id)
-    draw_panel(build_panel(bundle), _store(), key="drawer", open_attempt=open_attempt)
+    _draw_attempt(bundle, key="drawer")
+
+
+def _draw_attempt(bundle: q.AttemptBundle, *, key: str) -> None:
+    """The shared panel, with the store's current status and part receipts laid over the rows."""
+    ev = _evidence()
+    bundle, notes = overlay_store(bundle, ev)
+    for n in notes:
+        st.text(n)
+    draw_panel(build_panel(bundle), ev, key=key, open_attempt=open_attempt)
 
 
 def _attempt_page(con: Any, attempt_id: str) -> None:
@@ -175,7 +209,7 @@ def _attempt_page(con: Any, attempt_id: str) -> None:
     if st.button("← Attempts of this run", key="back_run"):
         open_run(bundle.attempt.run_id)
     st.header("Attempt")
-    draw_panel(build_panel(bundle), _store(), key="page", open_attempt=open_attempt)
+    _draw_attempt(bundle, key="page")
 
 
 def _body() -> None:
@@ -202,7 +236,7 @@ def main() -> None:
     with st.sidebar:
         st.title("otel-inputs")
         st.text("What task and inputs did each agent attempt actually have?")
-        st.text(f"Database: {_db() or 'not set'}\nStore: {_store() or 'not set'}")
+        st.text(f"Database: {_db() or 'not set'}\nStore: {_store() or 'not set'}\nViewing as: {_evidence().viewer}")
         choice = st.selectbox("Live refresh", list(REFRESH_CHOICES), index=2, key="refresh")
         jump = st.text_input("Open attempt by id", key="jump")
         if st.button("Open", key="jump_go") and jump.strip():

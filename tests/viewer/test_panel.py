@@ -55,7 +55,8 @@ def test_unavailable_items_carry_their_reason(viewer_fixture: ViewerFixture) -> 
     assert rows["latest"].detail == "symlink not followed"
     assert rows["build.log"].unavailable == "never captured (limit exceeded)"
     assert rows["old-plan.md"].unavailable == "evicted (disk budget)"
-    assert rows["old-plan.md"].artifact_status == "evicted"  # the store's row wins over the capture-time value
+    # the store's row wins over the capture-time value, which stays visible beside it
+    assert rows["old-plan.md"].artifact_status == "evicted (disk budget) (store; at capture: available)"
     assert rows["summary.md"].unavailable is None
 
 

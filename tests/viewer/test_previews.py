@@ -34,10 +34,11 @@ def test_image_previews_are_reencoded_png(viewer_fixture: ViewerFixture) -> None
 
 
 def test_tampered_and_evicted_snapshots_are_refused_by_name(viewer_fixture: ViewerFixture) -> None:
-    """Changed bytes read "integrity mismatch" and an evicted snapshot reads "evicted (disk budget)"."""
+    """Changed bytes read "integrity_mismatch" and an evicted snapshot reads "evicted (disk budget)"."""
     its = items(viewer_fixture, "review")
     tampered = preview(str(viewer_fixture.store_path), its["tampered.txt"])
-    assert (tampered.kind, tampered.message, tampered.text) == ("refused", "integrity mismatch", None)
+    assert (tampered.kind, tampered.message, tampered.text) == (
+        "refused", "integrity_mismatch (snapshot bytes do not match the recorded SHA-256)", None)
     evicted = preview(str(viewer_fixture.store_path), its["old-plan.md"])
     assert (evicted.kind, evicted.message) == ("refused", "evicted (disk budget)")
 
@@ -79,7 +80,7 @@ def test_corrupt_raster_with_valid_magic_is_refused(builder: FixtureBuilder) -> 
 def test_raster_over_ten_mib_is_refused(builder: FixtureBuilder) -> None:
     """An image snapshot larger than 10 MiB is refused before decoding."""
     pv = _one(builder, data=png_bytes() + os.urandom(IMAGE_MAX_BYTES), media_type="image/png", preview_kind="image")
-    assert (pv.kind, pv.message) == ("refused", "too large to preview")
+    assert pv.kind == "refused" and pv.message.startswith("too_large (")
 
 
 def test_long_text_is_paged_without_splitting_characters(builder: FixtureBuilder) -> None:

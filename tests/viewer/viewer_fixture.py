@@ -90,6 +90,9 @@ class FixtureBuilder:
     attempts: list[dict[str, Any]] = field(default_factory=list)
     inputs: list[_Input] = field(default_factory=list)
     health: list[tuple[str, str, int]] = field(default_factory=list)
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    legacy_input_rows: set[str] = field(default_factory=set)
+    """Attempts whose input rows are landed without attempt_started_at (rows from before migration 7)."""
 
     def attempt(self, attempt_id: str, minute: float | None, **cols: Any) -> str:
         row: dict[str, Any] = {
@@ -117,6 +120,38 @@ class FixtureBuilder:
         self.inputs.append(item)
         return item
 
+    def add_part(self, attempt_id: str, part: str, data: bytes | None, *, dispatch: str | None = "dispatched",
+                 persistence: str = "queued", reason: str | None = None, store: bool = True) -> None:
+        """An exchange part: the span's row as at submit, and (``store``) the bytes through the real queue."""
+        self.parts.append({"attempt_id": attempt_id, "part": part, "data": data, "dispatch": dispatch,
+                           "persistence": persistence, "reason": reason, "store": store})
+
+    def _write_parts(self, con: duckdb.DuckDBPyConnection, store_path: Path) -> None:
+        from otel_inputs._parts import EvidenceQueue
+
+        queue = EvidenceQueue(store_path)
+        run_of = {a["attempt_id"]: a.get("run_id") for a in self.attempts}
+        start_of = {a["attempt_id"]: a.get("started_at") for a in self.attempts}
+        for p in self.parts:
+            ref = sha = size = None
+            capture = "not_captured"
+            if p["data"] is not None:
+                capture = "captured"
+                if p["store"]:
+                    r = queue.submit(run_of.get(p["attempt_id"]) or "", p["attempt_id"], p["part"], p["data"],
+                                     p["dispatch"])
+                    ref, sha, size, capture = r.ref, r.sha256, r.size_bytes, r.capture.value
+                else:
+                    sha, size = hashlib.sha256(p["data"]).hexdigest(), len(p["data"])
+            con.execute(
+                "INSERT INTO agent_exchange_parts (attempt_id, part_name, capture, reason, dispatch, ref, sha256, "
+                "size_bytes, persistence, recorded_at, attempt_started_at) VALUES (?,?,?,?,?,?,?,?,?, "
+                "make_timestamp_ns(?::BIGINT), make_timestamp_ns(?::BIGINT))",
+                [p["attempt_id"], p["part"], capture, p["reason"], p["dispatch"], ref, sha, size, p["persistence"],
+                 (start_of.get(p["attempt_id"]) or T0) + 1_000_000, start_of.get(p["attempt_id"])],
+            )
+        assert queue.flush(10)
+
     def write(self) -> tuple[Path, Path]:
         db_path = self.root / "otel.duckdb"
         store_path = self.root / "store"
@@ -140,6 +175,7 @@ class FixtureBuilder:
             start_of = {a["attempt_id"]: a.get("started_at") for a in self.attempts}
             for attempt_id, items in by_attempt.items():
                 self._write_attempt(con, store, attempt_id, items, run_of.get(attempt_id), start_of.get(attempt_id))
+            self._write_parts(con, store_path)
             for source, metric, value in self.health:
                 con.execute("INSERT INTO exporter_health VALUES (?, ?, ?, now())", [source, metric, value])
         finally:
@@ -172,12 +208,13 @@ class FixtureBuilder:
             con.execute(
                 "INSERT INTO agent_attempt_inputs (input_id, attempt_id, seq, label, source_kind, delivery_mode, "
                 "source_path, snapshot_ref, media_type, preview_kind, size_bytes, sha256, capture_status, "
-                "artifact_status, detail, captured_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?, make_timestamp_ns(?::BIGINT))",
+                "artifact_status, detail, captured_at, attempt_started_at) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?, make_timestamp_ns(?::BIGINT), make_timestamp_ns(?::BIGINT))",
                 [
                     item.input_id, attempt_id, item.seq, item.label, item.source_kind, item.delivery_mode,
                     item.source_path, ref, item.media_type, item.preview_kind, size, sha,
                     item.capture_status, "available" if item.artifact_status == "evicted" else item.artifact_status,
-                    item.detail, captured_at,
+                    item.detail, captured_at, None if attempt_id in self.legacy_input_rows else started,
                 ],
             )
             con.execute(

@@ -1,0 +1,191 @@
+"""Readback discipline for the viewer (seed 001 §5): who is looking, and what the store says now.
+
+Every byte the viewer shows (input previews, diffs, exchange parts) is read through
+:class:`otel_inputs.EvidenceReader` with the viewer's identity, so permission, retention, digest
+and source revocation are re-checked on every read.  Identity is Streamlit's logged-in user when
+login is configured, else the OS user; the access policy comes from ``OTEL_INPUTS_ACCESS_POLICY``.
+
+The store is the authority on an item's current status (eviction and purge rewrite its manifest
+after capture), so :func:`overlay_store` puts the store's status over the DuckDB row's as-of-capture
+value; rows are never hidden, and hash, size and provenance stay as recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from otel_inputs._parts import PartName, read_part_receipt
+from otel_inputs._readback import AccessPolicy, EvidenceReader, PolicyError, ReadResult, current_viewer
+from otel_inputs._retention import RetentionPolicy
+from otel_inputs._store import ArtifactStore, ReadbackError
+from otel_inputs._types import ArtifactStatus
+from viewer._queries import AttemptBundle, InputRecord, PartRecord
+
+PURGED = "purged"
+NO_STORE = "no artifact store configured"
+
+
+def streamlit_user() -> str | None:
+    """The logged-in Streamlit user's email (or name) when login is configured, else ``None``.
+
+    Guarded: Streamlit versions without ``st.user``, or without ``is_logged_in`` (login not
+    configured), or a call outside a script run all read as "no logged-in user".
+    """
+    try:
+        import streamlit as st
+
+        user = getattr(st, "user", None)
+        if user is None or not bool(getattr(user, "is_logged_in", False)):
+            return None
+        for key in ("email", "name"):
+            value = user.get(key) if hasattr(user, "get") else getattr(user, key, None)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+    except Exception:  # noqa: BLE001 - identity falls back to the OS user, never to "anyone"
+        return None
+    return None
+
+
+def viewer_identity() -> str:
+    """Who is reading: the Streamlit login when configured, else the OS user."""
+    return current_viewer(streamlit_user())
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One refresh's reader and identity; ``reader`` is ``None`` when nothing can be read (``problem``)."""
+
+    reader: EvidenceReader | None
+    viewer: str
+    problem: str | None = None
+    problem_outcome: str = "source_unavailable"
+
+    @property
+    def store(self) -> ArtifactStore | None:
+        return self.reader.store if self.reader is not None else None
+
+
+def open_evidence(store_root: str | os.PathLike[str] | None, viewer: str | None = None) -> Evidence:
+    """The reader for this refresh: the store at ``store_root`` and the policy of the environment."""
+    who = viewer or viewer_identity()
+    if not store_root:
+        return Evidence(None, who, NO_STORE, "not_found")
+    root = os.fspath(store_root)
+    if not os.path.isdir(os.path.join(root, "manifests")):
+        return Evidence(None, who, f"artifact store not found at {root}", "not_found")
+    try:
+        policy = AccessPolicy.load()
+    except PolicyError as exc:
+        # An unusable policy refuses every read until it is fixed (never "allow by default").
+        return Evidence(None, who, str(exc), "permission_denied")
+    return Evidence(EvidenceReader(ArtifactStore(root, create=False), policy=policy), who)
+
+
+def as_evidence(source: Evidence | str | os.PathLike[str] | None) -> Evidence:
+    """Accept an :class:`Evidence` or a store path (reads then use the environment's policy)."""
+    return source if isinstance(source, Evidence) else open_evidence(source)
+
+
+def read_input(ev: Evidence, item: InputRecord, max_bytes: int | None) -> ReadResult:
+    """An input's bytes through the reader (permission, retention, digest, revocation re-checked)."""
+    if ev.reader is None:
+        return ReadResult(ev.problem_outcome, ev.problem or NO_STORE)
+    return ev.reader.read(ev.viewer, item.attempt_id, item.input_id, max_bytes=max_bytes)
+
+
+def read_part(ev: Evidence, part: PartRecord) -> ReadResult:
+    """An exchange part's bytes through the reader; a part that was not captured is ``not_found``."""
+    if ev.reader is None:
+        return ReadResult(ev.problem_outcome, ev.problem or NO_STORE)
+    if part.part_name not in {p.value for p in PartName}:
+        return ReadResult("not_found", "unknown part name")
+    return ev.reader.read_part(ev.viewer, part.attempt_id, part.part_name)
+
+
+# -- store-authoritative status -----------------------------------------------------------------
+def _overlay_inputs(ev: Evidence, attempt_id: str, run_id: str | None,
+                    inputs: tuple[InputRecord, ...]) -> tuple[tuple[InputRecord, ...], str | None]:
+    """Inputs with the store's current status; a note when the store could not be consulted."""
+    reader = ev.reader
+    if reader is None or not inputs:
+        return inputs, None
+    listed = reader.list_items(ev.viewer, attempt_id)  # permission-checked metadata, no bindings
+    if isinstance(listed, ReadResult):
+        if listed.outcome == "not_found":
+            return inputs, None  # no manifest: the landed rows are all there is
+        return inputs, (f"The store's current status was not consulted ({listed.outcome}: {listed.message}); "
+                        "statuses below are as landed in the database.")
+    by_id = {i.get("input_id"): i for i in listed if isinstance(i.get("input_id"), str)}
+    store = reader.store
+    out = []
+    for item in inputs:
+        status, reason = item.store_artifact_status, item.store_status_reason
+        found = by_id.get(item.input_id)
+        if found is not None:
+            status, reason = found.get("artifact_status") or status, found.get("status_reason")
+        if store.is_purged(attempt_id, item.input_id):
+            status, reason = ArtifactStatus.EVICTED.value, PURGED
+        out.append(dataclasses.replace(item, store_artifact_status=status, store_status_reason=reason))
+    return tuple(out), None
+
+
+def _receipt(ev: Evidence, part: PartRecord, run_id: str | None) -> PartRecord:
+    reader = ev.reader
+    if reader is None or part.part_name not in {p.value for p in PartName}:
+        return dataclasses.replace(part, receipt_outcome=ev.problem_outcome if reader is None else "not_found")
+    if not reader.policy.allows(ev.viewer, run_id):
+        return dataclasses.replace(part, receipt_outcome="permission_denied")
+    try:
+        body = read_part_receipt(reader.store.root, part.attempt_id, part.part_name)
+    except ReadbackError as exc:
+        return dataclasses.replace(part, receipt_outcome=exc.outcome)
+    except Exception:  # noqa: BLE001 - a broken receipt is not an authority
+        return dataclasses.replace(part, receipt_outcome="not_found")
+    if reader.store.is_purged(part.attempt_id):
+        return dataclasses.replace(part, receipt=body, receipt_outcome="retention_expired")
+    return dataclasses.replace(part, receipt=body)
+
+
+def overlay_store(bundle: AttemptBundle, ev: Evidence) -> tuple[AttemptBundle, tuple[str, ...]]:
+    """The bundle with the store's current input status and part receipts, plus owner notes."""
+    a = bundle.attempt
+    notes: list[str] = []
+    inputs, note = _overlay_inputs(ev, a.attempt_id, a.run_id, bundle.inputs)
+    if note:
+        notes.append(note)
+    previous = bundle.previous_inputs
+    if previous and bundle.previous_turn_id:
+        previous, _ = _overlay_inputs(ev, bundle.previous_turn_id, a.run_id, previous)
+    parts = tuple(_receipt(ev, p, a.run_id) for p in bundle.parts)
+    return dataclasses.replace(bundle, inputs=inputs, previous_inputs=previous, parts=parts), tuple(notes)
+
+
+# -- the store usage picture ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class BudgetUsage:
+    used_bytes: int
+    budget_bytes: int | None
+    policy_text: str
+    problem: str | None = None
+
+    @property
+    def fraction(self) -> float | None:
+        if not self.budget_bytes:
+            return None
+        return self.used_bytes / self.budget_bytes
+
+
+def budget_usage(used_bytes: int, env: dict[str, str] | None = None) -> BudgetUsage:
+    """Store usage against the retention budget of the environment (``OTEL_INPUTS_STORE_BUDGET``)."""
+    try:
+        policy = RetentionPolicy.from_env(env)
+    except ValueError as exc:
+        return BudgetUsage(used_bytes, None, "unusable", f"retention settings are unusable: {exc}")
+    return BudgetUsage(used_bytes, policy.budget_bytes, policy.describe())
+
+
+def receipt_value(part: PartRecord, key: str) -> Any:
+    return part.receipt.get(key) if part.receipt else None
