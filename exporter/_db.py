@@ -23,6 +23,15 @@ from exporter._schema import check_version
 # Offline machines: a stray extension call must fail fast, never try a download.
 CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
+# Applied with SET on every writer connection (SET, not connect config, so an in-process reader
+# opened with CONNECT_CONFIG never meets a "different configuration" error).  DuckDB's default
+# memory_limit is 80% of RAM and its default threads is every core; for 512-1,024-span batches a
+# 64 MB buffer pool and one thread cut the writer's transient peak by ~25-35 MiB (measured:
+# first-batch VmHWM +79 MiB default, +53 MiB with both) without a throughput loss on 2 cores,
+# where the sink's Python decoding already occupies the other core.  Larger work spills to
+# <db>.tmp instead of failing.
+WRITER_SETTINGS: dict[str, str] = {"memory_limit": "64MB", "threads": "1"}
+
 
 class LockTimeout(TimeoutError):
     """The sidecar lock could not be taken within the allowed time."""
@@ -62,14 +71,29 @@ def file_lock(db_path: str | os.PathLike[str], *, exclusive: bool, timeout_s: fl
         os.close(fd)
 
 
+def apply_writer_settings(con: duckdb.DuckDBPyConnection) -> None:
+    """Bound the writer's DuckDB memory and threads (see WRITER_SETTINGS)."""
+    for name, value in WRITER_SETTINGS.items():
+        con.execute(f"SET {name} = '{value}'")
+
+
 def connect_with_retry(
     db_path: str | os.PathLike[str], *, read_only: bool, attempts: int = 6, first_delay_s: float = 0.02
 ) -> duckdb.DuckDBPyConnection:
-    """Open the file, retrying the lock conflicts a foreign (lock-less) process can cause."""
+    """Open the file, retrying the lock conflicts a foreign (lock-less) process can cause.
+
+    A read-write connection gets the bounded WRITER_SETTINGS."""
     delay = first_delay_s
     for attempt in range(attempts):
         try:
-            return duckdb.connect(os.fspath(db_path), read_only=read_only, config=dict(CONNECT_CONFIG))
+            con = duckdb.connect(os.fspath(db_path), read_only=read_only, config=dict(CONNECT_CONFIG))
+            if not read_only:
+                try:
+                    apply_writer_settings(con)
+                except BaseException:
+                    con.close()
+                    raise
+            return con
         except duckdb.IOException:
             if attempt == attempts - 1:
                 raise

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,8 +89,12 @@ def _id_problem(raw: bytes, size: int, what: str, *, optional: bool = False) -> 
     return None
 
 
-def records_from_request(req: ExportTraceServiceRequest) -> DecodedRequest:
-    out = DecodedRequest()
+def iter_records(req: ExportTraceServiceRequest, out: DecodedRequest) -> Iterator[SpanRecord]:
+    """Yield the request's valid spans one at a time, counting rejected ones into ``out``.
+
+    A generator, so a caller can turn a large request into Arrow a chunk at a time instead of
+    holding every span as Python objects at once.
+    """
     for rs in req.resource_spans:
         resource = _attrs(rs.resource.attributes)
         for ss in rs.scope_spans:
@@ -111,41 +115,48 @@ def records_from_request(req: ExportTraceServiceRequest) -> DecodedRequest:
                 if problem is not None:
                     out.reject(problem)
                     continue
-                out.spans.append(
-                    SpanRecord(
-                        trace_id=sp.trace_id.hex(),
-                        span_id=sp.span_id.hex(),
-                        parent_span_id=sp.parent_span_id.hex(),
-                        trace_state=sp.trace_state,
-                        name=sp.name,
-                        kind=SPAN_KINDS[sp.kind] if 0 <= sp.kind < len(SPAN_KINDS) else SPAN_KINDS[0],
-                        start_ns=sp.start_time_unix_nano,
-                        end_ns=sp.end_time_unix_nano,
-                        status_code=STATUS_CODES[sp.status.code] if 0 <= sp.status.code < 3 else STATUS_CODES[0],
-                        status_message=sp.status.message,
-                        attributes=_attrs(sp.attributes),
-                        resource_attributes=resource,
-                        scope_name=scope_name,
-                        scope_version=scope_version,
-                        events=tuple(EventRecord(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in sp.events),
-                        links=tuple(
-                            LinkRecord(lk.trace_id.hex(), lk.span_id.hex(), lk.trace_state, _attrs(lk.attributes))
-                            for lk in sp.links
-                        ),
-                        dropped_attributes=sp.dropped_attributes_count,
-                        dropped_events=sp.dropped_events_count,
-                        dropped_links=sp.dropped_links_count,
-                    )
+                yield SpanRecord(
+                    trace_id=sp.trace_id.hex(),
+                    span_id=sp.span_id.hex(),
+                    parent_span_id=sp.parent_span_id.hex(),
+                    trace_state=sp.trace_state,
+                    name=sp.name,
+                    kind=SPAN_KINDS[sp.kind] if 0 <= sp.kind < len(SPAN_KINDS) else SPAN_KINDS[0],
+                    start_ns=sp.start_time_unix_nano,
+                    end_ns=sp.end_time_unix_nano,
+                    status_code=STATUS_CODES[sp.status.code] if 0 <= sp.status.code < 3 else STATUS_CODES[0],
+                    status_message=sp.status.message,
+                    attributes=_attrs(sp.attributes),
+                    resource_attributes=resource,
+                    scope_name=scope_name,
+                    scope_version=scope_version,
+                    events=tuple(EventRecord(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in sp.events),
+                    links=tuple(
+                        LinkRecord(lk.trace_id.hex(), lk.span_id.hex(), lk.trace_state, _attrs(lk.attributes))
+                        for lk in sp.links
+                    ),
+                    dropped_attributes=sp.dropped_attributes_count,
+                    dropped_events=sp.dropped_events_count,
+                    dropped_links=sp.dropped_links_count,
                 )
+
+
+def records_from_request(req: ExportTraceServiceRequest) -> DecodedRequest:
+    out = DecodedRequest()
+    out.spans = list(iter_records(req, out))
     return out
 
 
-def decode_protobuf(body: bytes) -> DecodedRequest:
+def parse_protobuf(body: bytes | bytearray) -> ExportTraceServiceRequest:
+    """The parsed request (no Python span objects yet); raises DecodeError."""
     try:
-        req = ExportTraceServiceRequest.FromString(body)
+        return ExportTraceServiceRequest.FromString(body)
     except (_PbDecodeError, RecursionError, ValueError) as exc:
         raise DecodeError(f"body is not a valid protobuf ExportTraceServiceRequest ({type(exc).__name__})") from None
-    return records_from_request(req)
+
+
+def decode_protobuf(body: bytes | bytearray) -> DecodedRequest:
+    return records_from_request(parse_protobuf(body))
 
 
 # --- OTLP/JSON ----------------------------------------------------------------------------------------
@@ -188,7 +199,8 @@ def _fix_ids(doc: Any) -> None:
                                 link[key] = _hex_to_b64(link[key])
 
 
-def decode_json(body: bytes) -> DecodedRequest:
+def parse_json(body: bytes | bytearray) -> ExportTraceServiceRequest:
+    """An OTLP/JSON body as a parsed request; raises DecodeError."""
     try:
         doc = json.loads(body)
         if not isinstance(doc, dict):
@@ -200,7 +212,11 @@ def decode_json(body: bytes) -> DecodedRequest:
         raise DecodeError(f"body is not a valid OTLP/JSON ExportTraceServiceRequest: {reason}") from None
     except Exception as exc:  # noqa: BLE001 - protobuf raises assorted types for bad field values
         raise DecodeError(f"body is not a valid OTLP/JSON ExportTraceServiceRequest ({type(exc).__name__})") from None
-    return records_from_request(req)
+    return req
+
+
+def decode_json(body: bytes | bytearray) -> DecodedRequest:
+    return records_from_request(parse_json(body))
 
 
 # --- responses ----------------------------------------------------------------------------------------

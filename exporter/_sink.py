@@ -1,10 +1,13 @@
 """``OTLPSink``: an OTLP/HTTP trace receiver that lands spans through the same DuckDB write path.
 
-Request threads only decode, validate and enqueue; ONE writer thread owns every DuckDB write (and
-the periodic landing of store manifests), so the file sees one regular writer.  The queue is
-bounded in spans: when it is full the client gets 503 + Retry-After and retries later, so memory
-stays bounded and nothing accepted is dropped.  ``stop()`` stops accepting, then flushes everything
-already accepted before returning.
+Request threads decode, validate and convert each request to compact Arrow tables (in chunks, so
+at most ``decode_chunk_spans`` spans exist as Python objects per decode, and at most
+``max_concurrent_decodes`` decodes run at once); ONE writer thread owns every DuckDB write (and the
+periodic landing of store manifests), so the file sees one regular writer.  Memory is bounded in
+bytes at both ends: request bodies being read or decoded (``max_inflight_bytes``) and Arrow tables
+waiting for the writer (``max_queued_bytes``).  When either is full the client gets 503 +
+Retry-After and retries later, so nothing accepted is dropped.  ``stop()`` stops accepting, then
+flushes everything already accepted before returning.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from exporter._manifests import ManifestScanner
-from exporter._otlp import DecodedRequest, DecodeError, decode_json, decode_protobuf, response_body, status_body
+from exporter._arrow import BatchTables
+from exporter._otlp import DecodedRequest, DecodeError, iter_records, parse_json, parse_protobuf, response_body, status_body
 from exporter._spans import SpanRecord
 from exporter._writer import DuckDBWriter
 
@@ -40,53 +44,104 @@ _RPC_UNIMPLEMENTED = 12
 @dataclass(frozen=True)
 class SinkConfig:
     max_body_bytes: int = 64 * 1024 * 1024  # after decompression, as the OTLP spec recommends
-    # Queued spans are Python objects (~50-100 KB each for a 20-item packet span): 50,000 reached
-    # 734 MiB peak RSS in the benchmark, so the bound is small and clients get 503 + Retry-After.
-    max_queued_spans: int = 4_096
+    # The queue holds Arrow tables (~15 KB per 20-item packet span, against ~75 KB as Python
+    # objects), bounded in bytes; a full queue answers 503 + Retry-After.
+    max_queued_bytes: int = 24 * 1024 * 1024
+    max_queued_spans: int = 16_384
     max_batch_spans: int = 1_024  # the writer coalesces queued requests up to this many spans
+    # Request bodies held while being read and decoded (wire bytes, then decompressed bytes).  One
+    # request up to max_body_bytes is always admitted when nothing else is in flight.
+    max_inflight_bytes: int = 32 * 1024 * 1024
+    max_concurrent_decodes: int = 1  # decoding holds the GIL: more threads add memory, not speed
+    decode_chunk_spans: int = 128  # spans converted to Python objects at a time, then to Arrow
     socket_timeout_s: float = 10.0  # a silent client loses its thread after this, others are unaffected
     request_deadline_s: float = 30.0  # a client trickling bytes cannot hold a thread longer than this
     store_interval_s: float = 5.0
     retry_after_s: int = 1
 
 
-class _Queue:
-    """A FIFO of accepted batches, bounded by the number of spans it holds."""
+@dataclass
+class _Item:
+    """One accepted request: its Arrow chunks, span count and Arrow bytes."""
 
-    def __init__(self, max_spans: int) -> None:
+    chunks: list[BatchTables]
+    spans: int
+    nbytes: int
+
+
+class _Queue:
+    """A FIFO of accepted requests, bounded by the spans and the Arrow bytes it holds."""
+
+    def __init__(self, max_spans: int, max_bytes: int) -> None:
         self.max_spans = max_spans
-        self._items: deque[list[SpanRecord]] = deque()
+        self.max_bytes = max_bytes
+        self._items: deque[_Item] = deque()
         self._spans = 0
+        self._bytes = 0
         self._cond = threading.Condition(threading.RLock())  # re-entered by the writer's take
 
-    def offer(self, batch: list[SpanRecord]) -> bool:
+    def offer(self, item: _Item) -> bool:
         with self._cond:
             # An oversized single request is still taken when the queue is empty, so it can land.
-            if self._spans and self._spans + len(batch) > self.max_spans:
+            if self._items and (self._spans + item.spans > self.max_spans or self._bytes + item.nbytes > self.max_bytes):
                 return False
-            self._items.append(batch)
-            self._spans += len(batch)
+            self._items.append(item)
+            self._spans += item.spans
+            self._bytes += item.nbytes
             self._cond.notify()
             return True
 
-    def take(self, max_spans: int, timeout_s: float) -> list[SpanRecord]:
+    def take(self, max_spans: int, timeout_s: float) -> list[_Item]:
         with self._cond:
             if not self._items:
                 self._cond.wait(timeout_s)
-            out: list[SpanRecord] = []
-            while self._items and (not out or len(out) + len(self._items[0]) <= max_spans):
-                batch = self._items.popleft()
-                self._spans -= len(batch)
-                out.extend(batch)
+            out: list[_Item] = []
+            spans = 0
+            while self._items and (not out or spans + self._items[0].spans <= max_spans):
+                item = self._items.popleft()
+                self._spans -= item.spans
+                self._bytes -= item.nbytes
+                spans += item.spans
+                out.append(item)
             return out
 
     def wake(self) -> None:
         with self._cond:
             self._cond.notify_all()
 
+    @property
+    def nbytes(self) -> int:
+        with self._cond:
+            return self._bytes
+
     def __len__(self) -> int:
         with self._cond:
             return self._spans
+
+
+class _Budget:
+    """A byte budget for request bodies in flight; one request is always admitted when it is empty."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._used = 0
+        self._lock = threading.Lock()
+
+    def try_take(self, n: int) -> bool:
+        with self._lock:
+            if self._used and self._used + n > self.max_bytes:
+                return False
+            self._used += n
+            return True
+
+    def give(self, n: int) -> None:
+        with self._lock:
+            self._used -= n
+
+    @property
+    def used(self) -> int:
+        with self._lock:
+            return self._used
 
 
 class _BodyTooLarge(Exception):
@@ -139,19 +194,30 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         self._error(405, _RPC_UNIMPLEMENTED, "use POST", as_json=True, headers={"Allow": "POST"})
 
-    def _read_body(self, length: int) -> bytes:
+    def _read_body(self, length: int, *, keep: bool = True) -> bytearray:
+        """Read exactly ``length`` bytes into one buffer (no chunk list, no join copy); with
+        ``keep=False`` the body is read and discarded through a small buffer."""
         deadline = time.monotonic() + self.server.sink.config.request_deadline_s
-        chunks: list[bytes] = []
-        remaining = length
-        while remaining:
-            if time.monotonic() > deadline:
-                raise TimeoutError("request body too slow")
-            chunk = self.rfile.read1(min(remaining, 1 << 20))
-            if not chunk:
-                raise ConnectionError("client closed before the body was complete")
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
+        buf = bytearray(length if keep else min(length, 1 << 16))
+        view = memoryview(buf)
+        pos = 0
+        try:
+            while pos < length:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("request body too slow")
+                target = view[pos : pos + min(length - pos, 1 << 20)] if keep else view[: min(length - pos, len(buf))]
+                got = self.rfile.readinto1(target)
+                if not got:
+                    raise ConnectionError("client closed before the body was complete")
+                pos += got
+        finally:
+            view.release()
+        return buf if keep else bytearray()
+
+    def _busy(self, as_json: bool) -> None:
+        cfg = self.server.sink.config
+        self._error(503, _RPC_UNAVAILABLE, "sink buffer full; retry later", as_json=as_json,
+                    headers={"Retry-After": str(cfg.retry_after_s)})  # fmt: skip
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         sink = self.server.sink
@@ -180,29 +246,54 @@ class _Handler(BaseHTTPRequestHandler):
             # Not read at all: closing the connection discards it without buffering.
             self._error(413, _RPC_RESOURCE_EXHAUSTED, f"body over {cfg.max_body_bytes} bytes", as_json=as_json, close=True)
             return
-        try:
-            body = self._read_body(length)
-        except (TimeoutError, OSError, ConnectionError):
-            self.close_connection = True
+        if not sink.inflight.try_take(length):
+            # Too many bodies in memory already: read this one through a small buffer, then 503.
+            try:
+                self._read_body(length, keep=False)
+            except (TimeoutError, OSError, ConnectionError):
+                self.close_connection = True
+                return
+            self._busy(as_json)
             return
+        held = length
         try:
+            try:
+                body: bytes | bytearray = self._read_body(length)
+            except (TimeoutError, OSError, ConnectionError):
+                self.close_connection = True
+                return
             if encoding == "gzip":
-                body = _gunzip_bounded(body, cfg.max_body_bytes)
-        except _BodyTooLarge:
-            self._error(413, _RPC_RESOURCE_EXHAUSTED, f"decompressed body over {cfg.max_body_bytes} bytes",
-                        as_json=as_json, close=True)  # fmt: skip
-            return
-        except zlib.error:
-            self._error(400, _RPC_INVALID_ARGUMENT, "body is not valid gzip", as_json=as_json)
-            return
-        try:
-            decoded = decode_json(body) if as_json else decode_protobuf(body)
-        except DecodeError as exc:
-            self._error(400, _RPC_INVALID_ARGUMENT, str(exc), as_json=as_json)
-            return
-        if not sink.accept(decoded):
-            self._error(503, _RPC_UNAVAILABLE, "sink buffer full; retry later", as_json=as_json,
-                        headers={"Retry-After": str(cfg.retry_after_s)})  # fmt: skip
+                try:
+                    body = _gunzip_bounded(body, cfg.max_body_bytes)
+                except _BodyTooLarge:
+                    self._error(413, _RPC_RESOURCE_EXHAUSTED, f"decompressed body over {cfg.max_body_bytes} bytes",
+                                as_json=as_json, close=True)  # fmt: skip
+                    return
+                except zlib.error:
+                    self._error(400, _RPC_INVALID_ARGUMENT, "body is not valid gzip", as_json=as_json)
+                    return
+                if len(body) > held:
+                    if not sink.inflight.try_take(len(body) - held):
+                        del body
+                        self._busy(as_json)
+                        return
+                    held = len(body)
+            if not sink.decode_slots.acquire(timeout=cfg.socket_timeout_s):
+                del body
+                self._busy(as_json)
+                return
+            try:
+                item, decoded = sink.convert(body, as_json=as_json)
+            except DecodeError as exc:
+                self._error(400, _RPC_INVALID_ARGUMENT, str(exc), as_json=as_json)
+                return
+            finally:
+                sink.decode_slots.release()
+                del body
+        finally:
+            sink.inflight.give(held)
+        if not sink.accept(item, decoded):
+            self._busy(as_json)
             return
         self._reply(200, response_body(decoded, as_json=as_json), as_json=as_json)
 
@@ -235,7 +326,9 @@ class OTLPSink:
         self.store = Path(store) if store is not None else None
         self.writer: DuckDBWriter | None = None
         self.db_path = Path(db_path)
-        self._queue = _Queue(self.config.max_queued_spans)
+        self._queue = _Queue(self.config.max_queued_spans, self.config.max_queued_bytes)
+        self.inflight = _Budget(self.config.max_inflight_bytes)
+        self.decode_slots = threading.BoundedSemaphore(max(1, self.config.max_concurrent_decodes))
         self._server: _Server | None = None
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
@@ -271,13 +364,39 @@ class OTLPSink:
             t.start()
         return self
 
-    def accept(self, decoded: DecodedRequest) -> bool:
-        """Queue a decoded request's valid spans; False means "full, come back later"."""
+    def convert(self, body: bytes | bytearray, *, as_json: bool) -> tuple[_Item, DecodedRequest]:
+        """Decode a request body into Arrow chunks; raises DecodeError for an undecodable body.
+
+        Spans exist as Python objects only ``decode_chunk_spans`` at a time; the chunks keep their
+        request order, so a duplicate span later in the request still replaces an earlier copy.
+        """
+        req = parse_json(body) if as_json else parse_protobuf(body)
+        decoded = DecodedRequest()
+        chunks: list[BatchTables] = []
+        pending: list[SpanRecord] = []
+        size = max(1, self.config.decode_chunk_spans)
+        spans = 0
+        build = self.writer.build if self.writer is not None else None
+        for record in iter_records(req, decoded):
+            pending.append(record)
+            if len(pending) >= size:
+                spans += len(pending)
+                chunks.append(build(pending) if build else BatchTables(None, None, None))
+                pending = []
+        if pending:
+            spans += len(pending)
+            chunks.append(build(pending) if build else BatchTables(None, None, None))
+        del req, pending
+        nbytes = sum(t.nbytes for c in chunks for _, t in c.items())
+        return _Item(chunks, spans, nbytes), decoded
+
+    def accept(self, item: _Item, decoded: DecodedRequest) -> bool:
+        """Queue a converted request; False means "full, come back later"."""
         # Under the lock stop() takes, so no batch can slip in after the writer's final drain.
         with self._accept_lock:
             if not self._accepting:
                 return False
-            if decoded.spans and not self._queue.offer(decoded.spans):
+            if item.spans and not self._queue.offer(item):
                 return False
         if decoded.rejected and self.writer is not None:
             self.writer.count("spans_rejected", decoded.rejected)
@@ -300,10 +419,11 @@ class OTLPSink:
         last_store = time.monotonic()
         while True:
             with self._queue._cond:  # take and mark in flight atomically, so flush() never sees a gap
-                batch = self._queue.take(self.config.max_batch_spans, timeout_s=0.2)
-                self._in_flight = len(batch)
-            if batch and self.writer is not None:
-                self.writer.write_spans(batch)
+                items = self._queue.take(self.config.max_batch_spans, timeout_s=0.2)
+                self._in_flight = sum(i.spans for i in items)
+            if items and self.writer is not None:
+                self.writer.write_batches([c for i in items for c in i.chunks])
+            del items  # release the Arrow tables before waiting for the next batch
             self._in_flight = 0
             if self._scanner is not None and time.monotonic() - last_store >= self.config.store_interval_s:
                 self._land_store()

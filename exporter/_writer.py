@@ -107,13 +107,14 @@ class DuckDBWriter:
 
     # -- public ------------------------------------------------------------------------------
     def write_spans(self, spans: Sequence[SpanRecord], *, manifests: Sequence[Mapping[str, Any]] = ()) -> WriteOutcome:
-        tables = self._build(spans)
+        tables = self.build(spans)
         if manifests:
             tables = BatchTables(tables.traces, tables.attempts, tables.inputs,
                                  artifacts_table(manifests, _now_us()))  # fmt: skip
         return self.write_tables(tables)
 
-    def _build(self, spans: Sequence[SpanRecord]) -> BatchTables:
+    def build(self, spans: Sequence[SpanRecord]) -> BatchTables:
+        """The batch's Arrow tables; a span that cannot be represented is dropped and counted."""
         try:
             return build_batch(spans)
         except Exception:  # noqa: BLE001 - find the span(s) that cannot be represented, keep the rest
@@ -142,22 +143,35 @@ class DuckDBWriter:
 
     def write_tables(self, tables: BatchTables) -> WriteOutcome:
         """Land one batch (and any spooled ones); spill it on failure.  Never raises."""
-        n = tables.span_count
+        return self.write_batches([tables])
+
+    def write_batches(self, batches: Sequence[BatchTables]) -> WriteOutcome:
+        """Land several batches in ONE transaction, in order (a later copy of a key replaces an
+        earlier one), plus any spooled ones; spill them on failure.  Never raises."""
+        try:
+            merged = coalesce(batches)
+        except Exception:  # noqa: BLE001 - merging is an optimisation: fall back to one by one
+            merged = [b for b in batches if b.items()]
+        n = sum(b.span_count for b in merged)
         with self._lock:
             try:
-                self._commit(tables)
+                self._commit(merged)
                 return WriteOutcome(written=n)
             except Exception as exc:  # noqa: BLE001 - every failure ends in the spool, not the caller
                 error = f"{type(exc).__name__}: {exc}"
                 self.counters["batches_failed"] += 1
-                try:
-                    self._spill(tables)
-                except Exception as spill_exc:  # noqa: BLE001
-                    self.counters["spans_dropped"] += n
-                    _log.error("otel-inputs: batch of %d spans LOST: write failed (%s) and spool failed (%s)",
-                               n, error, spill_exc)  # fmt: skip
-                    return WriteOutcome(dropped=n, error=error)
-                self.counters["spans_spilled"] += n
+                spilled = 0
+                for tables in merged:
+                    try:
+                        self._spill(tables)
+                        spilled += tables.span_count
+                    except Exception as spill_exc:  # noqa: BLE001
+                        self.counters["spans_dropped"] += tables.span_count
+                        _log.error("otel-inputs: batch of %d spans LOST: write failed (%s) and spool failed (%s)",
+                                   tables.span_count, error, spill_exc)  # fmt: skip
+                self.counters["spans_spilled"] += spilled
+                if spilled < n:
+                    return WriteOutcome(spilled=spilled, dropped=n - spilled, error=error)
                 _log.warning("otel-inputs: DuckDB write failed (%s); %d spans spilled to %s",
                              error, n, self.spool_dir)  # fmt: skip
                 return WriteOutcome(spilled=n, error=error)
@@ -169,7 +183,7 @@ class DuckDBWriter:
             return []
 
     # -- internals -----------------------------------------------------------------------------
-    def _commit(self, tables: BatchTables) -> None:
+    def _commit(self, batches: Sequence[BatchTables]) -> None:
         with file_lock(self.db_path, exclusive=True, timeout_s=self.lock_timeout_s):
             con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts)
             try:
@@ -177,9 +191,10 @@ class DuckDBWriter:
                     migrate(con)
                     self._migrated = True
                 counters = dict(self.counters)
-                counters["spans_written"] += tables.span_count
-                counters["artifact_rows_written"] += tables.artifacts.num_rows if tables.artifacts is not None else 0
-                _transaction(con, tables, self.source, counters)
+                for tables in batches:
+                    counters["spans_written"] += tables.span_count
+                    counters["artifact_rows_written"] += tables.artifacts.num_rows if tables.artifacts is not None else 0
+                _transaction(con, batches, self.source, counters)
                 self.counters = counters
                 self._drain(con)
             finally:
@@ -191,7 +206,7 @@ class DuckDBWriter:
             counters = dict(self.counters)
             counters["spans_drained"] += batch.span_count
             try:
-                _transaction(con, batch, self.source, counters)
+                _transaction(con, [batch], self.source, counters)
             except (duckdb.IOException, duckdb.TransactionException):
                 return  # the file itself is in trouble: leave the spool for the next batch
             except Exception as exc:  # noqa: BLE001 - a poison entry is quarantined, never retried forever
@@ -245,10 +260,60 @@ def _now_us() -> int:
     return time.time_ns() // 1000
 
 
-def _transaction(con: duckdb.DuckDBPyConnection, tables: BatchTables, source: str, counters: Mapping[str, int]) -> None:
+def _keys(tables: BatchTables) -> tuple[set[tuple[str, str]], set[str]]:
+    spans: set[tuple[str, str]] = set()
+    if tables.traces is not None:
+        spans = set(zip(tables.traces.column("TraceId").to_pylist(), tables.traces.column("SpanId").to_pylist()))
+    attempts = set(tables.attempts.column("attempt_id").to_pylist()) if tables.attempts is not None else set()
+    return spans, attempts
+
+
+def _concat(group: list[BatchTables]) -> BatchTables:
+    if len(group) == 1:
+        return group[0]
+
+    def cat(tables: list[pa.Table | None]) -> pa.Table | None:
+        present = [t for t in tables if t is not None and t.num_rows]
+        return pa.concat_tables(present) if present else None
+
+    return BatchTables(cat([b.traces for b in group]), cat([b.attempts for b in group]),
+                       cat([b.inputs for b in group]), cat([b.artifacts for b in group]))  # fmt: skip
+
+
+def coalesce(batches: Sequence[BatchTables]) -> list[BatchTables]:
+    """Merge consecutive batches into as few as possible without putting two copies of a span or an
+    attempt into one insert (keyed replace must still see them in order); artifacts stay alone."""
+    out: list[BatchTables] = []
+    group: list[BatchTables] = []
+    seen_spans: set[tuple[str, str]] = set()
+    seen_attempts: set[str] = set()
+    for b in batches:
+        if not b.items():
+            continue
+        if b.artifacts is not None:
+            if group:
+                out.append(_concat(group))
+                group, seen_spans, seen_attempts = [], set(), set()
+            out.append(b)
+            continue
+        spans, attempts = _keys(b)
+        if group and (spans & seen_spans or attempts & seen_attempts):
+            out.append(_concat(group))
+            group, seen_spans, seen_attempts = [], set(), set()
+        group.append(b)
+        seen_spans |= spans
+        seen_attempts |= attempts
+    if group:
+        out.append(_concat(group))
+    return out
+
+
+def _transaction(con: duckdb.DuckDBPyConnection, batches: Sequence[BatchTables], source: str,
+                 counters: Mapping[str, int]) -> None:  # fmt: skip
     con.execute("BEGIN TRANSACTION")
     try:
-        _insert(con, tables)
+        for tables in batches:
+            _insert(con, tables)
         _write_health(con, source, counters)
         con.execute("COMMIT")
     except BaseException:
