@@ -15,6 +15,12 @@ Span shape (performance-anchors §3): 20 span attributes and 20 ``otel_inputs.in
   exporter's protobuf encoding (pure Python, ~2-3 ms per rich span) shares the 2 cores.
 * ``sink_pre``: the same sink fed pre-encoded request bodies: the sink's own capacity.
 
+Per path it reports spans/s (wall), CPU-ms per span (this process for in-process paths; the sink
+process's own utime+stime for the sink paths, so a loaded shared host distorts it far less than
+wall time), bytes per span on disk after the final checkpoint (file, and the part in used blocks),
+and for the sink its peak RSS (VmHWM).  The stock exporter's encode rate is measured alone, so
+the report can say whether the sender or the sink limits the end-to-end figure.
+
 Figures are medians over ``--runs``; no assertions here (tests never time anything).
 """
 
@@ -123,10 +129,28 @@ def _size(db: Path) -> int:
     return sum(p.stat().st_size for p in (db, Path(f"{db}.wal")) if p.exists())
 
 
+def _storage(db: Path, count: int) -> dict[str, float]:
+    """File and used-block bytes per span; call after the last writer closed (checkpointed)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        block_size, _, used = con.execute("SELECT block_size, total_blocks, used_blocks FROM pragma_database_size()").fetchone()
+    finally:
+        con.close()
+    return {"bytes_per_span": _size(db) / count, "used_bytes_per_span": block_size * used / count}
+
+
+def _proc_cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 def run_raw(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
     con = duckdb.connect(str(db))
     migrate(con)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for batch in _batches(spans):
         table = traces_table([from_readable(s) for s in batch])
         con.execute("BEGIN TRANSACTION")
@@ -134,23 +158,23 @@ def run_raw(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
         con.execute("INSERT INTO otel_traces SELECT * FROM b")
         con.unregister("b")
         con.execute("COMMIT")
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     con.close()
-    return {"spans_per_s": len(spans) / elapsed, "bytes_per_span": _size(db) / len(spans)}
+    return {"spans_per_s": len(spans) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(spans), **_storage(db, len(spans))}
 
 
 def run_exporter(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
     exporter = DuckDBSpanExporter(db)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for batch in _batches(spans):
         exporter.export(batch)
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     exporter.shutdown()
     with read_connection(db) as con:
         stored = con.execute("SELECT count(*) FROM otel_traces").fetchone()[0]
     if stored != len(spans):
         raise RuntimeError(f"exporter stored {stored} of {len(spans)} spans")
-    return {"spans_per_s": len(spans) / elapsed, "bytes_per_span": _size(db) / len(spans)}
+    return {"spans_per_s": len(spans) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(spans), **_storage(db, len(spans))}
 
 
 def _vm_hwm_kib(pid: int) -> int:
@@ -184,12 +208,14 @@ def run_sink(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
                 raise RuntimeError(f"sink stored only {stored} of {len(spans)} spans")
         elapsed = time.perf_counter() - t0
         rss_kib = _vm_hwm_kib(proc.pid)
+        cpu = _proc_cpu_s(proc.pid)
         sender.shutdown()
     finally:
         proc.terminate()
         proc.wait(60)
     return {"spans_per_s": len(spans) / elapsed, "sender_spans_per_s": len(spans) / sent,
-            "peak_rss_mib": rss_kib / 1024, "bytes_per_span": _size(db) / len(spans)}  # fmt: skip
+            "cpu_ms_per_span": cpu * 1000 / len(spans), "peak_rss_mib": rss_kib / 1024,
+            **_storage(db, len(spans))}  # fmt: skip
 
 
 def run_sink_prebuilt(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
@@ -223,11 +249,23 @@ def run_sink_prebuilt(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
                 stored = con.execute("SELECT count(*) FROM otel_traces").fetchone()[0]
         elapsed = time.perf_counter() - t0
         rss_kib = _vm_hwm_kib(proc.pid)
+        cpu = _proc_cpu_s(proc.pid)
     finally:
         proc.terminate()
         proc.wait(60)
-    return {"spans_per_s": len(spans) / elapsed, "peak_rss_mib": rss_kib / 1024,
-            "bytes_per_span": _size(db) / len(spans)}  # fmt: skip
+    return {"spans_per_s": len(spans) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(spans),
+            "peak_rss_mib": rss_kib / 1024, **_storage(db, len(spans))}  # fmt: skip
+
+
+def run_encode(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
+    """The stock exporter's sender-side encoding alone (encode_spans + serialise), no network."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    for batch in _batches(spans):
+        encode_spans(batch).SerializeToString()
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"spans_per_s": len(spans) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(spans)}
 
 
 def _median(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -246,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     spans = make_spans(count)
     paths: dict[str, Callable[[list[ReadableSpan], Path], dict[str, float]]] = {
         "raw_arrow": run_raw, "exporter": run_exporter, "sink": run_sink, "sink_pre": run_sink_prebuilt,
+        "encode": run_encode,
     }  # fmt: skip
     results: dict[str, list[dict[str, float]]] = {k: [] for k in paths}
     tmp = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
@@ -259,18 +298,29 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     med = {k: _median(v) for k, v in results.items()}
     bar = med["raw_arrow"]["spans_per_s"]
-    print(f"\n{count} spans x {runs} runs, batch {BATCH}, duckdb {duckdb.__version__}, {os.cpu_count()} cpus")
-    print(f"{'path':10s} {'spans/s':>9s} {'x raw':>7s} {'B/span':>8s}  notes")
+    bar_cpu = med["raw_arrow"]["cpu_ms_per_span"]
+    print(f"\n{count} spans x {runs} runs, batch {BATCH}, duckdb {duckdb.__version__}, {os.cpu_count()} cpus, "
+          f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(f"{'path':10s} {'spans/s':>9s} {'x raw':>7s} {'CPU ms/span':>12s} {'x raw CPU':>10s} {'B/span':>8s} {'used B/sp':>10s}  notes")
     for name, m in med.items():
         notes = ""
         if name == "sink":
             notes = f"stock OTLP exporter; sink peak RSS {m['peak_rss_mib']:.0f} MiB, sender side {m['sender_spans_per_s']:.0f} spans/s"
         elif name == "sink_pre":
             notes = f"pre-encoded bodies (sink capacity); sink peak RSS {m['peak_rss_mib']:.0f} MiB"
-        print(f"{name:10s} {m['spans_per_s']:9.0f} {m['spans_per_s'] / bar:7.2f} {m['bytes_per_span']:8.0f}  {notes}")
+        elif name == "encode":
+            notes = "stock exporter encode only (sender CPU), no sink"
+        storage = (f"{m['bytes_per_span']:8.0f} {m['used_bytes_per_span']:10.0f}" if "bytes_per_span" in m
+                   else f"{'-':>8s} {'-':>10s}")  # fmt: skip
+        print(f"{name:10s} {m['spans_per_s']:9.0f} {m['spans_per_s'] / bar:7.2f} {m['cpu_ms_per_span']:12.2f} "
+              f"{bar_cpu / m['cpu_ms_per_span']:10.2f} {storage}  {notes}")  # fmt: skip
+    enc, pre = med["encode"]["cpu_ms_per_span"], med["sink_pre"]["cpu_ms_per_span"]
+    limiter = "the sender's encoding" if enc > pre else "the sink"
+    print(f"\nend to end: the sender spends {enc:.2f} CPU-ms/span encoding, the sink {pre:.2f}: {limiter} limits "
+          f"(on 2 cores they also share CPU, so neither runs alone)")  # fmt: skip
     phoenix = 98.2
-    print(f"\nvs Phoenix (98 spans/s, 1,717 MiB, ~21 KB/span): exporter {med['exporter']['spans_per_s'] / phoenix:.0f}x, "
-          f"sink {med['sink']['spans_per_s'] / phoenix:.0f}x")  # fmt: skip
+    print(f"vs Phoenix (98 spans/s, 1,717 MiB, ~21 KB/span): exporter {med['exporter']['spans_per_s'] / phoenix:.0f}x, "
+          f"sink {med['sink']['spans_per_s'] / phoenix:.0f}x, sink capacity {med['sink_pre']['spans_per_s'] / phoenix:.0f}x")  # fmt: skip
     return 0
 
 
