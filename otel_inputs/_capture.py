@@ -195,7 +195,7 @@ def capture_attempt_inputs(
             return _metadata_fallback(
                 attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
                 envelope_in_message, context_roots, attachments, limits, clock,
-                f"artifact store unavailable: {getattr(exc, 'strerror', None) or exc}",
+                f"artifact store unavailable: {_safe_reason(exc)}",
             )
     drafts: list[_Draft] = []
     incomplete: Bound | None = None
@@ -240,7 +240,7 @@ def capture_attempt_inputs(
             _abort_quietly(staging)
         return _metadata_fallback(
             attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
-            envelope_in_message, context_roots, attachments, limits, clock, f"artifact store unavailable: {exc}",
+            envelope_in_message, context_roots, attachments, limits, clock, f"artifact store unavailable: {_safe_reason(exc)}",
         )
     except Exception:
         if staging is not None:
@@ -259,16 +259,23 @@ def capture_attempt_inputs(
         try:
             staging.commit(manifest)
         except (OSError, StoreError) as exc:
-            store_error = f"snapshot could not be stored: {getattr(exc, 'strerror', None) or exc}"
+            store_error = f"snapshot could not be stored: {_safe_reason(exc)}"
             try:
                 staging.abort()
             except StoreError as cleanup:
-                store_error += f"; {cleanup}"
-                _log.error("otel_inputs: %s", cleanup)
+                _log.error("otel_inputs: %s", cleanup)  # the orphan path goes to the log, not the span
             items = _finalize(attempt_id, drafts, incomplete, limits, available=False, store_error=store_error)
             coverage = Coverage.PARTIAL
             gap = GapReason.STORE_UNAVAILABLE.value
     return _packet(attempt_id, run_id, decision, coverage, items, incomplete, lineage, request, gap)
+
+
+def _safe_reason(exc: BaseException) -> str:
+    """A one-line reason for a span attribute: the OS error text, never a host path."""
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    text = str(exc)
+    return text if "/" not in text else type(exc).__name__
 
 
 def _abort_quietly(staging: AttemptStaging) -> None:

@@ -366,7 +366,8 @@ class ArtifactStore:
         """Preallocate the attempt's staging directory (raises ``OSError`` if the store is unusable)."""
         key = attempt_key(attempt_id)
         if not self.staging_dir.is_dir() or not self.manifests_dir.is_dir():
-            raise StoreWriteError(f"artifact store at {self.root} is not usable (missing staging or manifests)")
+            # No path in the message: it can end up in span attributes that leave the machine.
+            raise StoreWriteError("artifact store is not usable (its staging or manifests directory is missing)")
         path = self.staging_dir / f"{key[:32]}.{os.getpid()}.{secrets.token_hex(4)}"
         return AttemptStaging(self, attempt_id, path)
 
@@ -477,7 +478,7 @@ class ArtifactStore:
         try:
             manifest = self.manifest(attempt_id)
         except (OSError, ValueError, StoreError) as exc:
-            raise ReadbackError("not_found", f"manifest unreadable: {exc}") from exc
+            raise ReadbackError("not_found", f"manifest unreadable ({type(exc).__name__})") from exc
         if manifest is None:
             raise ReadbackError("not_found", "no committed record for this attempt")
         item = next((i for i in manifest.get("items", ()) if i.get("input_id") == input_id), None)
@@ -616,6 +617,16 @@ class ArtifactStore:
                 removed_staging += 1
             except FileNotFoundError:
                 continue
+        for folder in (self.manifests_dir, self.tombstones_dir):
+            for entry in list(os.scandir(folder)) if folder.exists() else []:
+                # ".<name>.<rand>.tmp": a write interrupted before its rename; never read by anyone
+                if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                    try:
+                        if now - entry.stat(follow_symlinks=False).st_mtime >= min_age_s:
+                            os.unlink(entry.path)
+                            removed_staging += 1
+                    except FileNotFoundError:
+                        pass
         refs = self.referenced_digests()
         for entry in list(os.scandir(self.objects_dir)) if self.objects_dir.exists() else []:
             if entry.name.startswith(_GC_PREFIX):  # a gc pass died between moving aside and deleting

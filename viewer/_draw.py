@@ -172,7 +172,10 @@ def _preview(row: ItemRow, ev: Evidence, key: str) -> None:
         st.code(pv.text or "", language=None, wrap_lines=True)
     elif pv.kind == "image" and pv.image_png is not None:
         st.text(f"Preview of #{row.seq}: {pv.message}")
-        st.image(pv.image_png, width=min(pv.width or 600, 900))
+        width = min(pv.width or 600, 900)
+        if pv.width and pv.height and pv.height * width // pv.width < 1:
+            width = pv.width  # a very wide strip would scale to zero height: show it at its own size
+        st.image(pv.image_png, width=max(1, width))
     elif pv.kind == "refused":
         st.text(f"Preview refused: {pv.message}")
     else:

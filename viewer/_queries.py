@@ -16,7 +16,10 @@ from typing import Any
 
 import duckdb
 
+from exporter._db import LockTimeout, connect_with_retry, file_lock
 from exporter._schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, check_version
+
+LOCK_WAIT_S = 5.0
 
 PAGE_SIZE = 50
 LEGACY_RECOVERY_LOOKBACK = 20
@@ -32,16 +35,29 @@ def read_only(db_path: str | os.PathLike[str]) -> Iterator[duckdb.DuckDBPyConnec
     """Open ``db_path`` read-only for one refresh, check its schema, and always close it."""
     path = Path(db_path)
     if not path.exists():
-        raise DbUnavailable(f"No database at {path} yet. Record an attempt first, or check OTEL_INPUTS_DB.")
+        raise DbUnavailable(f"No database {path.name} yet. Record an attempt first, or check OTEL_INPUTS_DB.")
+    # The shared sidecar lock waits out a writer's batch (a few hundred ms at most) instead of
+    # failing the refresh; it is released when this refresh's connection closes.
+    lock = file_lock(path, exclusive=False, timeout_s=LOCK_WAIT_S)
     try:
-        con = duckdb.connect(str(path), read_only=True)
+        lock.__enter__()
+    except LockTimeout as exc:
+        raise DbUnavailable(
+            f"The database {path.name} is busy with a long write; the page retries on its next refresh."
+        ) from exc
+    try:
+        con = connect_with_retry(path, read_only=True)
     except duckdb.Error as exc:
+        lock.__exit__(None, None, None)
         text = str(exc)
         if "lock" in text.lower():
             raise DbUnavailable(
-                f"The database {path} is locked by a writer right now; the page retries on its next refresh."
+                f"The database {path.name} is locked by a writer right now; the page retries on its next refresh."
             ) from exc
-        raise DbUnavailable(f"The database {path} cannot be opened: {text.splitlines()[0]}") from exc
+        raise DbUnavailable(f"The database {path.name} cannot be opened: {text.splitlines()[0]}") from exc
+    except BaseException:
+        lock.__exit__(None, None, None)
+        raise
     try:
         try:
             version = _schema_version(con)
@@ -49,12 +65,13 @@ def read_only(db_path: str | os.PathLike[str]) -> Iterator[duckdb.DuckDBPyConnec
             raise DbUnavailable(str(exc)) from exc
         if version < SCHEMA_VERSION:
             raise DbUnavailable(
-                f"The database {path} has schema version {version}, older than this viewer reads "
+                f"The database {path.name} has schema version {version}, older than this viewer reads "
                 f"({SCHEMA_VERSION}); the exporter upgrades it the next time it writes."
             )
         yield con
     finally:
         con.close()
+        lock.__exit__(None, None, None)
 
 
 def _schema_version(con: duckdb.DuckDBPyConnection) -> int:

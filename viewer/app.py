@@ -6,6 +6,8 @@ Run with ``otel-inputs view --db PATH --store DIR``; reads ``OTEL_INPUTS_DB`` an
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import os
 from typing import Any
 
@@ -236,7 +238,10 @@ def main() -> None:
     with st.sidebar:
         st.title("otel-inputs")
         st.text("What task and inputs did each agent attempt actually have?")
-        st.text(f"Database: {_db() or 'not set'}\nStore: {_store() or 'not set'}\nViewing as: {_evidence().viewer}")
+        # File names only: host paths never reach the browser.
+        db, store = _db(), _store()
+        st.text(f"Database: {Path(db).name if db else 'not set'}\n"
+                f"Store: {'configured' if store else 'not set'}\nViewing as: {_evidence().viewer}")
         choice = st.selectbox("Live refresh", list(REFRESH_CHOICES), index=2, key="refresh")
         jump = st.text_input("Open attempt by id", key="jump")
         if st.button("Open", key="jump_go") and jump.strip():

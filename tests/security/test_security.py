@@ -271,11 +271,6 @@ def test_sec_hostile_labels_and_paths_render_literally_in_the_app(fx: SecFixture
         assert "<img" not in m.value and "javascript:" not in m.value and "**bold**" not in m.value, m.value
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: viewer/_draw.py _preview() calls st.image(png, width=min(width, 900)); for a very wide image "
-    "(10799x1 here) Streamlit scales the height to 0 and raises 'height and width must be > 0', so one "
-    "crafted context file crashes the whole attempt page; fix: refuse extreme aspect ratios in "
-    "viewer/_previews.reencode_image (or skip the width argument when height*900//width < 1)"))
 def test_sec_extreme_aspect_image_preview_does_not_crash_the_page(tmp_path: Path, monkeypatch) -> None:
     """Opening the preview of a 10799x1 GIF shows a preview or a refusal, never an exception."""
     from streamlit.testing.v1 import AppTest
@@ -433,11 +428,6 @@ def test_sec_vendor_pipeline_output_has_no_content_but_keeps_hashes(tmp_path: Pa
         harness.__exit__(None, None, None)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: otel_inputs/_store.py begin_attempt() puts the store root in its StoreWriteError message "
-    "('artifact store at {self.root} is not usable ...'), and otel_inputs/_capture.py _metadata_fallback "
-    "copies str(exc) into every item's otel_inputs.input.detail, which the vendor pipeline keeps: a host path "
-    "reaches the vendor"))
 def test_sec_vendor_output_has_no_host_path_when_the_store_breaks(tmp_path: Path) -> None:
     """When the store becomes unusable under a running agent, the gap detail sent to the vendor still
     names no host path."""
@@ -585,9 +575,6 @@ def test_sec_no_object_path_reaches_the_browser(browser_page, served: Served) ->
 
 @pytest.mark.browser
 @pytest.mark.timeout(240)
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: viewer/app.py main() prints the store's absolute root (and the DB path) in the sidebar: "
-    "st.text(f\"Database: {_db()}\\nStore: {_store()}\") -- a host path reaches every page"))
 def test_sec_store_root_never_reaches_the_browser(browser_page, served: Served) -> None:
     """No page HTML contains the artifact store's absolute root path."""
     store = str(served.fx.store.resolve())

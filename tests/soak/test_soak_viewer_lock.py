@@ -66,10 +66,6 @@ def test_soak_sidecar_reader_waits_for_a_writer_batch(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: viewer/_queries.py read_only() opens DuckDB read-only without the shared sidecar lock "
-    "(exporter._db.file_lock(exclusive=False)) and without retry, so any concurrent writer batch "
-    "makes the page show 'locked by a writer right now' (seen on ~every 3rd poll in the soak)"))
 def test_soak_viewer_read_waits_for_a_writer_batch(tmp_path: Path) -> None:
     """The viewer's own per-refresh connection waits out a writer's batch instead of failing."""
     from viewer._queries import read_only

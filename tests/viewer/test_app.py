@@ -130,7 +130,7 @@ def test_unknown_attempt_and_missing_database_read_as_messages(env: ViewerFixtur
     assert any("No attempt with id" in e.value for e in at.error)
     monkeypatch.setenv(names.ENV_DB, str(tmp_path / "missing.duckdb"))
     at = run_app()
-    assert any("No database at" in e.value for e in at.error)
+    assert any("No database missing" in e.value and "yet" in e.value for e in at.error), [e.value for e in at.error]
 
 
 def test_newer_schema_database_reads_as_a_message(env: ViewerFixture, monkeypatch, tmp_path) -> None:

@@ -25,7 +25,7 @@ from viewer._queries import (
 
 def test_missing_database_is_a_clear_message(tmp_path) -> None:
     """A database file that does not exist yet reads as a sentence, not a traceback."""
-    with pytest.raises(DbUnavailable, match="No database at"):
+    with pytest.raises(DbUnavailable, match="No database nope.duckdb yet"):
         with read_only(tmp_path / "nope.duckdb"):
             pass
 
