@@ -69,6 +69,31 @@ def serve(db: Path, store: Path | None, port: int) -> int:
             return proc.wait()
 
 
+def upgrade_schema(db: Path) -> str | None:
+    """Bring an existing database to this version's schema before serving; return a warning or None.
+
+    The viewer itself only ever reads; this one short exclusive open at start-up is what lets a
+    newer viewer show data an older exporter wrote.
+    """
+    if not db.exists():
+        return None
+    from exporter._db import connect_with_retry, file_lock
+    from exporter._schema import SchemaError, migrate
+
+    try:
+        with file_lock(db, exclusive=True, timeout_s=10):
+            con = connect_with_retry(db, read_only=False)
+            try:
+                migrate(con)
+            finally:
+                con.close()
+    except SchemaError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a busy or read-only file is served as it is
+        return f"could not upgrade the schema of {db} now ({type(exc).__name__}); the page will say if it cannot read it"
+    return None
+
+
 @click.command("view")
 @click.option("--db", "db", type=click.Path(path_type=Path), envvar=names.ENV_DB, required=True,
               help="DuckDB file written by the exporter (or OTEL_INPUTS_DB).")
@@ -78,6 +103,12 @@ def serve(db: Path, store: Path | None, port: int) -> int:
 def view(db: Path, store: Path | None, port: int) -> None:
     """Serve the review app for DB (and STORE) on 127.0.0.1."""
     port = port or free_port()
+    try:
+        warning = upgrade_schema(db)
+    except Exception as exc:  # SchemaError: a newer or foreign schema, say so plainly
+        raise click.ClickException(str(exc)) from exc
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
     click.echo(f"otel-inputs viewer on {url_for(port)} (database {db}, store {store or 'not set'})")
     sys.exit(serve(db, store, port))
 

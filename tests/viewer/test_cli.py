@@ -42,3 +42,25 @@ def test_demo_no_serve_records_a_session_every_attempt_of_which_renders(tmp_path
     legacy = [p for p in panels if p.is_legacy]
     assert legacy and all(names.SENTENCE_NO_PACKET in p.dispatch.coverage.notes for p in legacy)
     assert any(p.files.groups for p in panels)
+
+
+def test_view_upgrades_an_older_schema_before_serving(tmp_path) -> None:
+    """A database written by an older exporter (fewer migrations) is migrated at `view` start-up."""
+    import duckdb
+
+    from exporter._schema import MIGRATIONS, SCHEMA_VERSION, current_version
+    from viewer._cli import upgrade_schema
+
+    db = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE otel_inputs_schema (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
+    for m in MIGRATIONS[:6]:
+        con.execute(m.sql)
+        con.execute("INSERT INTO otel_inputs_schema VALUES (?, ?, now())", [m.version, m.name])
+    con.close()
+    assert upgrade_schema(db) is None
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert current_version(con) == SCHEMA_VERSION
+    finally:
+        con.close()
