@@ -310,6 +310,25 @@ def coalesce(batches: Sequence[BatchTables]) -> list[BatchTables]:
 
 def _transaction(con: duckdb.DuckDBPyConnection, batches: Sequence[BatchTables], source: str,
                  counters: Mapping[str, int]) -> None:  # fmt: skip
+    """One transaction; if WRITER_SETTINGS' memory_limit is too small for an unusually large batch,
+    lift it for this connection and retry once instead of spilling (or quarantining) good data."""
+    try:
+        _transaction_once(con, batches, source, counters)
+    except duckdb.Error as exc:
+        if not _out_of_memory(exc):
+            raise
+        _log.info("otel-inputs: batch exceeds the writer memory_limit; retrying with DuckDB's default")
+        con.execute("RESET memory_limit")
+        _transaction_once(con, batches, source, counters)
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    # An insert raises OutOfMemoryException; a COMMIT that cannot allocate raises TransactionException.
+    return isinstance(exc, duckdb.OutOfMemoryException) or "could not allocate" in str(exc)
+
+
+def _transaction_once(con: duckdb.DuckDBPyConnection, batches: Sequence[BatchTables], source: str,
+                      counters: Mapping[str, int]) -> None:  # fmt: skip
     con.execute("BEGIN TRANSACTION")
     try:
         for tables in batches:
@@ -317,7 +336,10 @@ def _transaction(con: duckdb.DuckDBPyConnection, batches: Sequence[BatchTables],
         _write_health(con, source, counters)
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.Error:
+            pass  # already aborted: keep the original error, not the rollback's
         raise
 
 
@@ -336,7 +358,7 @@ def _insert(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:
                         'WHERE otel_traces."SpanId" = k."SpanId" AND otel_traces."TraceId" = k."TraceId"'
                     )
                 finally:
-                    con.unregister(_KEYS_VIEW)
+                    _unregister(con, _KEYS_VIEW)
             elif name == ATTEMPTS:
                 # A re-landed attempt replaces its inputs too, even if it now has none.
                 for target in (ATTEMPTS, INPUTS):
@@ -350,7 +372,14 @@ def _insert(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:
             cols = ", ".join(f'"{c}"' for c in table.column_names)
             con.execute(f"INSERT INTO {name} ({cols}) SELECT {cols} FROM {_BATCH_VIEW}")
         finally:
-            con.unregister(_BATCH_VIEW)
+            _unregister(con, _BATCH_VIEW)
+
+
+def _unregister(con: duckdb.DuckDBPyConnection, view: str) -> None:
+    try:
+        con.unregister(view)
+    except duckdb.Error:
+        pass  # an aborted transaction refuses it; the original error must surface, and the view is replaced next time
 
 
 def _write_health(con: duckdb.DuckDBPyConnection, source: str, counters: Mapping[str, int]) -> None:

@@ -103,3 +103,18 @@ def test_writer_connection_gets_bounded_memory_and_threads(db_path: Path) -> Non
         con.close()
     with read_connection(db_path) as ro:
         assert ro.execute("SELECT count(*) FROM otel_traces").fetchone()[0] == 0
+
+
+def test_batch_too_large_for_writer_memory_limit_lands_instead_of_spilling(
+    spans: SpanFactory, db_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A batch that exceeds the writer's memory_limit is retried with DuckDB's default limit and lands, not spilled."""
+    writer = DuckDBWriter(db_path)
+    writer.write_batches([])  # schema created under the normal settings
+    monkeypatch.setitem(WRITER_SETTINGS, "memory_limit", "1MB")
+    batch = build_batch([from_readable(spans.attempt(i, items=20)) for i in range(64)])
+    with caplog.at_level("INFO", logger="exporter._writer"):
+        outcome = writer.write_batches([batch])
+    assert outcome.written == 64 and outcome.spilled == 0, outcome
+    assert any("memory_limit" in r.getMessage() for r in caplog.records)
+    assert query(db_path, "SELECT count(*) FROM agent_attempt_inputs") == [(64 * 20,)]
