@@ -8,7 +8,6 @@ offsets so no per-span Python dicts reach pyarrow.  Arrow ``list<timestamp[ns]>`
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,17 +43,6 @@ INPUT_SCHEMA = pa.schema([(c, _INPUT_TYPES[c]) for c in INPUT_COLUMNS])
 PART_SCHEMA = pa.schema([(c, _PART_TYPES[c]) for c in PART_COLUMNS])
 
 
-def writer_lands_parts() -> bool:
-    """Whether the loaded writer can spool and replace ``agent_exchange_parts`` rows by attempt id.
-
-    The writer (exporter/_writer.py) keys its spool files and its replace-by-key deletes by table
-    name; a table it does not know would be lost on spill and duplicated on re-export.  Until it
-    registers PARTS (``_TABLE_FILES``), part rows are derived but not handed to it.
-    """
-    writer = sys.modules.get("exporter._writer")
-    return writer is not None and PARTS in getattr(writer, "_TABLE_FILES", {})
-
-
 @dataclass(frozen=True)
 class BatchTables:
     """Everything one batch inserts; a table is ``None`` when it has no rows."""
@@ -70,10 +58,9 @@ class BatchTables:
         return self.traces.num_rows if self.traces is not None else 0
 
     def items(self) -> list[tuple[str, pa.Table]]:
+        # PARTS after ATTEMPTS: an attempt's replace clears its old part rows first.
         pairs = [(TRACES, self.traces), (ATTEMPTS, self.attempts), (INPUTS, self.inputs),
-                 (ARTIFACTS, self.artifacts)]  # fmt: skip
-        if writer_lands_parts():
-            pairs.append((PARTS, self.parts))  # after ATTEMPTS, whose replace clears the old part rows
+                 (ARTIFACTS, self.artifacts), (PARTS, self.parts)]  # fmt: skip
         return [(name, t) for name, t in pairs if t is not None and t.num_rows]
 
 

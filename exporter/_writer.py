@@ -9,6 +9,7 @@ is written atomically to ``<db>.spool/`` and drained by the next successful batc
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import secrets
@@ -26,7 +27,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, TRACES, BatchTables, build_batch
+from exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, PARTS, TRACES, BatchTables, build_batch
 from exporter._db import LockTimeout, connect_with_retry, file_lock, spool_path
 from exporter._manifests import artifacts_table
 from exporter._schema import migrate
@@ -38,7 +39,8 @@ HEALTH_METRICS = ("spans_written", "spans_spilled", "spans_dropped", "batches_fa
                   "spans_drained", "spans_rejected", "spans_unconvertible", "spool_quarantined",
                   "artifact_rows_written")  # fmt: skip
 _TABLE_FILES = {TRACES: "otel_traces.arrow", ATTEMPTS: "agent_attempts.arrow",
-                INPUTS: "agent_attempt_inputs.arrow", ARTIFACTS: "agent_artifacts.arrow"}  # fmt: skip
+                INPUTS: "agent_attempt_inputs.arrow", ARTIFACTS: "agent_artifacts.arrow",
+                PARTS: "agent_exchange_parts.arrow"}  # fmt: skip
 _BATCH_VIEW = "_otel_inputs_batch"
 _KEYS_VIEW = "_otel_inputs_keys"
 
@@ -109,8 +111,7 @@ class DuckDBWriter:
     def write_spans(self, spans: Sequence[SpanRecord], *, manifests: Sequence[Mapping[str, Any]] = ()) -> WriteOutcome:
         tables = self.build(spans)
         if manifests:
-            tables = BatchTables(tables.traces, tables.attempts, tables.inputs,
-                                 artifacts_table(manifests, _now_us()))  # fmt: skip
+            tables = dataclasses.replace(tables, artifacts=artifacts_table(manifests, _now_us()))
         return self.write_tables(tables)
 
     def build(self, spans: Sequence[SpanRecord]) -> BatchTables:
@@ -236,7 +237,8 @@ class DuckDBWriter:
             except Exception as exc:  # noqa: BLE001 - a corrupt spool entry is quarantined, not retried forever
                 self._quarantine(path, exc)
                 continue
-            out.append((path, BatchTables(loaded[TRACES], loaded[ATTEMPTS], loaded[INPUTS], loaded[ARTIFACTS])))
+            out.append((path, BatchTables(loaded[TRACES], loaded[ATTEMPTS], loaded[INPUTS], loaded[ARTIFACTS],
+                                          loaded.get(PARTS))))
         return out
 
     def _spill(self, tables: BatchTables) -> Path:
@@ -277,7 +279,8 @@ def _concat(group: list[BatchTables]) -> BatchTables:
         return pa.concat_tables(present) if present else None
 
     return BatchTables(cat([b.traces for b in group]), cat([b.attempts for b in group]),
-                       cat([b.inputs for b in group]), cat([b.artifacts for b in group]))  # fmt: skip
+                       cat([b.inputs for b in group]), cat([b.artifacts for b in group]),
+                       cat([b.parts for b in group]))  # fmt: skip
 
 
 def coalesce(batches: Sequence[BatchTables]) -> list[BatchTables]:
@@ -361,7 +364,7 @@ def _insert(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:
                     _unregister(con, _KEYS_VIEW)
             elif name == ATTEMPTS:
                 # A re-landed attempt replaces its inputs too, even if it now has none.
-                for target in (ATTEMPTS, INPUTS):
+                for target in (ATTEMPTS, INPUTS, PARTS):
                     con.execute(
                         f"DELETE FROM {target} WHERE attempt_id IN (SELECT attempt_id FROM {_BATCH_VIEW})"
                     )
