@@ -54,7 +54,10 @@ class DecodedRequest:
 
 
 def _value(v: AnyValue) -> Any:
-    which = v.WhichOneof("value")
+    return _value_of(v, v.WhichOneof("value"))
+
+
+def _value_of(v: AnyValue, which: str | None) -> Any:
     if which == "string_value":
         return v.string_value
     if which == "int_value":
@@ -73,7 +76,14 @@ def _value(v: AnyValue) -> Any:
 
 
 def _attrs(kvs: Iterable[KeyValue]) -> dict[str, Any]:
-    return {kv.key: _value(kv.value) for kv in kvs}
+    # The hot loop of decoding (~330 values per packet span): strings, the common case, are read
+    # inline instead of through a call per value (measured ~25% of record building).
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        v = kv.value
+        which = v.WhichOneof("value")
+        out[kv.key] = v.string_value if which == "string_value" else _value_of(v, which)
+    return out
 
 
 # --- request → records -------------------------------------------------------------------------------
