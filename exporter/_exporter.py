@@ -81,11 +81,22 @@ class DuckDBSpanExporter(SpanExporter):
         return self.writer.write_spans(records, manifests=manifests)
 
     def shutdown(self) -> None:
-        # Idempotent; the writer holds no open connection between batches, so nothing to close.
+        # Idempotent; the writer holds no open connection between batches.  A batch spilled while
+        # the file was busy is landed now if possible, else it waits in the spool for the next writer.
+        if self._shutdown:
+            return
         self._shutdown = True
+        try:
+            self.writer.drain_spool()
+        except Exception:  # noqa: BLE001 - shutdown never raises into the application
+            _log.exception("otel-inputs: draining the spool at shutdown failed")
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True  # every export() call is synchronous and complete when it returns
+        # export() is synchronous; what flushing can still do is land spilled batches.
+        try:
+            return self.writer.drain_spool()
+        except Exception:  # noqa: BLE001
+            return False
 
 
 __all__ = ["DuckDBSpanExporter"]

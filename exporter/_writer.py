@@ -177,6 +177,18 @@ class DuckDBWriter:
                              error, n, self.spool_dir)  # fmt: skip
                 return WriteOutcome(spilled=n, error=error)
 
+    def drain_spool(self) -> bool:
+        """Try once to land everything spooled (e.g. at shutdown); True when the spool is empty.  Never raises."""
+        if not self.spooled_batches():
+            return True
+        with self._lock:
+            try:
+                self._commit([])
+            except Exception as exc:  # noqa: BLE001 - the spool stays for the next writer of this file
+                _log.warning("otel-inputs: spool not drained (%s); %d batches wait in %s",
+                             f"{type(exc).__name__}: {exc}", len(self.spooled_batches()), self.spool_dir)
+        return not self.spooled_batches()
+
     def spooled_batches(self) -> list[Path]:
         try:
             return sorted(p for p in self.spool_dir.iterdir() if p.is_dir() and p.name[0].isdigit())

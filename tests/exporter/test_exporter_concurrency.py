@@ -76,7 +76,11 @@ def test_four_writers_and_a_reader_lose_nothing(tmp_path: Path) -> None:
     assert result["errors"] == []
     assert len(result["reads"]) >= 3 and result["reads"] == sorted(result["reads"])
     assert (result["attempts"], result["traces"], result["inputs"]) == (total, total, total * 5)
-    assert result["health"]["spans_written"] == total and result["health"]["spans_spilled"] == 0
+    # A batch that met a long lock wait on a loaded machine is spilled, then drained by a later batch
+    # or at shutdown: either way every span is in the file exactly once (checked above).
+    health = result["health"]
+    assert health["spans_written"] + health["spans_drained"] == total
+    assert health["spans_spilled"] == health["spans_drained"] and health["spans_dropped"] == 0
 
 
 @pytest.mark.slow
@@ -89,3 +93,32 @@ def test_soak_four_writers_reader_every_500ms_for_a_minute(tmp_path: Path) -> No
     total = writers * batches * size
     assert result["exit"] == [0] * writers and result["errors"] == []
     assert (result["attempts"], result["traces"]) == (total, total)
+
+
+def test_shutdown_lands_a_batch_spilled_while_the_file_was_locked(tmp_path: Path) -> None:
+    """A batch spilled because another process held the lock is landed by the exporter's shutdown."""
+    from exporter._db import file_lock
+
+    db = tmp_path / "spill.duckdb"
+    factory = SpanFactory()
+    exporter = DuckDBSpanExporter(db, lock_timeout_s=0.2)
+    span = factory.span(packet_attributes(1, items=0, **{n.ATTEMPT_ID: "a-1"}), [])
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        with file_lock(db, exclusive=True, timeout_s=5):
+            held.set()
+            release.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait(5)
+    exporter.export([span])  # lock busy: spilled, not lost
+    assert exporter.writer.spooled_batches()
+    release.set()
+    t.join()
+    exporter.shutdown()
+    assert not exporter.writer.spooled_batches()
+    with read_connection(db) as con:
+        assert con.execute("SELECT count(*) FROM agent_attempts").fetchone()[0] == 1
