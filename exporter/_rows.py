@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,19 +234,7 @@ def _input_rows(span: SpanRecord, attempt_id: str) -> tuple[list[dict[str, Any]]
             row["input_id"] = raw_id
         else:
             problems.append("input id missing" if raw_id is None else "input id is not a non-empty string")
-        for key, column in _INPUT_STR_FIELDS:
-            value = attrs.get(key)
-            if value is None:
-                continue
-            if isinstance(value, str):
-                row[column] = value
-            else:
-                problems.append(f"{column} is not a string")
-        size = attrs.get(n.INPUT_SIZE_BYTES)
-        if size is not None:
-            row["size_bytes"] = _int(size, hi=_INT64_MAX)
-            if row["size_bytes"] is None:
-                problems.append("size_bytes is not a non-negative integer")
+        _copy_event_fields(attrs, _INPUT_STR_FIELDS, n.INPUT_SIZE_BYTES, row, problems)
         raw_seq = attrs.get(n.INPUT_SEQ)
         seq = _int(raw_seq)
         if raw_seq is None:
@@ -275,6 +263,24 @@ def _input_rows(span: SpanRecord, attempt_id: str) -> tuple[list[dict[str, Any]]
     return rows, malformed
 
 
+def _copy_event_fields(attrs: Mapping[str, Any], str_fields: Sequence[tuple[str, str]], size_key: str,
+                       row: dict[str, Any], problems: list[str]) -> None:
+    """Copy an event's string fields and size into ``row``; a wrongly typed value is a named problem."""
+    for key, column in str_fields:
+        value = attrs.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            row[column] = value
+        else:
+            problems.append(f"{column} is not a string")
+    size = attrs.get(size_key)
+    if size is not None:
+        row["size_bytes"] = _int(size, hi=_INT64_MAX)
+        if row["size_bytes"] is None:
+            problems.append("size_bytes is not a non-negative integer")
+
+
 def _part_rows(span: SpanRecord, attempt_id: str) -> list[dict[str, Any]]:
     """One row per exchange-part event, in event order; a malformed one stays visible with a problem.
 
@@ -291,19 +297,7 @@ def _part_rows(span: SpanRecord, attempt_id: str) -> list[dict[str, Any]]:
         row["attempt_id"] = attempt_id
         row["recorded_at"] = event.time_ns or None
         row["attempt_started_at"] = span.start_ns or None
-        for key, column in _PART_STR_FIELDS:
-            value = attrs.get(key)
-            if value is None:
-                continue
-            if isinstance(value, str):
-                row[column] = value
-            else:
-                problems.append(f"{column} is not a string")
-        size = attrs.get(n.PART_SIZE_BYTES)
-        if size is not None:
-            row["size_bytes"] = _int(size, hi=_INT64_MAX)
-            if row["size_bytes"] is None:
-                problems.append("size_bytes is not a non-negative integer")
+        _copy_event_fields(attrs, _PART_STR_FIELDS, n.PART_SIZE_BYTES, row, problems)
         if row["part_name"] is None:
             problems.append("part name missing")
         if problems:
