@@ -48,8 +48,9 @@ def make_tree(root: Path, scale: float = 1.0, seed: int = 20261130) -> tuple[int
     small.append(small_total - sum(small))
     sizes += small
     if scale != 1.0:
+        # The same mix of sizes, scaled: 10x less or more files AND bytes.
         n = max(1, round(len(sizes) * scale))
-        sizes = [sizes[i % len(sizes)] for i in range(n)]
+        sizes = [sizes[(i * len(sizes)) // n if scale < 1 else i % len(sizes)] for i in range(n)]
     total = 0
     block = rng.randbytes(MiB)
     for i, size in enumerate(sizes):
@@ -154,6 +155,7 @@ def agent_thread_overhead(work: Path, iterations: int) -> dict:
         t0 = time.perf_counter(); bare(); bare_s.append(time.perf_counter() - t0)
         t0 = time.perf_counter(); packet(); packet_s.append(time.perf_counter() - t0)
     provider.shutdown()
+    observer.flush(30)  # background manifest syncs and terminal marks finish before the tree goes
     added = statistics.median(packet_s) - statistics.median(bare_s)
     return {"bare_span_us": statistics.median(bare_s) * 1e6, "packet_attempt_us": statistics.median(packet_s) * 1e6,
             "added_ms": added * 1000, "p90_packet_ms": sorted(packet_s)[int(len(packet_s) * 0.9)] * 1000}
@@ -166,7 +168,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     runs = 3 if args.quick else args.runs
-    with tempfile.TemporaryDirectory(prefix="bench-capture-", dir=os.environ.get("BENCH_TMP")) as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-capture-", dir=os.environ.get("BENCH_TMP"),
+                                     ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         main_row = capture_vs_floor(work, runs)
         scaling = [capture_vs_floor(work, runs, 0.1)]
