@@ -237,16 +237,18 @@ def apply_retention(
     refcount = index.refcount()
     total = index.total_bytes()
 
-    def over_global() -> bool:
-        if policy.budget_bytes is not None and total > policy.budget_bytes:
+    def over_global(freed_not_yet_deleted: int = 0) -> bool:
+        if policy.budget_bytes is not None and total - freed_not_yet_deleted > policy.budget_bytes:
             return True
-        if policy.min_free_bytes is not None and measure_free(str(store.root)) < policy.min_free_bytes:
+        if (policy.min_free_bytes is not None
+                and measure_free(str(store.root)) + freed_not_yet_deleted < policy.min_free_bytes):
             return True
         return False
 
+    last_refs: list[str] = []
+
     def release(batch: list[_Attempt]) -> None:
-        """Mark a batch evicted (durably, one sync), then delete bytes whose last reference went."""
-        nonlocal total
+        """Mark a batch evicted (durably, one sync); its bytes go in one pass once all batches are marked."""
         if not batch:
             return
         counted: dict[str, int] = {}
@@ -258,7 +260,6 @@ def apply_retention(
 
         store.modify_manifests([a.attempt_id for a in batch], change)
         report.evicted_items += sum(counted.values())
-        last_refs: list[str] = []
         for attempt in batch:
             report.evicted_attempts += 1
             for digest in attempt.available:
@@ -266,13 +267,6 @@ def apply_retention(
                 if refcount[digest] <= 0:
                     last_refs.append(digest)
             attempt.available = set()
-        deleted, _freed = store.remove_objects(last_refs, scan_started_ns)
-        for digest in last_refs:
-            if not store.object_path(digest).exists():
-                size = index.object_bytes.pop(digest, 0)
-                total -= size
-                report.freed_bytes += size
-        report.deleted_objects += deleted
         if progress:
             progress(len(batch))
 
@@ -284,7 +278,7 @@ def apply_retention(
                 freed += index.object_bytes.get(digest, 0)
         return freed
 
-    def evict_until(candidates: list[_Attempt], still_over: Callable[[int], bool]) -> None:
+    def evict_until(candidates: list[_Attempt], still_over: Callable[[int], bool]) -> int:
         """Release candidates oldest first, in batches, until ``still_over(planned_freed)`` is false."""
         batch: list[_Attempt] = []
         pending: dict[str, int] = {}
@@ -300,9 +294,11 @@ def apply_retention(
                 release(batch)
                 batch, pending = [], {}  # refcounts are now real; `planned` stays cumulative
         release(batch)
+        return planned
 
     terminal = sorted((a for a in index.attempts.values() if not a.protected and a.available),
                       key=lambda a: (a.committed_at_ns, a.attempt_id))
+    run_planned = 0
     if policy.run_budget_bytes is not None:
         for run, used in index.run_bytes().items():
             if used <= policy.run_budget_bytes:
@@ -311,11 +307,11 @@ def apply_retention(
             cap = policy.run_budget_bytes
             start_used = used
             run_attempts = [a for a in terminal if (a.run_id or "") == run]
-            evict_until(run_attempts, lambda planned: start_used - planned > cap)
-    if over_global():
+            run_planned += evict_until(run_attempts, lambda planned: start_used - planned > cap)
+    if over_global(run_planned):
         report.reasons.append("store over its budget or under its free-space floor")
-        start_total = total
-        free_at_start = measure_free(str(store.root)) if policy.min_free_bytes is not None else None
+        start_total = total - run_planned
+        free_at_start = (measure_free(str(store.root)) + run_planned) if policy.min_free_bytes is not None else None
 
         def still_over(planned: int) -> bool:
             if policy.budget_bytes is not None and start_total - planned > policy.budget_bytes:
@@ -325,6 +321,15 @@ def apply_retention(
             return False
 
         evict_until(terminal, still_over)
+    if last_refs:
+        # One removal pass (one re-read of manifests written since the scan) for every batch.
+        deleted, _freed = store.remove_objects(last_refs, scan_started_ns)
+        for digest in last_refs:
+            if not store.object_path(digest).exists():
+                size = index.object_bytes.pop(digest, 0)
+                total -= size
+                report.freed_bytes += size
+        report.deleted_objects += deleted
     report.total_bytes_after = total
     report.protected_bytes = index.protected_bytes()
     report.over_budget_after = over_global()
