@@ -7,6 +7,7 @@ import codecs
 from otel_inputs._types import PreviewKind
 
 SNIFF_BYTES = 512
+_PROBE = 4096
 
 _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -29,12 +30,20 @@ class Utf8Validator:
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")()
         self.valid = True
+        self._started = False
 
     def feed(self, chunk: bytes | memoryview, final: bool = False) -> None:
         if not self.valid:
             return
         try:
-            self._decoder.decode(bytes(chunk), final)
+            if not self._started and len(chunk) > _PROBE:
+                # Binary files fail within their first bytes: probe a small prefix first so a
+                # megabyte chunk is not handed to the decoder just to fail on byte 3.
+                self._started = True
+                self._decoder.decode(chunk[:_PROBE], False)
+                chunk = chunk[_PROBE:]
+            self._started = True
+            self._decoder.decode(chunk, final)  # a memoryview is decoded in place, no copy
         except UnicodeDecodeError:
             self.valid = False
 
