@@ -19,7 +19,7 @@ import duckdb
 from exporter._db import LockTimeout, connect_with_retry, file_lock
 from exporter._schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, check_version
 
-LOCK_WAIT_S = 5.0
+LOCK_WAIT_S = 20.0  # several writers may hold the lock back to back; a slow page beats an error page
 
 PAGE_SIZE = 50
 LEGACY_RECOVERY_LOOKBACK = 20
