@@ -10,7 +10,7 @@ import socket
 import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from otel_inputs._snapshot import (
     safe_text,
     walk_context_root,
 )
-from otel_inputs._store import ArtifactStore, AttemptStaging, StoreCleanupError, StoreError
+from otel_inputs._store import ArtifactStore, AttemptStaging, StoreCleanupError, StoreError, snapshot_ref_for
 from otel_inputs._types import (
     AgentInputPacket,
     ArtifactStatus,
@@ -254,10 +254,10 @@ def capture_attempt_inputs(
     if budget.budget_refusals:
         coverage = Coverage.PARTIAL
         gap = gap or GapReason.CAPACITY_EXCEEDED.value
+    packet = _packet(attempt_id, run_id, decision, coverage, items, incomplete, lineage, request, gap)
     if store is not None and decision.reads_content and staging is not None:
-        manifest = _manifest(run_id, lineage, coverage, decision, gap, items, drafts, incomplete, manifest_extra)
         try:
-            staging.commit(manifest)
+            staging.commit(_manifest(packet, manifest_extra))
         except (OSError, StoreError) as exc:
             store_error = f"snapshot could not be stored: {_safe_reason(exc)}"
             try:
@@ -265,9 +265,9 @@ def capture_attempt_inputs(
             except StoreError as cleanup:
                 _log.error("otel_inputs: %s", cleanup)  # the orphan path goes to the log, not the span
             items = _finalize(attempt_id, drafts, incomplete, limits, available=False, store_error=store_error)
-            coverage = Coverage.PARTIAL
-            gap = GapReason.STORE_UNAVAILABLE.value
-    return _packet(attempt_id, run_id, decision, coverage, items, incomplete, lineage, request, gap)
+            packet = _packet(attempt_id, run_id, decision, Coverage.PARTIAL, items, incomplete, lineage, request,
+                             GapReason.STORE_UNAVAILABLE.value)
+    return packet
 
 
 def _safe_reason(exc: BaseException) -> str:
@@ -297,22 +297,8 @@ def _metadata_fallback(attempt_id, run_id, decision, request, lineage, task_in_m
         envelope_in_message=envelope_in_message, context_roots=context_roots, attachments=attachments,
         limits=limits, clock=clock,
     )
-    items = tuple(
-        i if i.is_sentinel else _replace(i, detail=store_error) for i in packet.items
-    )
-    return _replace_packet(packet, items=items, gap_reason=gap, decision=decision.decision)
-
-
-def _replace(item: InputItem, **changes: Any) -> InputItem:
-    from dataclasses import replace
-
-    return replace(item, **changes)
-
-
-def _replace_packet(packet: AgentInputPacket, **changes: Any) -> AgentInputPacket:
-    from dataclasses import replace
-
-    return replace(packet, **changes)
+    items = tuple(i if i.is_sentinel else replace(i, detail=store_error) for i in packet.items)
+    return replace(packet, items=items, gap_reason=gap, decision=decision.decision)
 
 
 def _finalize(
@@ -324,8 +310,6 @@ def _finalize(
     available: bool,
     store_error: str | None = None,
 ) -> tuple[InputItem, ...]:
-    from otel_inputs._store import snapshot_ref_for
-
     items: list[InputItem] = []
     for seq, d in enumerate(drafts):
         stored = available and d.tmp_blob and d.status is CaptureStatus.CAPTURED
@@ -402,21 +386,20 @@ def item_to_dict(item: InputItem) -> dict[str, Any]:
     }
 
 
-def _manifest(run_id, lineage, coverage, decision, gap, items, drafts, incomplete, extra) -> dict[str, Any]:
-    real = [i for i in items if not i.is_sentinel]
-    captured = sum(1 for i in real if i.artifact_status is ArtifactStatus.AVAILABLE)
+def _manifest(packet: AgentInputPacket, extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The store's own record of the attempt: the packet as committed, with its owner while running."""
     body: dict[str, Any] = {
-        "run_id": run_id,
-        "session_id": lineage.session_id if lineage else None,
+        "run_id": packet.run_id,
+        "session_id": packet.lineage.session_id if packet.lineage else None,
         "state": "running",
         "owner": {"pid": os.getpid(), "host": socket.gethostname()},
-        "coverage": coverage.value,
-        "decision": decision.decision.value,
-        "gap_reason": gap,
-        "declared_count": None if incomplete else len(real),
-        "captured_count": captured,
-        "omitted_count": None if incomplete else len(real) - captured,
-        "items": [item_to_dict(i) for i in items],
+        "coverage": packet.coverage.value,
+        "decision": packet.decision.value,
+        "gap_reason": packet.gap_reason,
+        "declared_count": packet.declared_count,
+        "captured_count": packet.captured_count,
+        "omitted_count": packet.omitted_count,
+        "items": [item_to_dict(i) for i in packet.items],
     }
     if extra:
         body.update(extra)
