@@ -23,11 +23,11 @@ import shutil
 import socket
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_inputs._store import ArtifactStore
+from otel_inputs._store import ArtifactStore, available_digests
 
 EVICTION_REASON = "disk_budget"
 ENV_BUDGET = "OTEL_INPUTS_STORE_BUDGET"
@@ -92,7 +92,6 @@ class StoreIndex:
 
     attempts: dict[str, _Attempt]
     object_bytes: dict[str, int]
-    object_mtime: dict[str, float]
     staging_bytes: int
     unreadable_manifests: list[str]
 
@@ -149,14 +148,11 @@ def scan_store(store: ArtifactStore, progress: Callable[[int], None] | None = No
             continue
         running = body.get("state") == "running" and _owner_alive(body.get("owner"))
         a = _Attempt(body["attempt_id"], body.get("run_id"), int(body.get("committed_at_ns") or 0), running)
-        for item in body.get("items", ()) or ():
-            if item.get("artifact_status") == "available" and isinstance(item.get("sha256"), str):
-                a.available.add(item["sha256"])
+        a.available.update(available_digests(body))
         attempts[a.attempt_id] = a
         if progress and n % 1000 == 0:
             progress(1000)
     sizes: dict[str, int] = {}
-    mtimes: dict[str, float] = {}
     with os.scandir(store.objects_dir) as it:
         for entry in it:
             try:
@@ -164,7 +160,6 @@ def scan_store(store: ArtifactStore, progress: Callable[[int], None] | None = No
             except FileNotFoundError:
                 continue
             sizes[entry.name] = _allocated(st)
-            mtimes[entry.name] = st.st_mtime
     staging = 0
     for dirpath, _dirs, files in os.walk(store.staging_dir):
         for f in files:
@@ -172,7 +167,7 @@ def scan_store(store: ArtifactStore, progress: Callable[[int], None] | None = No
                 staging += _allocated(os.lstat(os.path.join(dirpath, f)))
             except FileNotFoundError:
                 pass
-    return StoreIndex(attempts, sizes, mtimes, staging, bad)
+    return StoreIndex(attempts, sizes, staging, bad)
 
 
 @dataclass
@@ -187,7 +182,8 @@ class GcReport:
     reasons: list[str] = field(default_factory=list)
 
 
-def _mark_evicted(body: dict[str, Any]) -> bool:
+def _mark_evicted(body: dict[str, Any]) -> int:
+    """Mark a manifest's available items evicted (disk budget); return how many."""
     evicted = 0
     for item in body.get("items", ()) or ():
         if item.get("artifact_status") == "available":
@@ -195,8 +191,7 @@ def _mark_evicted(body: dict[str, Any]) -> bool:
             item["status_reason"] = EVICTION_REASON
             item["evicted_at_ns"] = time.time_ns()
             evicted += 1
-    body["_evicted_now"] = evicted
-    return evicted > 0
+    return evicted
 
 
 def _evict_attempt(store: ArtifactStore, attempt_id: str) -> int:
@@ -204,9 +199,8 @@ def _evict_attempt(store: ArtifactStore, attempt_id: str) -> int:
 
     def change(body: dict[str, Any]) -> bool:
         nonlocal evicted
-        changed = _mark_evicted(body)
-        evicted = body.pop("_evicted_now")
-        return changed
+        evicted = _mark_evicted(body)
+        return evicted > 0
 
     store.modify_manifest(attempt_id, change)
     return evicted
@@ -254,9 +248,8 @@ def apply_retention(
         counted: dict[str, int] = {}
 
         def change(body: dict[str, Any]) -> bool:
-            changed = _mark_evicted(body)
-            counted[body["attempt_id"]] = body.pop("_evicted_now")
-            return changed
+            counted[body["attempt_id"]] = _mark_evicted(body)
+            return counted[body["attempt_id"]] > 0
 
         store.modify_manifests([a.attempt_id for a in batch], change)
         report.evicted_items += sum(counted.values())
@@ -336,16 +329,6 @@ def apply_retention(
     return report
 
 
-def remaining_budget(index: StoreIndex, policy: RetentionPolicy, run_id: str | None) -> int | None:
-    """Bytes a new capture may still add without crossing a limit (``None``: unlimited)."""
-    limits: list[int] = []
-    if policy.budget_bytes is not None:
-        limits.append(policy.budget_bytes - index.total_bytes())
-    if policy.run_budget_bytes is not None and run_id is not None:
-        limits.append(policy.run_budget_bytes - index.run_bytes().get(run_id, 0))
-    return max(0, min(limits)) if limits else None
-
-
 def store_status(store: ArtifactStore, policy: RetentionPolicy) -> dict[str, Any]:
     """Usage against the limits, overall and per run, for ``otel-inputs store status``."""
     index = scan_store(store)
@@ -365,12 +348,6 @@ def store_status(store: ArtifactStore, policy: RetentionPolicy) -> dict[str, Any
         "runs": {run or "(no run)": used for run, used in sorted(per_run.items())},
         "unreadable_manifests": index.unreadable_manifests,
     }
-
-
-def iter_attempts_of_run(store: ArtifactStore, run_id: str) -> Iterable[dict[str, Any]]:
-    for body in store.iter_manifests():
-        if "error" not in body and body.get("run_id") == run_id:
-            yield body
 
 
 class RetentionGate:

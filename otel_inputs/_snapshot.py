@@ -307,11 +307,6 @@ def walk_context_root(
         os.close(root_fd)
 
 
-class _Stop(Exception):
-    def __init__(self, bound: Bound) -> None:
-        self.bound = bound
-
-
 def _walk_dir(
     dir_fd: int,
     prefix: tuple[str, ...],

@@ -63,6 +63,13 @@ class ReadbackError(StoreError):
         self.outcome = outcome
 
 
+def available_digests(manifest: dict[str, Any]) -> Iterator[str]:
+    """The SHA-256 of every item a manifest still claims available: what keeps object bytes alive."""
+    for item in manifest.get("items", ()) or ():
+        if item.get("artifact_status") == "available" and isinstance(item.get("sha256"), str):
+            yield item["sha256"]
+
+
 def attempt_key(attempt_id: str) -> str:
     return hashlib.sha256(attempt_id.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -588,18 +595,14 @@ class ArtifactStore:
                         body = json.loads(fh.read())
                 except (OSError, ValueError):
                     continue
-                for item in body.get("items", ()) or ():
-                    if item.get("artifact_status") == "available" and isinstance(item.get("sha256"), str):
-                        found.add(item["sha256"])
+                found.update(available_digests(body))
         return found
 
     # -- housekeeping ------------------------------------------------------------------------
     def referenced_digests(self) -> set[str]:
         refs: set[str] = set()
         for manifest in self.iter_manifests():
-            for item in manifest.get("items", ()) or ():
-                if item.get("artifact_status") == "available" and isinstance(item.get("sha256"), str):
-                    refs.add(item["sha256"])
+            refs.update(available_digests(manifest))
         return refs
 
     def reconcile(self, *, min_age_s: float = DEFAULT_RECONCILE_AGE_S, now: float | None = None) -> dict[str, int]:
