@@ -192,12 +192,10 @@ class EvidenceReader:
         item = next((i for i in manifest.get("items", ()) or () if i.get("input_id") == input_id), None)
         if item is None:
             return ReadResult("not_found", "unknown input id")
-        if self.store.is_purged(attempt_id, input_id) or item.get("status_reason") == "purged":
-            return ReadResult("retention_expired", "snapshot purged")
-        if item.get("artifact_status") == "evicted":
-            return ReadResult("retention_expired", f"snapshot evicted ({item.get('status_reason') or 'evicted'})")
-        if item.get("artifact_status") != "available":
-            return ReadResult("not_found", "no snapshot was captured for this input")
+        try:
+            self.store.check_retained(attempt_id, item)
+        except ReadbackError as exc:
+            return ReadResult(exc.outcome, str(exc))
         try:
             revocations = RevocationList.load(self.store, self._revocations_path)
         except PolicyError as exc:
@@ -205,7 +203,8 @@ class EvidenceReader:
         if revocations.revoked(item):
             return ReadResult("source_unavailable", "the source of this input has been revoked")
         try:
-            snap = self.store.read_input(attempt_id, input_id, max_bytes=max_bytes)
+            # The item found above is read as is: the manifest is not parsed a second time.
+            snap = self.store.read_item_bytes(attempt_id, item, max_bytes=max_bytes)
         except ReadbackError as exc:
             return ReadResult(exc.outcome, str(exc))
         return ReadResult("ok", "verified", snap)

@@ -491,7 +491,12 @@ class ArtifactStore:
         item = next((i for i in manifest.get("items", ()) if i.get("input_id") == input_id), None)
         if item is None:
             raise ReadbackError("not_found", "unknown input id")
-        if self.is_purged(attempt_id, input_id) or item.get("status_reason") == "purged":
+        self.check_retained(attempt_id, item)
+        return self.read_item_bytes(attempt_id, item, max_bytes=max_bytes)
+
+    def check_retained(self, attempt_id: str, item: dict[str, Any]) -> None:
+        """Raise :class:`ReadbackError` unless the item's snapshot is still retained (not purged/evicted)."""
+        if self.is_purged(attempt_id, item.get("input_id")) or item.get("status_reason") == "purged":
             raise ReadbackError("retention_expired", "snapshot purged")
         status = item.get("artifact_status")
         if status == "evicted":
@@ -499,6 +504,10 @@ class ArtifactStore:
             raise ReadbackError("retention_expired", f"snapshot evicted ({reason})")
         if status != "available":
             raise ReadbackError("not_found", "no snapshot was captured for this input")
+
+    def read_item_bytes(self, attempt_id: str, item: dict[str, Any], *,
+                        max_bytes: int | None = None) -> VerifiedSnapshot:
+        """The bytes of a manifest item, named by its recorded digest and verified against it."""
         digest = item.get("sha256")
         if not isinstance(digest, str) or not _HEX64.match(digest):
             raise ReadbackError("integrity_mismatch", "recorded digest is malformed")
@@ -519,7 +528,7 @@ class ArtifactStore:
             raise ReadbackError("too_large", f"snapshot is over the {max_bytes} byte limit")
         if hashlib.sha256(data).hexdigest() != digest:
             raise ReadbackError("integrity_mismatch", "snapshot bytes do not match the recorded SHA-256")
-        return VerifiedSnapshot(attempt_id, input_id, data, digest, item)
+        return VerifiedSnapshot(attempt_id, item.get("input_id"), data, digest, item)
 
     def is_purged(self, attempt_id: str, input_id: str | None = None) -> bool:
         """Whether a tombstone covers this attempt (or this one input of it)."""
