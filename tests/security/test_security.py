@@ -55,10 +55,6 @@ HOSTILE_FILE = "<img src=y onerror=alert(3)> **b** [l](javascript:x).md"
 TASK = "TASKSECRET-7731 implement the frobnicator"
 SYSTEM = "SYSTEMSECRET-4410 you are careful"
 USER = "USERSECRET-9902 please fix"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-]
 
 
 def refused(pv, words: str) -> bool:  # noqa: ANN001
@@ -453,14 +449,8 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, chromium) -> Iterator[Served]:  # noqa: ANN001
     """The demo session plus the security attempts in one database and store, served by `otel-inputs view`."""
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        reason = "Debian chromium is not installed (apt-get install chromium); the browser checks need it"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason + " and CI must run them")
-        pytest.skip(reason)
     from viewer._cli import free_port
     from viewer._demo import record_demo
 
@@ -497,11 +487,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 
 @pytest.fixture(scope="module")
-def browser_page(served: Served):  # noqa: ANN201
+def browser_page(served: Served, chromium):  # noqa: ANN001, ANN201
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS, headless=True)
+        browser = chromium.launch(pw)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.dialogs = []  # type: ignore[attr-defined]

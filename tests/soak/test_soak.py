@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,24 +28,10 @@ from viewer._cli import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCER = Path(__file__).resolve().parent / "soak_producer.py"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-]
 AGENTS = 4
 RUNTIMES = 2
 POLL_EVERY_S = 3.0
 KNOWN_LOCK_BUG_TEXT = "is locked by a writer right now"
-
-
-def _chromium() -> str:
-    path = shutil.which("chromium")
-    if path is None:
-        reason = "Debian chromium is not installed (apt-get install chromium); the soak polls the viewer with it"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason + " and CI must run it")
-        pytest.skip(reason)
-    return path
 
 
 def _status_kib(pid: int, field_name: str) -> int | None:
@@ -153,8 +138,7 @@ def _poll_viewer(page, url: str, expected: str, errors: list[str], statuses: lis
         errors.append(f"{url}: {el.inner_text()[:300]}")
 
 
-def run_soak(seconds: float, tmp_path: Path) -> dict:
-    chromium = _chromium()
+def run_soak(seconds: float, tmp_path: Path, chromium) -> dict:  # noqa: ANN001 - the shared fixture
     from playwright.sync_api import sync_playwright
 
     soak = Soak(tmp_path)
@@ -196,7 +180,7 @@ def run_soak(seconds: float, tmp_path: Path) -> dict:
         warm_at = t0 + min(10.0, seconds / 3)
         producers = [n for n in soak.procs if n.startswith(("agent", "runtime"))]
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+            browser = chromium.launch(pw)
             try:
                 page = browser.new_page(viewport={"width": 1300, "height": 900})
                 polls = 0
@@ -270,15 +254,15 @@ def _assert_soak(report: dict) -> None:
 
 @pytest.mark.browser
 @pytest.mark.timeout(300)
-def test_soak_short(tmp_path: Path) -> None:
+def test_soak_short(tmp_path: Path, chromium) -> None:  # noqa: ANN001
     """30 s of 4 DuckDB agents, 2 OTLP runtimes, the sink and a chromium-polled viewer: no span is
     lost, the viewer never shows an error, and the sink's memory stays flat."""
-    _assert_soak(run_soak(30.0, tmp_path))
+    _assert_soak(run_soak(30.0, tmp_path, chromium))
 
 
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.timeout(int(float(os.environ.get("OTEL_INPUTS_SOAK_SECONDS", "600"))) + 900)
-def test_soak_long(tmp_path: Path) -> None:
+def test_soak_long(tmp_path: Path, chromium) -> None:  # noqa: ANN001
     """The same soak for OTEL_INPUTS_SOAK_SECONDS (default 600 s) keeps every guarantee."""
-    _assert_soak(run_soak(float(os.environ.get("OTEL_INPUTS_SOAK_SECONDS", "600")), tmp_path))
+    _assert_soak(run_soak(float(os.environ.get("OTEL_INPUTS_SOAK_SECONDS", "600")), tmp_path, chromium))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,25 +20,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-]
 
 
 @pytest.fixture(scope="module")
-def chromium() -> str:
-    path = shutil.which("chromium")
-    if path is None:
-        reason = "Debian chromium is not installed (apt-get install chromium); the browser tests need it"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason + " and CI must run them")
-        pytest.skip(reason)
-    return path
-
-
-@pytest.fixture(scope="module")
-def server(viewer_fixture: ViewerFixture, chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server(viewer_fixture: ViewerFixture, chromium, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`otel-inputs view` on a free loopback port; the process group is always stopped."""
     port = free_port()
     log = tmp_path_factory.mktemp("server") / "view.log"
@@ -73,12 +57,12 @@ def server(viewer_fixture: ViewerFixture, chromium: str, tmp_path_factory: pytes
 
 
 @pytest.fixture(scope="module")
-def page(chromium: str, server: str):
+def page(chromium, server: str):  # noqa: ANN001
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        browser = chromium.launch(pw)
         try:
             pg = browser.new_page(viewport={"width": 1400, "height": 1000})
             dialogs: list[str] = []

@@ -1,0 +1,38 @@
+"""Fixtures shared by every test folder: the Debian chromium the browser tests drive."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+# Without the background-networking flags chromium keeps calling out, and this machine refuses it.
+CHROMIUM_ARGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+)
+
+
+@dataclass(frozen=True)
+class Chromium:
+    """Debian's chromium binary, launched through Playwright without any browser download."""
+
+    path: str
+
+    def launch(self, playwright: Any) -> Any:
+        return playwright.chromium.launch(executable_path=self.path, args=list(CHROMIUM_ARGS), headless=True)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Chromium:
+    """Skip without chromium locally; under CI=true its absence is a failure, since CI must run these."""
+    path = shutil.which("chromium")
+    if path is None:
+        reason = "Debian chromium is not installed (apt-get install chromium); the browser tests need it"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason + " and CI must run them")
+        pytest.skip(reason)
+    return Chromium(path)
