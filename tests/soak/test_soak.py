@@ -31,7 +31,7 @@ PRODUCER = Path(__file__).resolve().parent / "soak_producer.py"
 AGENTS = 4
 RUNTIMES = 2
 POLL_EVERY_S = 3.0
-KNOWN_LOCK_BUG_TEXT = "is locked by a writer right now"
+LOCK_ERROR_TEXT = "is locked by a writer right now"
 
 
 def _status_kib(pid: int, field_name: str) -> int | None:
@@ -202,7 +202,7 @@ def run_soak(seconds: float, tmp_path: Path, chromium) -> dict:  # noqa: ANN001 
             finally:
                 browser.close()
         report.update(polls=polls, viewer_errors=errors, http_statuses=sorted(set(statuses)),
-                      viewer_lock_errors=sum(KNOWN_LOCK_BUG_TEXT in e for e in errors))
+                      viewer_lock_errors=sum(LOCK_ERROR_TEXT in e for e in errors))
         for n in producers:
             assert soak.procs[n].wait(timeout=60) == 0, f"{n} failed:\n{soak.log(n)[-3000:]}"
         sink_rss_end = _status_kib(sink.pid, "VmRSS")
