@@ -56,7 +56,8 @@ from typing import Any
 
 from otel_inputs import names
 from otel_inputs._policy import AdmissionDecision
-from otel_inputs._store import ReadbackError, _fsync_dir, attempt_key
+from otel_inputs._store import ReadbackError, attempt_key
+from otel_inputs._store_io import fsync_dir
 from otel_inputs._types import (
     CaptureDecision,
     GapReason,
@@ -285,7 +286,7 @@ def atomic_write(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
-    _fsync_dir(path.parent)  # the rename itself must survive a power cut
+    fsync_dir(path.parent)  # the rename itself must survive a power cut
 
 
 # -- the queue ------------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_inputs._store import DEFAULT_RECONCILE_AGE_S, ArtifactStore, _fsync_dir
+from otel_inputs._store import DEFAULT_RECONCILE_AGE_S, ArtifactStore
+from otel_inputs._store_io import fsync_dir
 
 PURGE_REASON = "purged"
 
@@ -46,7 +47,7 @@ def _write_tombstone(store: ArtifactStore, body: dict[str, Any]) -> str:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, store.tombstones_dir / name)
-    _fsync_dir(store.tombstones_dir)
+    fsync_dir(store.tombstones_dir)
     return name
 
 

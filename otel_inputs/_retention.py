@@ -142,11 +142,13 @@ def scan_store(store: ArtifactStore, progress: Callable[[int], None] | None = No
     """Index manifests, objects and staging (one pass each; no object bytes are read)."""
     attempts: dict[str, _Attempt] = {}
     bad: list[str] = []
+    ended = store.ended_attempts()
     for n, body in enumerate(store.iter_manifests(), 1):
         if "error" in body:
             bad.append(body["error"])
             continue
-        running = body.get("state") == "running" and _owner_alive(body.get("owner"))
+        running = (body.get("state") == "running" and body["attempt_id"] not in ended
+                   and _owner_alive(body.get("owner")))
         a = _Attempt(body["attempt_id"], body.get("run_id"), int(body.get("committed_at_ns") or 0), running)
         a.available.update(available_digests(body))
         attempts[a.attempt_id] = a

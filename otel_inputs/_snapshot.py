@@ -27,6 +27,7 @@ MAX_TOTAL_BYTES = 50 * 1024 * 1024
 MAX_SECONDS = 5.0
 _CHUNK = 1 << 20
 _SMALL_FILE = 256 * 1024
+_READ_SLACK = 64 * 1024  # room to see EOF (or growth) in the same read
 STORE_BUDGET_DETAIL = "snapshot disk budget exhausted (protected snapshots fill the store budget)"
 
 _OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
@@ -192,7 +193,8 @@ def copy_regular_file(
         head = b""
         copied = 0
         cap = limits.max_file_bytes + 1
-        buf = bytearray(_CHUNK)
+        # Sized to the file: a zero-filled 1 MiB buffer per 4 KiB file costs more than reading it.
+        buf = bytearray(min(_CHUNK, st1.st_size + _READ_SLACK))
         view = memoryview(buf)
         # Small files are hashed in memory first: when the store already holds them (an unchanged
         # file on a later turn) no temp file is created at all.

@@ -5,6 +5,7 @@ Layout under the store root::
     objects/<sha256 hex>             snapshot bytes, named by their SHA-256 (stored once)
     staging/<key>.<pid>.<rand>/      one attempt's capture in progress (same filesystem)
     manifests/<key>.json             the committed, durable record of one attempt
+    ended/<pid>-<rand>.log           per process: ids of attempts that ended since their manifest was written
 
 ``<key>`` is the SHA-256 of the attempt id, so no caller-supplied id ever becomes a path.
 Readback is only by (attempt id, input id): the object is named by the hash recorded in the
@@ -18,17 +19,17 @@ import fcntl
 import hashlib
 import json
 import os
-import queue
 import re
 import secrets
 import shutil
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from otel_inputs._store_io import EndedLog, spare_owner_alive, _background_sync, fsync_path, _SpareFiles, syncfs, read_ended
 
 MANIFEST_VERSION = 1
 SNAPSHOT_REF_PREFIX = "sha256:"
@@ -101,96 +102,6 @@ class VerifiedSnapshot:
     data: bytes
     sha256: str
     item: dict[str, Any]
-
-
-def _syncfs(path: Path) -> None:
-    """Flush the filesystem holding ``path`` (Linux syncfs), falling back to a global sync."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            if libc.syncfs(fd) == 0:
-                return
-        finally:
-            os.close(fd)
-    except (OSError, AttributeError):
-        pass
-    os.sync()
-
-
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-class _BackgroundSync:
-    """fsyncs committed manifests off the agent's thread.
-
-    A manifest is visible and crash-safe (atomic rename) the moment ``commit`` returns; making it
-    survive a power cut costs two fsyncs, which on a busy disk take milliseconds, so they happen
-    here.  The queue is bounded: when it is full the fsync is skipped and the filesystem's own
-    writeback (seconds) is what makes the manifest durable.
-    """
-
-    def __init__(self, maxsize: int = 1024) -> None:
-        self._queue: queue.Queue[Path | Callable[[], None]] = queue.Queue(maxsize)
-        self._pid = -1
-        self._lock = threading.Lock()
-        self.skipped = 0
-
-    def submit(self, path: Path | Callable[[], None]) -> bool:
-        if self._pid != os.getpid():
-            with self._lock:
-                if self._pid != os.getpid():  # first use, or first use after fork
-                    self._queue = queue.Queue(self._queue.maxsize)
-                    threading.Thread(target=self._run, name="otel-inputs-fsync", daemon=True).start()
-                    self._pid = os.getpid()
-        try:
-            self._queue.put_nowait(path)
-            return True
-        except queue.Full:
-            self.skipped += 1
-            return False
-
-    def _run(self) -> None:
-        q = self._queue
-        while True:
-            path = q.get()
-            try:
-                if callable(path):
-                    path()
-                else:
-                    _fsync_path(path)
-            except Exception:  # noqa: BLE001 - a background chore must never kill the thread
-                pass  # e.g. a manifest replaced or removed since: nothing left to make durable
-            finally:
-                q.task_done()
-
-    def flush(self) -> None:
-        if self._pid == os.getpid():
-            self._queue.join()
-
-
-_background_sync = _BackgroundSync()
 
 
 class AttemptStaging:
@@ -277,7 +188,7 @@ class AttemptStaging:
             raise StoreError("staging already closed")
         for digest, tmp in self._blobs.items():
             self.store._install_object(digest, tmp)
-        path = self.store._write_manifest(self.attempt_id, manifest)
+        path = self.store._write_manifest(self.attempt_id, manifest, spare=True)
         self._closed = True
         self._remove_dir()
         # A concurrent gc may have moved an object aside before our manifest was visible to it; it
@@ -324,10 +235,13 @@ class ArtifactStore:
         self.staging_dir = self.root / "staging"
         self.manifests_dir = self.root / "manifests"
         self.tombstones_dir = self.root / "tombstones"
+        self.ended_dir = self.root / "ended"  # created on first use: older stores lack it
         if create:
             for d in (self.objects_dir, self.staging_dir, self.manifests_dir, self.tombstones_dir):
                 d.mkdir(parents=True, exist_ok=True)
         self._tombstone_cache: tuple[int, frozenset[str], frozenset[tuple[str, str]]] | None = None
+        self._spare_manifests = _SpareFiles(self.manifests_dir)
+        self._ended_log = EndedLog(self.ended_dir)
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -342,19 +256,30 @@ class ArtifactStore:
         finally:
             os.close(fd)
 
-    def modify_manifest(self, attempt_id: str, change: Callable[[dict[str, Any]], bool]) -> bool:
+    def modify_manifest(self, attempt_id: str, change: Callable[[dict[str, Any]], bool], *,
+                        spare: bool = False) -> bool:
         """Apply ``change`` to a manifest under the store lock; it returns whether to write."""
         with self.lock():
             body = self.manifest(attempt_id)
             if body is None or not change(body):
                 return False
-            self._write_manifest(attempt_id, body)
+            self._write_manifest(attempt_id, body, spare=spare)
             return True
 
     def mark_terminal_later(self, attempt_id: str) -> None:
-        """Mark terminal off the caller's thread (the manifest rewrite takes the store lock)."""
-        if not _background_sync.submit(lambda: self.mark_terminal(attempt_id)):
-            pass  # queue full: the owner-liveness check in retention treats a dead owner's attempt as terminal
+        """Mark terminal cheaply: one line appended to this process's ended log (see :class:`EndedLog`).
+
+        If the log cannot be written the manifest is rewritten off the caller's thread instead.
+        """
+        try:
+            self._ended_log.append(attempt_id)
+        except OSError:
+            if not _background_sync.submit(lambda: self.mark_terminal(attempt_id)):
+                pass  # queue full: the owner-liveness check in retention treats a dead owner's attempt as terminal
+
+    def ended_attempts(self) -> set[str]:
+        """Attempt ids that ended according to the processes' ended logs (their manifests may still say running)."""
+        return read_ended(self.ended_dir)
 
     def mark_terminal(self, attempt_id: str) -> None:
         """The attempt has ended: its snapshots are no longer protected from retention."""
@@ -417,27 +342,48 @@ class ArtifactStore:
                 self._write_manifest(attempt_id, body, sync=False)
                 changed.append(attempt_id)
             if changed:
-                _syncfs(self.manifests_dir)  # one flush for the batch instead of two fsyncs per manifest
+                syncfs(self.manifests_dir)  # one flush for the batch instead of two fsyncs per manifest
         return changed
 
-    def _write_manifest(self, attempt_id: str, manifest: dict[str, Any], *, sync: bool = True) -> Path:
+    def _write_manifest(self, attempt_id: str, manifest: dict[str, Any], *, sync: bool = True,
+                        spare: bool = False) -> Path:
         body = dict(manifest)
         body.setdefault("manifest_version", MANIFEST_VERSION)
         body["attempt_id"] = attempt_id
         body.setdefault("committed_at_ns", time.time_ns())
-        data = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        data = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "surrogatepass")
         final = self.manifest_path(attempt_id)
-        tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
-        with open(tmp, "xb") as fh:
-            fh.write(data.encode("utf-8", "surrogatepass"))
-        os.replace(tmp, final)
+        if not (spare and self._replace_spare(data, final)):
+            tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
+            with open(tmp, "xb") as fh:
+                fh.write(data)
+            os.replace(tmp, final)
         if not sync:
             return final
         if self.sync_in_background:
             _background_sync.submit(final)
         else:
-            _fsync_path(final)
+            fsync_path(final)
         return final
+
+    def _replace_spare(self, data: bytes, final: Path) -> bool:
+        """Write ``data`` through a spare file and rename it to ``final``; False if no spare served."""
+        taken = self._spare_manifests.take()
+        if taken is None:
+            return False
+        path, fd = taken
+        try:
+            with open(fd, "wb") as fh:  # closes fd
+                fh.write(data)
+            os.replace(path, final)
+            return True
+        except OSError:  # full disk, or a reconciler took the spare: the inline path decides
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            return False
 
     def flush(self) -> None:
         """Wait until every manifest committed so far is fsynced."""
@@ -633,6 +579,8 @@ class ArtifactStore:
             for entry in list(os.scandir(folder)) if folder.exists() else []:
                 # ".<name>.<rand>.tmp": a write interrupted before its rename; never read by anyone
                 if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                    if spare_owner_alive(entry.name):  # a live process's pre-created manifest file
+                        continue
                     try:
                         if now - entry.stat(follow_symlinks=False).st_mtime >= min_age_s:
                             os.unlink(entry.path)

@@ -1,0 +1,236 @@
+"""Filesystem chores of the artifact store that must stay off (or cheap on) the agent's thread.
+
+fsyncs happen on one background thread; manifest files are pre-created there so the agent's commit
+only fills and renames one; attempts that end are appended to a per-process log instead of
+rewriting their manifests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import secrets
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+def syncfs(path: Path) -> None:
+    """Flush the filesystem holding ``path`` (Linux syncfs), falling back to a global sync."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            if libc.syncfs(fd) == 0:
+                return
+        finally:
+            os.close(fd)
+    except (OSError, AttributeError):
+        pass
+    os.sync()
+
+
+def fsync_path(path: Path) -> None:
+    fsync_file(path)
+    fsync_dir(path.parent)
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class _BackgroundSync:
+    """fsyncs committed manifests off the agent's thread.
+
+    A manifest is visible and crash-safe (atomic rename) the moment ``commit`` returns; making it
+    survive a power cut costs two fsyncs, which on a busy disk take milliseconds, so they happen
+    here.  The queue is bounded: when it is full the fsync is skipped and the filesystem's own
+    writeback (seconds) is what makes the manifest durable.
+    """
+
+    def __init__(self, maxsize: int = 1024) -> None:
+        self._queue: queue.Queue[Path | Callable[[], None]] = queue.Queue(maxsize)
+        self._pid = -1
+        self._lock = threading.Lock()
+        self.skipped = 0
+
+    def submit(self, path: Path | Callable[[], None]) -> bool:
+        if self._pid != os.getpid():
+            with self._lock:
+                if self._pid != os.getpid():  # first use, or first use after fork
+                    self._queue = queue.Queue(self._queue.maxsize)
+                    threading.Thread(target=self._run, name="otel-inputs-fsync", daemon=True).start()
+                    self._pid = os.getpid()
+        try:
+            self._queue.put_nowait(path)
+            return True
+        except queue.Full:
+            self.skipped += 1
+            return False
+
+    def _run(self) -> None:
+        q = self._queue
+        while True:
+            batch = [q.get()]
+            while True:  # everything queued meanwhile shares one directory fsync
+                try:
+                    batch.append(q.get_nowait())
+                except queue.Empty:
+                    break
+            dirs: set[Path] = set()
+            for path in batch:
+                try:
+                    if callable(path):
+                        path()
+                    else:
+                        fsync_file(path)
+                        dirs.add(path.parent)
+                except Exception:  # noqa: BLE001 - a background chore must never kill the thread
+                    pass  # e.g. a manifest replaced or removed since: nothing left to make durable
+            for directory in dirs:
+                fsync_dir(directory)
+            for _ in batch:
+                q.task_done()
+
+    def flush(self) -> None:
+        if self._pid == os.getpid():
+            self._queue.join()
+
+
+_background_sync = _BackgroundSync()
+
+
+_SPARE_PREFIX = ".spare-"
+
+
+def spare_owner_alive(name: str) -> bool:
+    """Whether ``name`` is a spare manifest file of a process still running on this host."""
+    if not name.startswith(_SPARE_PREFIX):
+        return False
+    pid = name[len(_SPARE_PREFIX):].split("-", 1)[0]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _SpareFiles:
+    """Empty temp files created ahead of time in one directory, off the agent's thread.
+
+    Creating a file in the manifests directory costs about a millisecond on a journaling filesystem
+    (the directory update), most of an attempt's budget on the agent's thread; filling an already
+    open file and renaming it costs a tenth of that.  Spares belong to the process that made them
+    (a forked child makes its own) and are named like any interrupted write (``.<name>.tmp``), so a
+    crash leaves only what reconciliation already removes.
+    """
+
+    _KEEP = 2
+
+    def __init__(self, directory: Path) -> None:
+        self._dir = directory
+        self._pid = os.getpid()
+        self._files: list[tuple[Path, int]] = []
+        self._lock = threading.Lock()
+        self._refilling = False
+
+    def take(self) -> tuple[Path, int] | None:
+        """A spare (path, open fd) for this process, and a refill scheduled in the background."""
+        with self._lock:
+            if self._pid != os.getpid():  # forked: the parent's spares are the parent's
+                self._pid, self._files = os.getpid(), []
+            spare = self._files.pop() if self._files else None
+            if not self._refilling:
+                self._refilling = _background_sync.submit(self._refill)
+        return spare
+
+    def _refill(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    if self._pid != os.getpid() or len(self._files) >= self._KEEP:
+                        return
+                path = self._dir / f"{_SPARE_PREFIX}{os.getpid()}-{secrets.token_hex(6)}.tmp"
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+                with self._lock:
+                    self._files.append((path, fd))
+        except OSError:
+            return  # store full or read-only: the inline path reports it on the next write
+        finally:
+            with self._lock:
+                self._refilling = False
+
+
+class EndedLog:
+    """This process's append-only record of attempts that have ended, one JSON-quoted id per line.
+
+    Marking an attempt terminal by rewriting its manifest costs a file creation, a rename and an
+    fsync per attempt; appending one line to an open file costs one write.  The log is not fsynced:
+    it only matters while its process lives (retention treats every attempt of a dead owner as
+    terminal anyway), and a torn last line is skipped by readers.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self._dir = directory
+        self._pid = -1
+        self._fd = -1
+        self._lock = threading.Lock()
+
+    def append(self, attempt_id: str) -> None:
+        """Record that ``attempt_id`` ended; raises ``OSError`` when the log cannot be written."""
+        line = (json.dumps(attempt_id, ensure_ascii=True) + "\n").encode("ascii")
+        with self._lock:
+            if self._pid != os.getpid():  # first use, or first use after fork: the parent's fd is the parent's
+                self._dir.mkdir(exist_ok=True)
+                name = f"{os.getpid()}-{secrets.token_hex(4)}.log"
+                self._fd = os.open(self._dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                self._pid = os.getpid()
+            fd = self._fd
+        if os.write(fd, line) != len(line):
+            raise OSError("short write to the ended-attempts log")
+
+
+def read_ended(directory: Path) -> set[str]:
+    """Every attempt id recorded as ended by any process's log under ``directory``."""
+    ended: set[str] = set()
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:  # missing or unusable: nothing recorded, so attempts stay protected (the safe side)
+        return ended
+    for entry in entries:
+        if not entry.name.endswith(".log"):
+            continue
+        try:
+            with open(entry.path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        for line in data.split(b"\n")[:-1]:  # the last piece is empty or a torn write
+            try:
+                ended.add(json.loads(line))
+            except ValueError:
+                continue
+    return ended
