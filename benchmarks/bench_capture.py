@@ -118,12 +118,11 @@ def capture_vs_floor(work: Path, runs: int, scale: float = 1.0) -> dict:
             "ratio_vs_cp": (median_ms(cap) / median_ms(cp)) if cp else None}
 
 
-def agent_thread_overhead(work: Path, iterations: int, gap_s: float = 0.0) -> dict:
-    """Median time on the agent's thread of an observed attempt minus a bare span.
+def agent_thread_overhead(work: Path, iterations: int) -> dict:
+    """Median time on the agent's thread of an observed attempt minus a bare span, attempts back to back.
 
-    ``gap_s`` is an untimed pause between attempts standing in for the model call every real
-    attempt makes; with 0 the attempts run back to back and the store's background chores (fsyncs,
-    terminal marks, spare manifest files) compete with the next attempt.
+    Back to back is the worst case: the store's background chores for one attempt (fsyncs, spare
+    manifest files) compete with the next instead of overlapping a model call.
     """
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -159,11 +158,7 @@ def agent_thread_overhead(work: Path, iterations: int, gap_s: float = 0.0) -> di
         bare(), packet()
     for _ in range(iterations):
         t0 = time.perf_counter(); bare(); bare_s.append(time.perf_counter() - t0)
-        if gap_s:
-            time.sleep(gap_s)
         t0 = time.perf_counter(); packet(); packet_s.append(time.perf_counter() - t0)
-        if gap_s:
-            time.sleep(gap_s)
     provider.shutdown()
     observer.flush(30)  # background manifest syncs and terminal marks finish before the tree goes
     added = statistics.median(packet_s) - statistics.median(bare_s)

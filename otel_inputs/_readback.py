@@ -162,7 +162,7 @@ class EvidenceReader:
 
     def read_part(self, viewer: str, attempt_id: str, part: str) -> ReadResult:
         """An exchange part's bytes, with the same permission and purge checks as inputs."""
-        from otel_inputs._parts import read_part, read_part_receipt
+        from otel_inputs._part_readback import read_part, read_part_receipt
 
         try:
             receipt = read_part_receipt(self.store.root, attempt_id, part)

@@ -17,7 +17,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from otel_inputs._parts import PartName, read_part_receipt
+from otel_inputs._part_readback import read_part_receipt
+from otel_inputs._parts import PartName
 from otel_inputs._readback import AccessPolicy, EvidenceReader, PolicyError, ReadResult, current_viewer
 from otel_inputs._retention import RetentionPolicy
 from otel_inputs._store import ArtifactStore, ReadbackError

@@ -16,9 +16,9 @@ import streamlit as st
 from otel_inputs import names
 from viewer import _charts as charts
 from viewer import _queries as q
-from viewer._draw import draw_panel, kv_lines, note
+from viewer._draw import draw_panel, note
 from viewer._evidence import Evidence, budget_usage, open_evidence, overlay_store
-from viewer._format import NOT_RECORDED, count_text, md_escape, size_text, time_text, value_text
+from viewer._format import NOT_RECORDED, count_text, size_text, time_text, value_text
 from viewer._panel import SEND_KIND_TEXT, build_panel
 
 REFRESH_CHOICES = {"off": None, "5 s": 5, "15 s": 15, "60 s": 60}

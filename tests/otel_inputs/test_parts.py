@@ -30,10 +30,9 @@ from otel_inputs._parts import (
     encode_observable_output,
     observe_part,
     part_event_attributes,
-    read_part,
-    read_part_receipt,
     record_part_event,
 )
+from otel_inputs._part_readback import read_part, read_part_receipt
 from otel_inputs._policy import AdmissionDecision
 from otel_inputs._store import ReadbackError, attempt_key
 from otel_inputs._types import CaptureDecision, GapReason
