@@ -136,7 +136,7 @@ class AttemptStaging:
             raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
 
     def has_object(self, digest: str) -> bool:
-        return digest in self._blobs or self.store.object_path(digest).is_file()
+        return digest in self._blobs or self.store.has_object(digest)
 
     def put_bytes(self, data: bytes) -> StagedBlob:
         """Stage held bytes (a resolved prompt, an envelope) without rereading any source.
@@ -145,7 +145,7 @@ class AttemptStaging:
         """
         digest = hashlib.sha256(data).hexdigest()
         if digest not in self._blobs:
-            if self.store.object_path(digest).is_file():
+            if self.store.has_object(digest):
                 self._blobs[digest] = None
             else:
                 tmp, fh = self.open_temp()
@@ -171,7 +171,7 @@ class AttemptStaging:
         """Register bytes already in the store (no copy needed); ``None`` if they are not there."""
         if digest in self._blobs:
             return StagedBlob(digest, -1, snapshot_ref_for(digest))
-        if self.store.object_path(digest).is_file():
+        if self.store.has_object(digest):
             self._blobs[digest] = None
             return StagedBlob(digest, -1, snapshot_ref_for(digest))
         return None
@@ -194,7 +194,7 @@ class AttemptStaging:
         # A concurrent gc may have moved an object aside before our manifest was visible to it; it
         # puts back what manifests written since its scan reference, so if an object is missing
         # now, gc decided before our manifest existed: the manifest must not claim it.
-        gone = {d for d in self._blobs if not self.store.object_path(d).is_file()}
+        gone = {d for d in self._blobs if not self.store.has_object(d)}
         if gone:
             def downgrade(body: dict[str, Any]) -> bool:
                 for item in body.get("items", ()):
@@ -236,6 +236,8 @@ class ArtifactStore:
         self.manifests_dir = self.root / "manifests"
         self.tombstones_dir = self.root / "tombstones"
         self.ended_dir = self.root / "ended"  # created on first use: older stores lack it
+        self._objects_prefix = os.path.join(self.objects_dir, "")
+        self._staging_str, self._manifests_str = str(self.staging_dir), str(self.manifests_dir)
         if create:
             for d in (self.objects_dir, self.staging_dir, self.manifests_dir, self.tombstones_dir):
                 d.mkdir(parents=True, exist_ok=True)
@@ -297,7 +299,7 @@ class ArtifactStore:
     def begin_attempt(self, attempt_id: str) -> AttemptStaging:
         """Preallocate the attempt's staging directory (raises ``OSError`` if the store is unusable)."""
         key = attempt_key(attempt_id)
-        if not self.staging_dir.is_dir() or not self.manifests_dir.is_dir():
+        if not os.path.isdir(self._staging_str) or not os.path.isdir(self._manifests_str):
             # No path in the message: it can end up in span attributes that leave the machine.
             raise StoreWriteError("artifact store is not usable (its staging or manifests directory is missing)")
         path = self.staging_dir / f"{key[:32]}.{os.getpid()}.{secrets.token_hex(4)}"
@@ -308,12 +310,16 @@ class ArtifactStore:
             raise ReadbackError("not_found", "not a snapshot digest")
         return self.objects_dir / sha256
 
+    def has_object(self, sha256: str) -> bool:
+        """Whether the store holds bytes for ``sha256`` (string paths: this runs several times per attempt)."""
+        return bool(_HEX64.match(sha256)) and os.path.isfile(self._objects_prefix + sha256)
+
     def _install_object(self, digest: str, tmp: Path | None) -> None:
         final = self.object_path(digest)
-        if tmp is None or final.exists():
+        if tmp is None or self.has_object(digest):
             # Already stored: refresh its age so reconciliation cannot take it before our manifest lands.
             try:
-                os.utime(final, follow_symlinks=False)
+                os.utime(self._objects_prefix + digest, follow_symlinks=False)
             except FileNotFoundError as exc:
                 if tmp is None:  # taken by gc since we looked: the manifest must not claim it
                     raise StoreWriteError(f"stored object {digest} vanished before commit") from exc

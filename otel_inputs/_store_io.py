@@ -12,6 +12,7 @@ import os
 import queue
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,12 +59,17 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+_SYNC_WINDOW_S = 0.05
+
+
 class _BackgroundSync:
     """fsyncs committed manifests off the agent's thread.
 
     A manifest is visible and crash-safe (atomic rename) the moment ``commit`` returns; making it
     survive a power cut costs two fsyncs, which on a busy disk take milliseconds, so they happen
-    here.  The queue is bounded: when it is full the fsync is skipped and the filesystem's own
+    here, gathered over ``_SYNC_WINDOW_S``: every fsync forces a journal commit that stalls the
+    agent thread's next rename, so one per window instead of one per attempt.  Other chores run
+    at once.  The queue is bounded: when it is full the fsync is skipped and the filesystem's own
     writeback (seconds) is what makes the manifest durable.
     """
 
@@ -89,27 +95,41 @@ class _BackgroundSync:
 
     def _run(self) -> None:
         q = self._queue
+        pending: list[Path] = []
+        deadline = 0.0
         while True:
-            batch = [q.get()]
-            while True:  # everything queued meanwhile shares one directory fsync
+            try:
+                item = q.get(timeout=max(0.0, deadline - time.monotonic()) if pending else None)
+            except queue.Empty:
+                item = None
+            if callable(item):
                 try:
-                    batch.append(q.get_nowait())
-                except queue.Empty:
-                    break
-            dirs: set[Path] = set()
-            for path in batch:
-                try:
-                    if callable(path):
-                        path()
-                    else:
-                        fsync_file(path)
-                        dirs.add(path.parent)
+                    item()
                 except Exception:  # noqa: BLE001 - a background chore must never kill the thread
-                    pass  # e.g. a manifest replaced or removed since: nothing left to make durable
-            for directory in dirs:
-                fsync_dir(directory)
-            for _ in batch:
-                q.task_done()
+                    pass
+                finally:
+                    q.task_done()
+            elif item is not None:
+                if not pending:
+                    deadline = time.monotonic() + _SYNC_WINDOW_S
+                pending.append(item)
+            if pending and time.monotonic() >= deadline:
+                self._sync(pending)
+                for _ in pending:
+                    q.task_done()
+                pending = []
+
+    @staticmethod
+    def _sync(paths: list[Path]) -> None:
+        dirs: set[Path] = set()
+        for path in paths:
+            try:
+                fsync_file(path)
+                dirs.add(path.parent)
+            except OSError:
+                pass  # replaced or removed since: nothing left to make durable
+        for directory in dirs:
+            fsync_dir(directory)
 
     def flush(self) -> None:
         if self._pid == os.getpid():
