@@ -23,7 +23,7 @@ INPUTS = "agent_attempt_inputs"
 ARTIFACTS = "agent_artifacts"
 PARTS = "agent_exchange_parts"
 
-_TS = pa.timestamp("ns")
+TS_TYPE = _TS = pa.timestamp("ns")
 _MAP = pa.map_(pa.string(), pa.string())
 
 _ATTEMPT_TYPES: dict[str, pa.DataType] = {c: pa.string() for c in ATTEMPT_COLUMNS}
@@ -82,13 +82,17 @@ class _MapBuilder:
         self.offsets.append(len(keys))
 
     def build(self) -> pa.Array:
-        return pa.MapArray.from_arrays(
-            pa.array(self.offsets, pa.int32()), pa.array(self.keys, pa.string()),
-            pa.array(self.values, pa.string()),
-        )  # fmt: skip
+        return map_array(self.offsets, self.keys, self.values)
 
 
-def _list_of(offsets: list[int], values: pa.Array) -> pa.Array:
+def map_array(offsets: list[int], keys: list[str], values: list[str]) -> pa.Array:
+    """MAP(VARCHAR, VARCHAR) values from flat keys/values plus int32 offsets."""
+    return pa.MapArray.from_arrays(
+        pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(values, pa.string())
+    )
+
+
+def list_array(offsets: list[int], values: pa.Array) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values)
 
 
@@ -132,13 +136,13 @@ def traces_table(spans: Sequence[SpanRecord]) -> pa.Table:
         "Duration": pa.array([max(s.end_ns - s.start_ns, 0) for s in spans], pa.uint64()),
         "StatusCode": pa.array([s.status_code for s in spans], pa.string()),
         "StatusMessage": pa.array([s.status_message for s in spans], pa.string()),
-        "Events.Timestamp": _list_of(ev_off, pa.array(ev_ts, _TS)),
-        "Events.Name": _list_of(ev_off, pa.array(ev_names, pa.string())),
-        "Events.Attributes": _list_of(ev_off, ev_maps.build()),
-        "Links.TraceId": _list_of(l_off, pa.array(l_tid, pa.string())),
-        "Links.SpanId": _list_of(l_off, pa.array(l_sid, pa.string())),
-        "Links.TraceState": _list_of(l_off, pa.array(l_ts, pa.string())),
-        "Links.Attributes": _list_of(l_off, link_maps.build()),
+        "Events.Timestamp": list_array(ev_off, pa.array(ev_ts, _TS)),
+        "Events.Name": list_array(ev_off, pa.array(ev_names, pa.string())),
+        "Events.Attributes": list_array(ev_off, ev_maps.build()),
+        "Links.TraceId": list_array(l_off, pa.array(l_tid, pa.string())),
+        "Links.SpanId": list_array(l_off, pa.array(l_sid, pa.string())),
+        "Links.TraceState": list_array(l_off, pa.array(l_ts, pa.string())),
+        "Links.Attributes": list_array(l_off, link_maps.build()),
     }
     return pa.table(cols)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,11 +23,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from exporter._spans import SPAN_KINDS, STATUS_CODES, EventRecord, LinkRecord, SpanRecord
 
 _INT64_MAX = 2**63 - 1
 _MAX_ERROR_MESSAGES = 5
+
+# (resource attributes, scope name, scope version, span): one storable span of a request.
+ValidSpan = tuple[dict[str, Any], str, str, Span]
 
 
 class DecodeError(ValueError):
@@ -39,6 +43,9 @@ class DecodedRequest:
     spans: list[SpanRecord] = field(default_factory=list)
     rejected: int = 0
     problems: list[str] = field(default_factory=list)
+    accepted: int = 0
+    # Positions (resource, scope, span) of the rejected spans, so a later pass can skip them.
+    skip: set[tuple[int, int, int]] = field(default_factory=set)
 
     def reject(self, problem: str) -> None:
         self.rejected += 1
@@ -54,10 +61,10 @@ class DecodedRequest:
 
 
 def _value(v: AnyValue) -> Any:
-    return _value_of(v, v.WhichOneof("value"))
+    return value_of(v, v.WhichOneof("value"))
 
 
-def _value_of(v: AnyValue, which: str | None) -> Any:
+def value_of(v: AnyValue, which: str | None) -> Any:
     if which == "string_value":
         return v.string_value
     if which == "int_value":
@@ -82,7 +89,7 @@ def _attrs(kvs: Iterable[KeyValue]) -> dict[str, Any]:
     for kv in kvs:
         v = kv.value
         which = v.WhichOneof("value")
-        out[kv.key] = v.string_value if which == "string_value" else _value_of(v, which)
+        out[kv.key] = v.string_value if which == "string_value" else value_of(v, which)
     return out
 
 
@@ -99,6 +106,84 @@ def _id_problem(raw: bytes, size: int, what: str, *, optional: bool = False) -> 
     return None
 
 
+def span_problem(sp: Span) -> str | None:
+    """Why one span cannot be stored faithfully (ids, int64 times), or ``None`` when it can."""
+    problem = (
+        _id_problem(sp.trace_id, 16, "trace_id")
+        or _id_problem(sp.span_id, 8, "span_id")
+        or _id_problem(sp.parent_span_id, 8, "parent_span_id", optional=True)
+    )
+    for link in sp.links:
+        problem = problem or _id_problem(link.trace_id, 16, "link trace_id") or _id_problem(
+            link.span_id, 8, "link span_id"
+        )
+    if problem is None:
+        latest = max(sp.start_time_unix_nano, sp.end_time_unix_nano)
+        for e in sp.events:
+            if e.time_unix_nano > latest:
+                latest = e.time_unix_nano
+        if latest > _INT64_MAX:
+            problem = "timestamp beyond the int64 nanosecond range"
+    return problem
+
+
+def check_request(req: ExportTraceServiceRequest) -> DecodedRequest:
+    """Count the request's storable spans and reject the rest (for ``partial_success``), cheaply:
+    no span is converted here, so the sink can answer before the conversion runs."""
+    out = DecodedRequest()
+    for i, rs in enumerate(req.resource_spans):
+        for j, ss in enumerate(rs.scope_spans):
+            for k, sp in enumerate(ss.spans):
+                problem = span_problem(sp)
+                if problem is None:
+                    out.accepted += 1
+                else:
+                    out.reject(problem)
+                    out.skip.add((i, j, k))
+    return out
+
+
+def iter_valid(req: ExportTraceServiceRequest, skip: AbstractSet[tuple[int, int, int]]) -> Iterator[ValidSpan]:
+    """The request's spans not in ``skip`` (positions from :func:`check_request`), in request order,
+    each with its resource attributes (decoded once per resource) and scope."""
+    for i, rs in enumerate(req.resource_spans):
+        resource = _attrs(rs.resource.attributes)
+        for j, ss in enumerate(rs.scope_spans):
+            scope_name, scope_version = ss.scope.name, ss.scope.version
+            for k, sp in enumerate(ss.spans):
+                if skip and (i, j, k) in skip:
+                    continue
+                yield resource, scope_name, scope_version, sp
+
+
+def record_of(resource: dict[str, Any], scope_name: str, scope_version: str, sp: Span) -> SpanRecord:
+    """One valid protobuf span as a neutral :class:`SpanRecord` (the reference conversion)."""
+    return SpanRecord(
+        trace_id=sp.trace_id.hex(),
+        span_id=sp.span_id.hex(),
+        parent_span_id=sp.parent_span_id.hex(),
+        trace_state=sp.trace_state,
+        name=sp.name,
+        kind=SPAN_KINDS[sp.kind] if 0 <= sp.kind < len(SPAN_KINDS) else SPAN_KINDS[0],
+        start_ns=sp.start_time_unix_nano,
+        end_ns=sp.end_time_unix_nano,
+        status_code=STATUS_CODES[sp.status.code] if 0 <= sp.status.code < 3 else STATUS_CODES[0],
+        status_message=sp.status.message,
+        attributes=_attrs(sp.attributes),
+        resource_attributes=resource,
+        scope_name=scope_name,
+        scope_version=scope_version,
+        events=tuple(EventRecord(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in sp.events),
+        links=tuple(
+            LinkRecord(lk.trace_id.hex(), lk.span_id.hex(), lk.trace_state, _attrs(lk.attributes))
+            for lk in sp.links
+        ),
+        dropped_attributes=sp.dropped_attributes_count,
+        dropped_events=sp.dropped_events_count,
+        dropped_links=sp.dropped_links_count,
+    )
+
+
 def iter_records(req: ExportTraceServiceRequest, out: DecodedRequest) -> Iterator[SpanRecord]:
     """Yield the request's valid spans one at a time, counting rejected ones into ``out``.
 
@@ -110,45 +195,12 @@ def iter_records(req: ExportTraceServiceRequest, out: DecodedRequest) -> Iterato
         for ss in rs.scope_spans:
             scope_name, scope_version = ss.scope.name, ss.scope.version
             for sp in ss.spans:
-                problem = (
-                    _id_problem(sp.trace_id, 16, "trace_id")
-                    or _id_problem(sp.span_id, 8, "span_id")
-                    or _id_problem(sp.parent_span_id, 8, "parent_span_id", optional=True)
-                )
-                for link in sp.links:
-                    problem = problem or _id_problem(link.trace_id, 16, "link trace_id") or _id_problem(
-                        link.span_id, 8, "link span_id"
-                    )
-                times = [sp.start_time_unix_nano, sp.end_time_unix_nano, *(e.time_unix_nano for e in sp.events)]
-                if problem is None and max(times) > _INT64_MAX:
-                    problem = "timestamp beyond the int64 nanosecond range"
+                problem = span_problem(sp)
                 if problem is not None:
                     out.reject(problem)
                     continue
-                yield SpanRecord(
-                    trace_id=sp.trace_id.hex(),
-                    span_id=sp.span_id.hex(),
-                    parent_span_id=sp.parent_span_id.hex(),
-                    trace_state=sp.trace_state,
-                    name=sp.name,
-                    kind=SPAN_KINDS[sp.kind] if 0 <= sp.kind < len(SPAN_KINDS) else SPAN_KINDS[0],
-                    start_ns=sp.start_time_unix_nano,
-                    end_ns=sp.end_time_unix_nano,
-                    status_code=STATUS_CODES[sp.status.code] if 0 <= sp.status.code < 3 else STATUS_CODES[0],
-                    status_message=sp.status.message,
-                    attributes=_attrs(sp.attributes),
-                    resource_attributes=resource,
-                    scope_name=scope_name,
-                    scope_version=scope_version,
-                    events=tuple(EventRecord(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in sp.events),
-                    links=tuple(
-                        LinkRecord(lk.trace_id.hex(), lk.span_id.hex(), lk.trace_state, _attrs(lk.attributes))
-                        for lk in sp.links
-                    ),
-                    dropped_attributes=sp.dropped_attributes_count,
-                    dropped_events=sp.dropped_events_count,
-                    dropped_links=sp.dropped_links_count,
-                )
+                out.accepted += 1
+                yield record_of(resource, scope_name, scope_version, sp)
 
 
 def records_from_request(req: ExportTraceServiceRequest) -> DecodedRequest:

@@ -40,7 +40,7 @@ _OI_MSG = re.compile(
 )
 
 # Input-event string fields: (wire name, row column).
-_INPUT_STR_FIELDS = (
+INPUT_STR_FIELDS = (
     (n.INPUT_LABEL, "label"),
     (n.INPUT_SOURCE_KIND, "source_kind"),
     (n.INPUT_DELIVERY_MODE, "delivery_mode"),
@@ -215,7 +215,7 @@ def _prompts(attrs: Mapping[str, Any]) -> tuple[str | None, str | None]:
 # --- input events ---------------------------------------------------------------------------------
 
 
-def _input_rows(span: SpanRecord, attempt_id: str) -> tuple[list[dict[str, Any]], int]:
+def input_rows(span: SpanRecord, attempt_id: str) -> tuple[list[dict[str, Any]], int]:
     """One row per input event, (attempt_id, seq) unique; returns (rows, malformed count)."""
     rows: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []  # malformed rows waiting for a synthetic seq
@@ -234,7 +234,7 @@ def _input_rows(span: SpanRecord, attempt_id: str) -> tuple[list[dict[str, Any]]
             row["input_id"] = raw_id
         else:
             problems.append("input id missing" if raw_id is None else "input id is not a non-empty string")
-        _copy_event_fields(attrs, _INPUT_STR_FIELDS, n.INPUT_SIZE_BYTES, row, problems)
+        _copy_event_fields(attrs, INPUT_STR_FIELDS, n.INPUT_SIZE_BYTES, row, problems)
         raw_seq = attrs.get(n.INPUT_SEQ)
         seq = _int(raw_seq)
         if raw_seq is None:
@@ -281,7 +281,7 @@ def _copy_event_fields(attrs: Mapping[str, Any], str_fields: Sequence[tuple[str,
             problems.append("size_bytes is not a non-negative integer")
 
 
-def _part_rows(span: SpanRecord, attempt_id: str) -> list[dict[str, Any]]:
+def part_rows(span: SpanRecord, attempt_id: str) -> list[dict[str, Any]]:
     """One row per exchange-part event, in event order; a malformed one stays visible with a problem.
 
     Values are kept as recorded: an absent or unrecognised dispatch stays NULL/as is (the viewer
@@ -322,10 +322,23 @@ def attempt_kind(attrs: Mapping[str, Any]) -> str | None:
 
 def derive(span: SpanRecord) -> SpanRows:
     """The agent_attempts row and agent_attempt_inputs rows one span contributes (maybe none)."""
-    attrs = span.attributes
-    kind = attempt_kind(attrs)
+    kind = attempt_kind(span.attributes)
     if kind is None:
         return SpanRows()
+    row = attempt_row(span, kind)
+    if kind != SOURCE_OTEL_INPUTS:
+        return SpanRows(attempt=row, parts=part_rows(span, row["attempt_id"]))
+    inputs, malformed = input_rows(span, row["attempt_id"])
+    finish_coverage(row, span, len(inputs), malformed)
+    return SpanRows(attempt=row, inputs=inputs, parts=part_rows(span, row["attempt_id"]))
+
+
+def attempt_row(span: SpanRecord, kind: str) -> dict[str, Any]:
+    """The attempt row of an attempt span of source format ``kind``, before its coverage is settled.
+
+    Split from :func:`derive` so a caller that builds the input rows another way (the sink's
+    column-wise path) still derives the attempt row and coverage by exactly this code."""
+    attrs = span.attributes
     system_prompt, user_prompt = _prompts(attrs)
     row: dict[str, Any] = dict.fromkeys(ATTEMPT_COLUMNS)
     row.update(
@@ -350,11 +363,9 @@ def derive(span: SpanRecord) -> SpanRows:
         # A legacy/foreign attempt: no packet is ever invented for it.
         row["attempt_id"] = span.span_id
         row["input_coverage"] = Coverage.NOT_RECORDED.value
-        return SpanRows(attempt=row, parts=_part_rows(span, span.span_id))
-
-    attempt_id = _str(attrs, n.ATTEMPT_ID) or span.span_id  # '' is no id: fall back to the span
+        return row
     row.update(
-        attempt_id=attempt_id,
+        attempt_id=_str(attrs, n.ATTEMPT_ID) or span.span_id,  # '' is no id: fall back to the span
         run_id=_str(attrs, n.RUN_ID),
         phase=_str(attrs, n.PHASE),
         task_prompt=_str(attrs, n.TASK_PROMPT),
@@ -374,17 +385,21 @@ def derive(span: SpanRecord) -> SpanRows:
         capture_decision=_str(attrs, n.CAPTURE_DECISION),
         capture_gap_reason=_str(attrs, n.CAPTURE_GAP_REASON),
     )
-    inputs, malformed = _input_rows(span, attempt_id)
+    return row
 
+
+def finish_coverage(row: dict[str, Any], span: SpanRecord, input_count: int, malformed: int) -> None:
+    """Settle a packet attempt's coverage from its input rows: never ``complete`` with a known gap."""
+    attrs = span.attributes
     coverage = _str(attrs, n.PACKET_COVERAGE)
     reasons: list[str] = []
     if coverage not in _COVERAGES:
         reasons.append("packet coverage missing or not a known value")
         coverage = Coverage.PARTIAL.value
     item_count = row["item_count"]
-    if item_count is not None and len(inputs) < item_count:
+    if item_count is not None and input_count < item_count:
         reasons.append(
-            f"only {len(inputs)} of {item_count} input events arrived (span event limit or dropped events)"
+            f"only {input_count} of {item_count} input events arrived (span event limit or dropped events)"
         )
     if span.dropped_events > 0:
         reasons.append(f"{span.dropped_events} span events were dropped before export")
@@ -397,4 +412,3 @@ def derive(span: SpanRecord) -> SpanRows:
         reasons.insert(0, gap)
     row["input_coverage"] = coverage
     row["coverage_reason"] = "; ".join(reasons) if reasons else None
-    return SpanRows(attempt=row, inputs=inputs, parts=_part_rows(span, attempt_id))

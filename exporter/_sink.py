@@ -1,17 +1,20 @@
 """``OTLPSink``: an OTLP/HTTP trace receiver that lands spans through the same DuckDB write path.
 
-Request threads decode, validate and convert each request to compact Arrow tables (in chunks, so
-at most ``decode_chunk_spans`` spans exist as Python objects per decode, and at most
-``max_concurrent_decodes`` decodes run at once); ONE writer thread owns every DuckDB write (and the
-periodic landing of store manifests), so the file sees one regular writer.  Memory is bounded in
-bytes at both ends: request bodies being read or decoded (``max_inflight_bytes``) and Arrow tables
-waiting for the writer (``max_queued_bytes``).  When either is full the client gets 503 +
-Retry-After and retries later, so nothing accepted is dropped.  ``stop()`` stops accepting, then
-flushes everything already accepted before returning.
+Request threads only parse (protobuf is parsed in C) and validate each request, answer at once
+(with ``partial_success`` for rejected spans) and queue the parsed request; ONE writer thread
+converts queued requests to Arrow (``decode_chunk_spans`` spans at a time, see
+:mod:`exporter._columns`) and owns every DuckDB write (and the periodic landing of store
+manifests), so the file sees one regular writer and the sender never waits for the conversion.
+Memory is bounded in bytes at both ends: request bodies being read or parsed
+(``max_inflight_bytes``) and parsed requests waiting for the writer (``max_queued_bytes``; a parsed
+request takes about its wire size).  When either is full the client gets 503 + Retry-After and
+retries later, so nothing accepted is dropped.  ``stop()`` stops accepting, then flushes
+everything already accepted before returning.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -22,10 +25,15 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 from exporter._manifests import ManifestScanner
 from exporter._arrow import BatchTables
-from exporter._otlp import DecodedRequest, DecodeError, iter_records, parse_json, parse_protobuf, response_body, status_body
-from exporter._spans import SpanRecord
+from exporter._columns import Fallback, build_chunk
+from exporter._otlp import (
+    DecodedRequest, DecodeError, check_request, iter_valid, parse_json, parse_protobuf, record_of, response_body,
+    status_body,
+)  # fmt: skip
 from exporter._writer import DuckDBWriter
 
 _log = logging.getLogger(__name__)
@@ -44,20 +52,16 @@ _RPC_UNIMPLEMENTED = 12
 @dataclass(frozen=True)
 class SinkConfig:
     max_body_bytes: int = 64 * 1024 * 1024  # after decompression, as the OTLP spec recommends
-    # The queue holds Arrow tables (~15 KB per 20-item packet span, against ~75 KB as Python
-    # objects), bounded in bytes; a full queue answers 503 + Retry-After.
+    # The queue holds parsed requests (about their wire size: ~18 KB per 20-item packet span),
+    # bounded in bytes; a full queue answers 503 + Retry-After.
     max_queued_bytes: int = 24 * 1024 * 1024
     max_queued_spans: int = 16_384
     max_batch_spans: int = 1_024  # the writer coalesces queued requests up to this many spans
     # Request bodies held while being read and decoded (wire bytes, then decompressed bytes).  One
     # request up to max_body_bytes is always admitted when nothing else is in flight.
     max_inflight_bytes: int = 32 * 1024 * 1024
-    max_concurrent_decodes: int = 1  # decoding holds the GIL: more threads add memory, not speed
-    decode_chunk_spans: int = 128  # spans converted to Python objects at a time, then to Arrow
-    # Decoding a request and a DuckDB write each take ~50-80 MiB transiently; letting them overlap
-    # stacks both peaks for little gain on 2 cores (both mostly need the same CPU), so by default
-    # the writer takes the decode slot too.
-    overlap_decode_and_write: bool = False
+    max_concurrent_decodes: int = 1  # parsing holds the GIL: more threads add memory, not speed
+    decode_chunk_spans: int = 128  # spans converted to Arrow at a time by the writer thread
     socket_timeout_s: float = 10.0  # a silent client loses its thread after this, others are unaffected
     request_deadline_s: float = 30.0  # a client trickling bytes cannot hold a thread longer than this
     store_interval_s: float = 5.0
@@ -66,9 +70,10 @@ class SinkConfig:
 
 @dataclass
 class _Item:
-    """One accepted request: its Arrow chunks, span count and Arrow bytes."""
+    """One accepted request: the parsed message, its rejected positions, span count and bytes."""
 
-    chunks: list[BatchTables]
+    request: ExportTraceServiceRequest | None
+    skip: set[tuple[int, int, int]]
     spans: int
     nbytes: int
 
@@ -287,7 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._busy(as_json)
                 return
             try:
-                item, decoded = sink.convert(body, as_json=as_json)
+                item, decoded = sink.decode(body, as_json=as_json)
             except DecodeError as exc:
                 self._error(400, _RPC_INVALID_ARGUMENT, str(exc), as_json=as_json)
                 return
@@ -368,31 +373,38 @@ class OTLPSink:
             t.start()
         return self
 
-    def convert(self, body: bytes | bytearray, *, as_json: bool) -> tuple[_Item, DecodedRequest]:
-        """Decode a request body into Arrow chunks; raises DecodeError for an undecodable body.
-
-        Spans exist as Python objects only ``decode_chunk_spans`` at a time; the chunks keep their
-        request order, so a duplicate span later in the request still replaces an earlier copy.
-        """
+    def decode(self, body: bytes | bytearray, *, as_json: bool) -> tuple[_Item, DecodedRequest]:
+        """Parse and validate a request body (no conversion yet); raises DecodeError for an
+        undecodable body.  The parsed message takes about the body's size, so that is its cost."""
         req = parse_json(body) if as_json else parse_protobuf(body)
-        decoded = DecodedRequest()
+        decoded = check_request(req)
+        return _Item(req if decoded.accepted else None, decoded.skip, decoded.accepted, len(body)), decoded
+
+    def _tables(self, item: _Item) -> list[BatchTables]:
+        """Convert one queued request into Arrow chunks, in request order (so a duplicate span
+        later in the request still replaces an earlier copy).  Never raises."""
+        if item.request is None or self.writer is None:
+            return []
         chunks: list[BatchTables] = []
-        pending: list[SpanRecord] = []
         size = max(1, self.config.decode_chunk_spans)
-        spans = 0
-        build = self.writer.build if self.writer is not None else None
-        for record in iter_records(req, decoded):
-            pending.append(record)
-            if len(pending) >= size:
-                spans += len(pending)
-                chunks.append(build(pending) if build else BatchTables(None, None, None))
-                pending = []
-        if pending:
-            spans += len(pending)
-            chunks.append(build(pending) if build else BatchTables(None, None, None))
-        del req, pending
-        nbytes = sum(t.nbytes for c in chunks for _, t in c.items())
-        return _Item(chunks, spans, nbytes), decoded
+        valid = iter_valid(item.request, item.skip)
+        converted = 0
+        try:
+            while chunk := list(itertools.islice(valid, size)):
+                try:
+                    chunks.append(build_chunk(chunk))
+                except Exception as exc:  # noqa: BLE001 - the reference path orders repeats and isolates bad spans
+                    if not isinstance(exc, Fallback):
+                        _log.warning("otel-inputs collect: fast conversion failed (%s: %s); using the reference path",
+                                     type(exc).__name__, exc)  # fmt: skip
+                    chunks.append(self.writer.build([record_of(*v) for v in chunk]))
+                converted += len(chunk)
+        except Exception:  # noqa: BLE001 - a request that cannot be converted is counted, never kills the writer
+            _log.exception("otel-inputs collect: %d spans of an accepted request cannot be converted; dropped",
+                           item.spans - converted)  # fmt: skip
+            self.writer.count("spans_unconvertible", item.spans - converted)
+            self.writer.count("spans_dropped", item.spans - converted)
+        return chunks
 
     def accept(self, item: _Item, decoded: DecodedRequest) -> bool:
         """Queue a converted request; False means "full, come back later"."""
@@ -426,12 +438,11 @@ class OTLPSink:
                 items = self._queue.take(self.config.max_batch_spans, timeout_s=0.2)
                 self._in_flight = sum(i.spans for i in items)
             if items and self.writer is not None:
-                chunks = [c for i in items for c in i.chunks]
-                if self.config.overlap_decode_and_write:
-                    self.writer.write_batches(chunks)
-                else:
-                    with self.decode_slots:
-                        self.writer.write_batches(chunks)
+                chunks: list[BatchTables] = []
+                for i in range(len(items)):
+                    chunks.extend(self._tables(items[i]))
+                    items[i].request = None  # the parsed message is no longer needed
+                self.writer.write_batches(chunks)
                 del chunks
             del items  # release the Arrow tables before waiting for the next batch
             self._in_flight = 0
