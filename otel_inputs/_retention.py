@@ -17,22 +17,31 @@ Limits come from the environment (sizes accept K/M/G suffixes) or from flags of
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import re
 import shutil
 import socket
 import time
-from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_inputs._store import ArtifactStore, available_digests
+from otel_inputs._store import ArtifactStore
+from otel_inputs._store_index import ManifestView, changed_since, quote, refresh, row_of
+from otel_inputs._store_index import save as save_index
+from otel_inputs._store_index_sweep import remove_objects
+from otel_inputs._store_io import read_ended_quoted, syncfs
 
 EVICTION_REASON = "disk_budget"
 ENV_BUDGET = "OTEL_INPUTS_STORE_BUDGET"
 ENV_MIN_FREE = "OTEL_INPUTS_STORE_MIN_FREE"
 ENV_RUN_BUDGET = "OTEL_INPUTS_RUN_BUDGET"
+
+GC_LOCK = "gc.lock"
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 
@@ -88,34 +97,51 @@ class _Attempt:
 
 @dataclass
 class StoreIndex:
-    """What the store holds: attempts, their available digests, object sizes and staging bytes."""
+    """What the store holds: one row per manifest (see :class:`ManifestView`), object sizes and
+    staging bytes; ``protected`` holds the rows of running attempts (a live owner, not ended)."""
 
-    attempts: dict[str, _Attempt]
+    view: ManifestView
     object_bytes: dict[str, int]
     staging_bytes: int
     unreadable_manifests: list[str]
+    protected: set[int] = field(default_factory=set)
+    _runs: dict[str, str | None] = field(default_factory=dict, repr=False)
 
-    def refcount(self) -> dict[str, int]:
-        counts: dict[str, int] = defaultdict(int)
-        for a in self.attempts.values():
-            for d in a.available:
-                counts[d] += 1
-        return counts
+    @property
+    def attempts(self) -> dict[str, _Attempt]:
+        """Per attempt id (built on demand: retention itself works on the columns)."""
+        v = self.view
+        out: dict[str, _Attempt] = {}
+        for i in range(len(v)):
+            a = _Attempt(json.loads(v.aids[i]), self.run_of(i), int(v.committed[i]), i in self.protected,
+                         set(v.digest_list(i)))
+            out[a.attempt_id] = a
+        return out
+
+    def run_of(self, i: int) -> str | None:
+        raw = self.view.runs[i]
+        if raw not in self._runs:
+            self._runs[raw] = json.loads(raw)
+        return self._runs[raw]
+
+    def refcount(self) -> Counter[str]:
+        joined = ",".join(d for d in self.view.digests if d)
+        return Counter(joined.split(",")) if joined else Counter()
 
     def total_bytes(self) -> int:
         return sum(self.object_bytes.values()) + self.staging_bytes
 
     def run_bytes(self) -> dict[str, int]:
         per_run: dict[str, set[str]] = defaultdict(set)
-        for a in self.attempts.values():
-            per_run[a.run_id or ""].update(a.available)
+        for i, d in enumerate(self.view.digests):
+            if d:
+                per_run[self.run_of(i) or ""].update(d.split(","))
         return {run: sum(self.object_bytes.get(d, 0) for d in ds) for run, ds in per_run.items()}
 
     def protected_bytes(self) -> int:
         digests: set[str] = set()
-        for a in self.attempts.values():
-            if a.protected:
-                digests |= a.available
+        for i in self.protected:
+            digests.update(self.view.digest_list(i))
         return sum(self.object_bytes.get(d, 0) for d in digests) + self.staging_bytes
 
 
@@ -138,30 +164,23 @@ def _owner_alive(owner: Any) -> bool:
     return True
 
 
-def scan_store(store: ArtifactStore, progress: Callable[[int], None] | None = None) -> StoreIndex:
-    """Index manifests, objects and staging (one pass each; no object bytes are read)."""
-    attempts: dict[str, _Attempt] = {}
-    bad: list[str] = []
-    ended = store.ended_attempts()
-    for n, body in enumerate(store.iter_manifests(), 1):
-        if "error" in body:
-            bad.append(body["error"])
-            continue
-        running = (body.get("state") == "running" and body["attempt_id"] not in ended
-                   and _owner_alive(body.get("owner")))
-        a = _Attempt(body["attempt_id"], body.get("run_id"), int(body.get("committed_at_ns") or 0), running)
-        a.available.update(available_digests(body))
-        attempts[a.attempt_id] = a
-        if progress and n % 1000 == 0:
-            progress(1000)
-    sizes: dict[str, int] = {}
-    with os.scandir(store.objects_dir) as it:
-        for entry in it:
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
+def scan_store(store: ArtifactStore, progress: Callable[[int], None] | None = None, *, persist: bool = True,
+               cached: ManifestView | None = None) -> StoreIndex:
+    """Index manifests (through the validated manifest index), objects and staging; no object bytes are read."""
+    view = refresh(store.root, progress=progress, persist=persist, cached=cached)
+    protected: set[int] = set()
+    running = [i for i, owner in enumerate(view.running) if owner]
+    if running:
+        ended = read_ended_quoted(store.ended_dir)
+        alive: dict[str, bool] = {}
+        for i in running:
+            if view.aids[i] in ended:
                 continue
-            sizes[entry.name] = _allocated(st)
+            owner = view.running[i]
+            if owner not in alive:
+                alive[owner] = _owner_alive(json.loads(owner))
+            if alive[owner]:
+                protected.add(i)
     staging = 0
     for dirpath, _dirs, files in os.walk(store.staging_dir):
         for f in files:
@@ -169,7 +188,8 @@ def scan_store(store: ArtifactStore, progress: Callable[[int], None] | None = No
                 staging += _allocated(os.lstat(os.path.join(dirpath, f)))
             except FileNotFoundError:
                 pass
-    return StoreIndex(attempts, sizes, staging, bad)
+    bad = [message for _ident, message in view.errors.values()]
+    return StoreIndex(view, dict(view.object_sizes), staging, bad, protected)
 
 
 @dataclass
@@ -196,19 +216,113 @@ def _mark_evicted(body: dict[str, Any]) -> int:
     return evicted
 
 
-def _evict_attempt(store: ArtifactStore, attempt_id: str) -> int:
-    evicted = 0
+EVICTION_BATCH = 2048  # manifests rewritten per hold of the store lock; one filesystem sync for all
+
+
+@contextmanager
+def _gc_lock(store: ArtifactStore) -> Iterator[None]:
+    """Passes take turns, so a second pass sees the first one's evictions instead of repeating them.
+
+    Safety never rests on it (the object-removal protocol does): an unusable lock file only costs that.
+    """
+    try:
+        fd = os.open(store.root / GC_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class _Plan:
+    """Which rows to evict, oldest first, with the refcounts the plan leaves behind."""
+
+    index: StoreIndex
+    refcount: Counter[str]
+    pending: dict[str, int] = field(default_factory=dict)
+    victims: list[int] = field(default_factory=list)
+    chosen: set[int] = field(default_factory=set)
+
+    def freed_by(self, i: int) -> int:
+        freed = 0
+        for digest in self.index.view.digest_list(i):
+            left = self.pending.get(digest, self.refcount[digest]) - 1
+            self.pending[digest] = left
+            if left <= 0:
+                freed += self.index.object_bytes.get(digest, 0)
+        return freed
+
+    def evict_until(self, candidates: list[int], still_over: Callable[[int], bool]) -> int:
+        """Choose candidates oldest first until ``still_over(planned_freed)`` is false."""
+        planned = 0
+        for i in candidates:
+            if i in self.chosen:
+                continue
+            if not still_over(planned):
+                break
+            planned += self.freed_by(i)
+            self.victims.append(i)
+            self.chosen.add(i)
+        return planned
+
+
+def _candidates(index: StoreIndex) -> list[int]:
+    """Rows that may be evicted, oldest first: unprotected, holding bytes, at their canonical name
+    (a copy under another name is not what marking rewrites, so it only keeps bytes alive)."""
+    v = index.view
+    rows = [i for i, d in enumerate(v.digests) if d and i not in index.protected]
+    rows.sort(key=lambda i: (int(v.committed[i]), v.aids[i]))
+    return rows
+
+
+def _evict(store: ArtifactStore, plan: _Plan, report: GcReport,
+           progress: Callable[[int], None] | None) -> list[str]:
+    """Mark the plan's victims evicted (synced once), then delete bytes whose last reference went."""
+    index = plan.index
+    view = index.view
+    ended: set[str] | None = None
 
     def change(body: dict[str, Any]) -> bool:
-        nonlocal evicted
-        evicted = _mark_evicted(body)
-        return evicted > 0
+        nonlocal ended
+        if body.get("state") == "running":  # re-committed since the scan? a live attempt stays protected
+            ended = read_ended_quoted(store.ended_dir) if ended is None else ended
+            if quote(body["attempt_id"]) not in ended and _owner_alive(body.get("owner")):
+                return False
+        n = _mark_evicted(body)
+        report.evicted_items += n
+        return n > 0
 
-    store.modify_manifest(attempt_id, change)
-    return evicted
+    ids = [json.loads(view.aids[i]) for i in plan.victims]
+    written: dict[str, tuple[str, dict[str, Any]]] = {}
+    for k in range(0, len(ids), EVICTION_BATCH):
+        store.modify_manifests(ids[k:k + EVICTION_BATCH], change, sync=False, written=written)
+        if progress:
+            progress(len(ids[k:k + EVICTION_BATCH]))
+    if not written:
+        return []
+    syncfs(store.manifests_dir)  # every mark durable before any byte goes
+    last_refs: list[str] = []
+    for i in plan.victims:
+        if view.names[i] not in written:
+            continue  # not marked (changed since the scan, or a copy): it still holds its bytes
+        report.evicted_attempts += 1
+        for digest in view.digest_list(i):
+            plan.refcount[digest] -= 1
+            if plan.refcount[digest] <= 0:
+                last_refs.append(digest)
+    pos = view.position()
+    for name, (ident, body) in written.items():
+        view.put(pos, name, ident, row_of(body))
 
+    def referenced_since() -> set[str]:
+        found, index.view = changed_since(store.root, view)
+        return found
 
-EVICTION_BATCH = 256
+    return list(remove_objects(store, last_refs, referenced_since))
 
 
 def apply_retention(
@@ -221,16 +335,18 @@ def apply_retention(
 ) -> GcReport:
     """Evict oldest terminal attempts' snapshots until every limit holds (or only protected bytes remain).
 
-    Ordering is crash-safe: an attempt's manifest is marked evicted before any of its bytes are
+    Ordering is crash-safe: manifests are marked evicted and synced before any of their bytes are
     deleted, so a crash leaves at worst unreferenced bytes (removed by reconciliation), never a
     manifest that claims bytes that are gone.
     """
+    with _gc_lock(store):
+        return _apply(store, policy, free_bytes or (lambda p: shutil.disk_usage(p).free), progress)
+
+
+def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable[[str], int],
+           progress: Callable[[int], None] | None) -> GcReport:
     report = GcReport()
-    scan_started_ns = time.time_ns()
-    index = scan_store(store, progress)
-    measure_free = free_bytes or (lambda p: shutil.disk_usage(p).free)
-    now = time.time() if now is None else now
-    refcount = index.refcount()
+    index = scan_store(store, progress, persist=False)
     total = index.total_bytes()
 
     def over_global(freed_not_yet_deleted: int = 0) -> bool:
@@ -241,68 +357,17 @@ def apply_retention(
             return True
         return False
 
-    last_refs: list[str] = []
-
-    def release(batch: list[_Attempt]) -> None:
-        """Mark a batch evicted (durably, one sync); its bytes go in one pass once all batches are marked."""
-        if not batch:
-            return
-        counted: dict[str, int] = {}
-
-        def change(body: dict[str, Any]) -> bool:
-            counted[body["attempt_id"]] = _mark_evicted(body)
-            return counted[body["attempt_id"]] > 0
-
-        store.modify_manifests([a.attempt_id for a in batch], change)
-        report.evicted_items += sum(counted.values())
-        for attempt in batch:
-            report.evicted_attempts += 1
-            for digest in attempt.available:
-                refcount[digest] -= 1
-                if refcount[digest] <= 0:
-                    last_refs.append(digest)
-            attempt.available = set()
-        if progress:
-            progress(len(batch))
-
-    def bytes_freed_by(attempt: _Attempt, pending: dict[str, int]) -> int:
-        freed = 0
-        for digest in attempt.available:
-            pending[digest] = pending.get(digest, refcount[digest]) - 1
-            if pending[digest] <= 0:
-                freed += index.object_bytes.get(digest, 0)
-        return freed
-
-    def evict_until(candidates: list[_Attempt], still_over: Callable[[int], bool]) -> int:
-        """Release candidates oldest first, in batches, until ``still_over(planned_freed)`` is false."""
-        batch: list[_Attempt] = []
-        pending: dict[str, int] = {}
-        planned = 0
-        for a in candidates:
-            if not a.available:
-                continue
-            if not still_over(planned):
-                break
-            planned += bytes_freed_by(a, pending)
-            batch.append(a)
-            if len(batch) >= EVICTION_BATCH:
-                release(batch)
-                batch, pending = [], {}  # refcounts are now real; `planned` stays cumulative
-        release(batch)
-        return planned
-
-    terminal = sorted((a for a in index.attempts.values() if not a.protected and a.available),
-                      key=lambda a: (a.committed_at_ns, a.attempt_id))
+    plan: _Plan | None = None
     run_planned = 0
     if policy.run_budget_bytes is not None:
+        cap = policy.run_budget_bytes
         for run, used in index.run_bytes().items():
-            if used <= policy.run_budget_bytes:
+            if used <= cap:
                 continue
-            report.reasons.append(f"run {run!r} over its budget ({used} > {policy.run_budget_bytes})")
-            cap = policy.run_budget_bytes
-            start_used = used
-            run_attempts = [a for a in terminal if (a.run_id or "") == run]
-            run_planned += evict_until(run_attempts, lambda planned: start_used - planned > cap)
+            report.reasons.append(f"run {run!r} over its budget ({used} > {cap})")
+            plan = plan or _Plan(index, index.refcount())
+            in_run = [i for i in _candidates(index) if (index.run_of(i) or "") == run]
+            run_planned += plan.evict_until(in_run, lambda planned, start=used: start - planned > cap)
     if over_global(run_planned):
         report.reasons.append("store over its budget or under its free-space floor")
         start_total = total - run_planned
@@ -315,19 +380,22 @@ def apply_retention(
                 return True
             return False
 
-        evict_until(terminal, still_over)
-    if last_refs:
-        # One removal pass (one re-read of manifests written since the scan) for every batch.
-        deleted, _freed = store.remove_objects(last_refs, scan_started_ns)
-        for digest in last_refs:
-            if not store.object_path(digest).exists():
-                size = index.object_bytes.pop(digest, 0)
-                total -= size
-                report.freed_bytes += size
-        report.deleted_objects += deleted
+        plan = plan or _Plan(index, index.refcount())
+        plan.evict_until(_candidates(index), still_over)
+    if plan is not None and plan.victims:
+        index.view.objects_ident = ""  # the objects directory changes now: list it again next time
+        for digest in _evict(store, plan, report, progress):
+            size = index.object_bytes.pop(digest, 0)
+            index.view.object_sizes.pop(digest, None)
+            total -= size
+            report.freed_bytes += size
+            report.deleted_objects += 1
+    view = index.view
     report.total_bytes_after = total
     report.protected_bytes = index.protected_bytes()
     report.over_budget_after = over_global()
+    if view.dirty:
+        save_index(store.root, view)
     return report
 
 
@@ -378,7 +446,10 @@ class RetentionGate:
     def _fresh_index(self) -> StoreIndex:
         with self._lock:
             if self._index is None or time.monotonic() - self._indexed_at > self.refresh_s:
-                self._index = scan_store(self.store)
+                # Validate against our last view, not the saved file: only what changed since is read,
+                # and the agent's thread never writes a 100,000-row index.
+                cached = self._index.view if self._index is not None else None
+                self._index = scan_store(self.store, persist=cached is None, cached=cached)
                 self._indexed_at = time.monotonic()
                 self._added.clear()
             return self._index
@@ -427,7 +498,7 @@ class RetentionGate:
         except Exception:  # noqa: BLE001 - retention must never take the agent down
             return
         with self._lock:
-            self._index = None
+            self._indexed_at = float("-inf")  # re-validate on next use: the pass changed manifests and objects
 
     def wait(self, timeout: float | None = None) -> None:
         t = self._gc_thread

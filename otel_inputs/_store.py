@@ -29,15 +29,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from otel_inputs._store_io import EndedLog, spare_owner_alive, _background_sync, fsync_path, _SpareFiles, syncfs, read_ended
+from otel_inputs._store_index import identity
+from otel_inputs._store_index_sweep import (
+    MTIME_SLACK_NS,
+    digests_in_manifests_since,
+    reconcile,
+    referenced_digests,
+    remove_objects,
+)
+from otel_inputs._store_io import EndedLog, _background_sync, _SpareFiles, fsync_path, read_ended, syncfs
 
 MANIFEST_VERSION = 1
 SNAPSHOT_REF_PREFIX = "sha256:"
 DEFAULT_RECONCILE_AGE_S = 3600.0
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_GC_PREFIX = ".gc-"
-_MTIME_SLACK_NS = 2_000_000_000  # filesystem timestamps are coarse; re-read a little more, never less
 
 
 class StoreError(Exception):
@@ -331,10 +337,13 @@ class ArtifactStore:
         os.chmod(tmp, 0o444)
         os.replace(tmp, final)
 
-    def modify_manifests(self, attempt_ids: list[str], change: Callable[[dict[str, Any]], bool]) -> list[str]:
+    def modify_manifests(self, attempt_ids: Iterable[str], change: Callable[[dict[str, Any]], bool], *,
+                         sync: bool = True, written: dict[str, tuple[str, dict[str, Any]]] | None = None) -> list[str]:
         """Batch form of :meth:`modify_manifest`: one lock, one filesystem sync for the whole batch.
 
-        Returns the ids whose manifests were rewritten; they are durable when this returns.
+        Returns the ids whose manifests were rewritten; they are durable when this returns unless
+        ``sync`` is false (the caller then syncs before relying on them).  ``written`` receives
+        {file name: (identity, body)} of each rewrite, taken from the written file after its rename.
         """
         changed: list[str] = []
         with self.lock():
@@ -345,20 +354,43 @@ class ArtifactStore:
                     continue
                 if body is None or not change(body):
                     continue
-                self._write_manifest(attempt_id, body, sync=False)
+                ident = self._rewrite(attempt_id, body)
+                if written is not None:
+                    written[self.manifest_path(attempt_id).name] = (ident, body)
                 changed.append(attempt_id)
-            if changed:
+            if changed and sync:
                 syncfs(self.manifests_dir)  # one flush for the batch instead of two fsyncs per manifest
         return changed
 
+    def _encode(self, attempt_id: str, manifest: dict[str, Any]) -> bytes:
+        manifest.setdefault("manifest_version", MANIFEST_VERSION)
+        manifest["attempt_id"] = attempt_id
+        manifest.setdefault("committed_at_ns", time.time_ns())
+        return json.dumps(manifest, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "surrogatepass")
+
+    def _rewrite(self, attempt_id: str, body: dict[str, Any]) -> str:
+        """Replace a manifest (temp file + rename, not synced); the identity of our file after the
+        rename (fstat of our own descriptor, so no later writer's file can be mistaken for it)."""
+        data = self._encode(attempt_id, body)
+        final = self.manifest_path(attempt_id)
+        tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.replace(tmp, final)
+            return identity(os.fstat(fd))
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        finally:
+            os.close(fd)
+
     def _write_manifest(self, attempt_id: str, manifest: dict[str, Any], *, sync: bool = True,
                         spare: bool = False) -> Path:
-        body = dict(manifest)
-        body.setdefault("manifest_version", MANIFEST_VERSION)
-        body["attempt_id"] = attempt_id
-        body.setdefault("committed_at_ns", time.time_ns())
-        data = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
-            "utf-8", "surrogatepass")
+        data = self._encode(attempt_id, dict(manifest))
         final = self.manifest_path(attempt_id)
         if not (spare and self._replace_spare(data, final)):
             tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
@@ -513,106 +545,17 @@ class ArtifactStore:
     def remove_objects(self, digests: Iterable[str], scan_started_ns: int) -> tuple[int, int]:
         """Delete objects that a scan started at ``scan_started_ns`` found unreferenced; (count, bytes).
 
-        Lock-free against concurrent captures: each object is first moved aside, then every
-        manifest written since the scan is re-read; an object one of them references is put back.
-        A capture that deduplicated against an object re-checks it after writing its manifest, so
-        either the capture sees the object gone (and records the gap) or we see its manifest.
+        Manifests written since the scan (by mtime) are re-read after the objects are moved aside;
+        see :mod:`otel_inputs._store_index_sweep` for the protocol.
         """
-        moved: dict[str, tuple[Path, int]] = {}
-        for digest in digests:
-            try:
-                final = self.object_path(digest)
-                aside = self.objects_dir / f"{_GC_PREFIX}{digest}"
-                size = final.lstat().st_size
-                os.rename(final, aside)
-                moved[digest] = (aside, size)
-            except (OSError, ReadbackError):
-                continue
-        if not moved:
-            return 0, 0
-        since = scan_started_ns - _MTIME_SLACK_NS
-        keep = self._digests_in_manifests_since(since) & set(moved)
-        deleted = freed = 0
-        for digest, (aside, size) in moved.items():
-            try:
-                if digest in keep:
-                    os.replace(aside, self.object_path(digest))
-                else:
-                    os.unlink(aside)
-                    deleted += 1
-                    freed += size
-            except FileNotFoundError:
-                continue
-        return deleted, freed
-
-    def _digests_in_manifests_since(self, since_ns: int) -> set[str]:
-        found: set[str] = set()
-        with os.scandir(self.manifests_dir) as it:
-            for entry in it:
-                try:
-                    if not entry.name.endswith(".json") or entry.stat().st_mtime_ns < since_ns:
-                        continue
-                    with open(entry.path, "rb") as fh:
-                        body = json.loads(fh.read())
-                except (OSError, ValueError):
-                    continue
-                found.update(available_digests(body))
-        return found
+        since = scan_started_ns - MTIME_SLACK_NS
+        deleted = remove_objects(self, digests, lambda: digests_in_manifests_since(self, since))
+        return len(deleted), sum(deleted.values())
 
     # -- housekeeping ------------------------------------------------------------------------
     def referenced_digests(self) -> set[str]:
-        refs: set[str] = set()
-        for manifest in self.iter_manifests():
-            refs.update(available_digests(manifest))
-        return refs
+        return referenced_digests(self)
 
     def reconcile(self, *, min_age_s: float = DEFAULT_RECONCILE_AGE_S, now: float | None = None) -> dict[str, int]:
         """Remove staging and object bytes older than ``min_age_s`` that no committed manifest owns."""
-        now = time.time() if now is None else now
-        removed_staging = removed_objects = 0
-        for entry in list(os.scandir(self.staging_dir)) if self.staging_dir.exists() else []:
-            try:
-                if now - entry.stat(follow_symlinks=False).st_mtime < min_age_s:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path)
-                else:
-                    os.unlink(entry.path)
-                removed_staging += 1
-            except FileNotFoundError:
-                continue
-        for folder in (self.manifests_dir, self.tombstones_dir):
-            for entry in list(os.scandir(folder)) if folder.exists() else []:
-                # ".<name>.<rand>.tmp": a write interrupted before its rename; never read by anyone
-                if entry.name.startswith(".") and entry.name.endswith(".tmp"):
-                    if spare_owner_alive(entry.name):  # a live process's pre-created manifest file
-                        continue
-                    try:
-                        if now - entry.stat(follow_symlinks=False).st_mtime >= min_age_s:
-                            os.unlink(entry.path)
-                            removed_staging += 1
-                    except FileNotFoundError:
-                        pass
-        refs = self.referenced_digests()
-        for entry in list(os.scandir(self.objects_dir)) if self.objects_dir.exists() else []:
-            if entry.name.startswith(_GC_PREFIX):  # a gc pass died between moving aside and deleting
-                digest = entry.name[len(_GC_PREFIX):]
-                try:
-                    if digest in refs:
-                        os.replace(entry.path, self.objects_dir / digest)
-                    else:
-                        os.unlink(entry.path)
-                        removed_objects += 1
-                except (FileNotFoundError, ValueError):
-                    pass
-                continue
-            if entry.name in refs:
-                continue
-            try:
-                if now - entry.stat(follow_symlinks=False).st_mtime < min_age_s:
-                    continue
-                os.unlink(entry.path)
-                removed_objects += 1
-            except FileNotFoundError:
-                continue
-        return {"staging_removed": removed_staging, "objects_removed": removed_objects}
+        return reconcile(self, min_age_s, time.time() if now is None else now)

@@ -117,9 +117,9 @@ def test_shared_bytes_go_only_with_last_reference(harness: RecordingHarness, ctx
     one = next(iter(index.object_bytes.values()))
     apply_retention(harness.store, RetentionPolicy(budget_bytes=one))  # already within: nothing to do
     assert harness.store.manifest(ids[0])["items"][0]["artifact_status"] == "available"
-    from otel_inputs._retention import _evict_attempt
+    from otel_inputs._retention import _mark_evicted
 
-    _evict_attempt(harness.store, ids[0])
+    harness.store.modify_manifest(ids[0], lambda body: _mark_evicted(body) > 0)
     snap = harness.store.read_input(ids[1], harness.store.manifest(ids[1])["items"][0]["input_id"])
     assert snap.data == b"shared"
 
