@@ -347,17 +347,23 @@ class ArtifactStore:
         """
         changed: list[str] = []
         with self.lock():
-            for attempt_id in attempt_ids:
-                try:
-                    body = self.manifest(attempt_id)
-                except (OSError, ValueError, StoreError):
-                    continue
-                if body is None or not change(body):
-                    continue
-                ident = self._rewrite(attempt_id, body)
-                if written is not None:
-                    written[self.manifest_path(attempt_id).name] = (ident, body)
-                changed.append(attempt_id)
+            dir_fd = os.open(self.manifests_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:  # names relative to the directory: no path building or lookup per manifest
+                for attempt_id in attempt_ids:
+                    name = f"{attempt_key(attempt_id)}.json"
+                    try:
+                        with open(name, "rb", opener=lambda n, flags: os.open(n, flags, dir_fd=dir_fd)) as fh:
+                            body = json.loads(fh.read())
+                    except (OSError, ValueError):
+                        continue
+                    if not isinstance(body, dict) or body.get("attempt_id") != attempt_id or not change(body):
+                        continue
+                    ident = self._rewrite(dir_fd, name, attempt_id, body)
+                    if written is not None:
+                        written[name] = (ident, body)
+                    changed.append(attempt_id)
+            finally:
+                os.close(dir_fd)
             if changed and sync:
                 syncfs(self.manifests_dir)  # one flush for the batch instead of two fsyncs per manifest
         return changed
@@ -369,21 +375,23 @@ class ArtifactStore:
         return json.dumps(manifest, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
             "utf-8", "surrogatepass")
 
-    def _rewrite(self, attempt_id: str, body: dict[str, Any]) -> str:
-        """Replace a manifest (temp file + rename, not synced); the identity of our file after the
-        rename (fstat of our own descriptor, so no later writer's file can be mistaken for it)."""
+    def _rewrite(self, dir_fd: int, name: str, attempt_id: str, body: dict[str, Any]) -> str:
+        """Replace manifest ``name`` (temp file + rename, not synced); the identity of our file after
+        the rename (fstat of our own descriptor, so no later writer's file can be mistaken for it)."""
         data = self._encode(attempt_id, body)
-        final = self.manifest_path(attempt_id)
-        tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.replace(tmp, final)
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             return identity(os.fstat(fd))
         except BaseException:
-            tmp.unlink(missing_ok=True)
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
             raise
         finally:
             os.close(fd)

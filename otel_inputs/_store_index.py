@@ -196,13 +196,18 @@ def load(root: Path) -> ManifestView | None:
 
 def save(root: Path, view: ManifestView) -> None:
     """Write the index atomically (temp file + rename); a failure only costs the next pass re-reads."""
-    objects = [(n, s) for n, s in view.object_sizes.items() if _cacheable(n)]
+    onames = "\n".join(view.object_sizes)
+    if onames.count("\n") + 1 == len(view.object_sizes) and onames.isascii() and _SEP not in onames:
+        objects = view.object_sizes  # the usual case: every name is safe in the format, checked at once
+    else:
+        objects = {n: s for n, s in view.object_sizes.items() if _cacheable(n)}
+        onames = "\n".join(objects)
     dir_ident = view.objects_ident if len(objects) == len(view.object_sizes) else ""
     parts = [json.dumps({"manifests": len(view), "objects": len(objects), "objects_ident": dir_ident,
                          "written_at_ns": time.time_ns()})]
     parts.extend("\n".join(getattr(view, c)) for c in _COLS)
-    parts.append("\n".join(n for n, _ in objects))
-    parts.append("\n".join(str(s) for _, s in objects))
+    parts.append(onames)
+    parts.append("\n".join(map(str, objects.values())))
     parts.append(json.dumps([[n, i, m] for n, (i, m) in view.errors.items()], ensure_ascii=True))
     body = _SEP.join(parts).encode("utf-8")
     head = b"%s %d %s\n" % (_MAGIC, _VERSION, hashlib.sha256(body).hexdigest().encode())
