@@ -30,7 +30,12 @@ CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensi
 # first-batch VmHWM +79 MiB default, +53 MiB with both) without a throughput loss on 2 cores,
 # where the sink's Python decoding already occupies the other core.  Larger work spills to
 # <db>.tmp instead of failing.
-WRITER_SETTINGS: dict[str, str] = {"memory_limit": "64MB", "threads": "1"}
+#
+# checkpoint_threshold '1B': every commit checkpoints at once, and DuckDB then skips writing the
+# batch to the WAL first (auto_checkpoint_skip_wal_threshold).  A writer connection is closed
+# after each batch, which checkpoints anyway, so this only drops the WAL copy: measured ~9% less
+# writer CPU and a ~20 MiB smaller commit peak per 512 rich spans, same file size.
+WRITER_SETTINGS: dict[str, str] = {"memory_limit": "64MB", "threads": "1", "checkpoint_threshold": "1B"}
 
 
 class LockTimeout(TimeoutError):

@@ -14,17 +14,22 @@ everything already accepted before returning.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import itertools
 import logging
 import os
+import sys
 import threading
 import time
 import zlib
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from exporter._manifests import ManifestScanner
@@ -34,7 +39,7 @@ from exporter._otlp import (
     DecodedRequest, DecodeError, check_request, iter_valid, parse_json, parse_protobuf, record_of, response_body,
     status_body,
 )  # fmt: skip
-from exporter._writer import DuckDBWriter
+from exporter._writer import DuckDBWriter, coalesce
 
 _log = logging.getLogger(__name__)
 
@@ -54,14 +59,17 @@ class SinkConfig:
     max_body_bytes: int = 64 * 1024 * 1024  # after decompression, as the OTLP spec recommends
     # The queue holds parsed requests (about their wire size: ~18 KB per 20-item packet span),
     # bounded in bytes; a full queue answers 503 + Retry-After.
-    max_queued_bytes: int = 24 * 1024 * 1024
+    max_queued_bytes: int = 12 * 1024 * 1024
     max_queued_spans: int = 16_384
-    max_batch_spans: int = 1_024  # the writer coalesces queued requests up to this many spans
+    max_batch_spans: int = 512  # the writer coalesces queued requests up to this many spans
     # Request bodies held while being read and decoded (wire bytes, then decompressed bytes).  One
     # request up to max_body_bytes is always admitted when nothing else is in flight.
-    max_inflight_bytes: int = 32 * 1024 * 1024
+    max_inflight_bytes: int = 16 * 1024 * 1024
     max_concurrent_decodes: int = 1  # parsing holds the GIL: more threads add memory, not speed
-    decode_chunk_spans: int = 128  # spans converted to Arrow at a time by the writer thread
+    # Spans converted to Arrow at a time (their Python objects are the conversion's transient
+    # memory: ~14 MiB per 64 rich spans), and inserted per statement (fewer, larger inserts cost less CPU).
+    decode_chunk_spans: int = 64
+    insert_spans: int = 256
     socket_timeout_s: float = 10.0  # a silent client loses its thread after this, others are unaffected
     request_deadline_s: float = 30.0  # a client trickling bytes cannot hold a thread longer than this
     store_interval_s: float = 5.0
@@ -76,6 +84,7 @@ class _Item:
     skip: set[tuple[int, int, int]]
     spans: int
     nbytes: int
+    failed: bool = False  # conversion failed and was counted once
 
 
 class _Queue:
@@ -307,6 +316,43 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(200, response_body(decoded, as_json=as_json), as_json=as_json)
 
 
+def _load_libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim  # noqa: B018 - glibc only
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBC = _load_libc()
+
+
+def _release_free_memory() -> None:
+    """Hand memory freed by the last batch back to the OS (glibc keeps it in its heaps otherwise),
+    so the next batch's transient peak starts from the sink's real working set."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _skip_pandas_probe() -> None:
+    """Let pyarrow record "no pandas" in a process that has not imported it (the sink's own).
+
+    pyarrow's first ``pa.array(list)`` probes for pandas by importing it (+45 MiB RSS), only to
+    recognise pandas inputs the sink never passes.  Probing once while the import is blocked makes
+    pyarrow skip it; an explicit pandas conversion (``to_pandas``) still imports pandas later."""
+    if "pandas" in sys.modules:
+        return
+    sys.modules["pandas"] = None  # type: ignore[assignment] - makes `import pandas` raise ImportError
+    try:
+        pa.array([0], pa.int64())
+    except Exception:  # noqa: BLE001 - only an optimisation
+        pass
+    finally:
+        if sys.modules.get("pandas", 0) is None:
+            del sys.modules["pandas"]
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -361,6 +407,7 @@ class OTLPSink:
         return f"http://{host}:{port}{TRACES_PATH}"
 
     def start(self) -> OTLPSink:
+        _skip_pandas_probe()
         self._server = _Server((self.host, self.port), self)
         self.writer = DuckDBWriter(self.db_path, source=f"collect:{self.address[1]}")
         self._land_store()  # at startup, before the first span, so metadata is there early
@@ -380,31 +427,50 @@ class OTLPSink:
         decoded = check_request(req)
         return _Item(req if decoded.accepted else None, decoded.skip, decoded.accepted, len(body)), decoded
 
-    def _tables(self, item: _Item) -> list[BatchTables]:
-        """Convert one queued request into Arrow chunks, in request order (so a duplicate span
-        later in the request still replaces an earlier copy).  Never raises."""
+    def _produce(self, items: list[_Item]) -> Iterator[BatchTables]:
+        """The taken requests' Arrow chunks, merged into inserts of about ``insert_spans`` spans
+        (split where a span or attempt repeats, as :func:`coalesce` does)."""
+        group: list[BatchTables] = []
+        spans = 0
+        for item in items:
+            for tables in self._iter_tables(item):
+                group.append(tables)
+                spans += tables.span_count
+                if spans >= self.config.insert_spans:
+                    yield from coalesce(group)
+                    group, spans = [], 0
+        if group:
+            yield from coalesce(group)
+
+    def _iter_tables(self, item: _Item) -> Iterator[BatchTables]:
+        """Convert one queued request into Arrow chunks, lazily and in request order (so a duplicate
+        span later in the request still replaces an earlier copy).  Never raises; may run again
+        for a retry or a spill, and yields the same chunks each time."""
         if item.request is None or self.writer is None:
-            return []
-        chunks: list[BatchTables] = []
+            return
         size = max(1, self.config.decode_chunk_spans)
         valid = iter_valid(item.request, item.skip)
         converted = 0
         try:
             while chunk := list(itertools.islice(valid, size)):
                 try:
-                    chunks.append(build_chunk(chunk))
+                    tables = build_chunk(chunk)
                 except Exception as exc:  # noqa: BLE001 - the reference path orders repeats and isolates bad spans
                     if not isinstance(exc, Fallback):
                         _log.warning("otel-inputs collect: fast conversion failed (%s: %s); using the reference path",
                                      type(exc).__name__, exc)  # fmt: skip
-                    chunks.append(self.writer.build([record_of(*v) for v in chunk]))
+                    tables = self.writer.build([record_of(*v) for v in chunk])
                 converted += len(chunk)
+                del chunk
+                yield tables
+                del tables
         except Exception:  # noqa: BLE001 - a request that cannot be converted is counted, never kills the writer
-            _log.exception("otel-inputs collect: %d spans of an accepted request cannot be converted; dropped",
-                           item.spans - converted)  # fmt: skip
-            self.writer.count("spans_unconvertible", item.spans - converted)
-            self.writer.count("spans_dropped", item.spans - converted)
-        return chunks
+            if not item.failed:
+                item.failed = True
+                _log.exception("otel-inputs collect: %d spans of an accepted request cannot be converted; dropped",
+                               item.spans - converted)  # fmt: skip
+                self.writer.count("spans_unconvertible", item.spans - converted)
+                self.writer.count("spans_dropped", item.spans - converted)
 
     def accept(self, item: _Item, decoded: DecodedRequest) -> bool:
         """Queue a converted request; False means "full, come back later"."""
@@ -438,13 +504,11 @@ class OTLPSink:
                 items = self._queue.take(self.config.max_batch_spans, timeout_s=0.2)
                 self._in_flight = sum(i.spans for i in items)
             if items and self.writer is not None:
-                chunks: list[BatchTables] = []
-                for i in range(len(items)):
-                    chunks.extend(self._tables(items[i]))
-                    items[i].request = None  # the parsed message is no longer needed
-                self.writer.write_batches(chunks)
-                del chunks
-            del items  # release the Arrow tables before waiting for the next batch
+                # Converted while written: only one chunk's Arrow tables exist at a time, and the
+                # parsed requests stay until the commit so a retry or spill can convert again.
+                self.writer.write_lazy(lambda: self._produce(items))
+            del items  # release the parsed requests before waiting for the next batch
+            _release_free_memory()
             self._in_flight = 0
             if self._scanner is not None and time.monotonic() - last_store >= self.config.store_interval_s:
                 self._land_store()

@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,16 +153,24 @@ class DuckDBWriter:
             merged = coalesce(batches)
         except Exception:  # noqa: BLE001 - merging is an optimisation: fall back to one by one
             merged = [b for b in batches if b.items()]
-        n = sum(b.span_count for b in merged)
+        return self.write_lazy(lambda: merged)
+
+    def write_lazy(self, produce: Callable[[], Iterable[BatchTables]]) -> WriteOutcome:
+        """Land every batch ``produce()`` yields in ONE transaction, inserting each as it is made,
+        so only one batch's Arrow tables exist at a time (the sink converts while it writes).
+        ``produce`` is called again to retry or to spill, so it must yield the same batches each
+        time and never raise.  Never raises."""
         with self._lock:
             try:
-                self._commit(merged)
+                n = self._commit(produce)
                 return WriteOutcome(written=n)
             except Exception as exc:  # noqa: BLE001 - every failure ends in the spool, not the caller
                 error = f"{type(exc).__name__}: {exc}"
                 self.counters["batches_failed"] += 1
                 spilled = 0
-                for tables in merged:
+                n = 0
+                for tables in produce():
+                    n += tables.span_count
                     try:
                         self._spill(tables)
                         spilled += tables.span_count
@@ -183,7 +191,7 @@ class DuckDBWriter:
             return True
         with self._lock:
             try:
-                self._commit([])
+                self._commit(list)
             except Exception as exc:  # noqa: BLE001 - the spool stays for the next writer of this file
                 _log.warning("otel-inputs: spool not drained (%s); %d batches wait in %s",
                              f"{type(exc).__name__}: {exc}", len(self.spooled_batches()), self.spool_dir)
@@ -196,30 +204,27 @@ class DuckDBWriter:
             return []
 
     # -- internals -----------------------------------------------------------------------------
-    def _commit(self, batches: Sequence[BatchTables]) -> None:
+    def _commit(self, produce: Callable[[], Iterable[BatchTables]]) -> int:
+        """One transaction of the produced batches (then drain the spool); returns spans written."""
         with file_lock(self.db_path, exclusive=True, timeout_s=self.lock_timeout_s):
             con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts)
             try:
                 if not self._migrated:
                     migrate(con)
                     self._migrated = True
-                counters = dict(self.counters)
-                for tables in batches:
-                    counters["spans_written"] += tables.span_count
-                    counters["artifact_rows_written"] += tables.artifacts.num_rows if tables.artifacts is not None else 0
-                _transaction(con, batches, self.source, counters)
-                self.counters = counters
+                before = self.counters["spans_written"]
+                self.counters = _transaction(con, produce, self.source, self.counters, "spans_written")
+                written = self.counters["spans_written"] - before
                 self._drain(con)
+                return written
             finally:
                 con.close()
 
     def _drain(self, con: duckdb.DuckDBPyConnection) -> None:
         """Land spooled batches, each in its own transaction so one bad entry cannot block the rest."""
         for path, batch in self._load_spool():
-            counters = dict(self.counters)
-            counters["spans_drained"] += batch.span_count
             try:
-                _transaction(con, [batch], self.source, counters)
+                counters = _transaction(con, lambda b=batch: [b], self.source, self.counters, "spans_drained")
             except (duckdb.IOException, duckdb.TransactionException):
                 return  # the file itself is in trouble: leave the spool for the next batch
             except Exception as exc:  # noqa: BLE001 - a poison entry is quarantined, never retried forever
@@ -323,33 +328,41 @@ def coalesce(batches: Sequence[BatchTables]) -> list[BatchTables]:
     return out
 
 
-def _transaction(con: duckdb.DuckDBPyConnection, batches: Sequence[BatchTables], source: str,
-                 counters: Mapping[str, int]) -> None:  # fmt: skip
+def _transaction(con: duckdb.DuckDBPyConnection, produce: Callable[[], Iterable[BatchTables]], source: str,
+                 counters: Mapping[str, int], count_as: str) -> dict[str, int]:  # fmt: skip
     """One transaction; if WRITER_SETTINGS' memory_limit is too small for an unusually large batch,
-    lift it for this connection and retry once instead of spilling (or quarantining) good data."""
+    lift it for this connection and retry once instead of spilling (or quarantining) good data.
+    Returns the counters including this transaction's spans (under ``count_as``)."""
     try:
-        _transaction_once(con, batches, source, counters)
+        return _transaction_once(con, produce(), source, counters, count_as)
     except duckdb.Error as exc:
         if not _out_of_memory(exc):
             raise
         _log.info("otel-inputs: batch exceeds the writer memory_limit; retrying with DuckDB's default")
         con.execute("RESET memory_limit")
-        _transaction_once(con, batches, source, counters)
+        return _transaction_once(con, produce(), source, counters, count_as)
 
 
 def _out_of_memory(exc: BaseException) -> bool:
-    # An insert raises OutOfMemoryException; a COMMIT that cannot allocate raises TransactionException.
-    return isinstance(exc, duckdb.OutOfMemoryException) or "could not allocate" in str(exc)
+    # An insert raises OutOfMemoryException; a COMMIT that cannot allocate or pin a buffer raises
+    # TransactionException.
+    text = str(exc)
+    return isinstance(exc, duckdb.OutOfMemoryException) or "could not allocate" in text or "failed to pin block" in text
 
 
-def _transaction_once(con: duckdb.DuckDBPyConnection, batches: Sequence[BatchTables], source: str,
-                      counters: Mapping[str, int]) -> None:  # fmt: skip
+def _transaction_once(con: duckdb.DuckDBPyConnection, batches: Iterable[BatchTables], source: str,
+                      counters: Mapping[str, int], count_as: str) -> dict[str, int]:  # fmt: skip
+    out = dict(counters)
     con.execute("BEGIN TRANSACTION")
     try:
         for tables in batches:
             _insert(con, tables)
-        _write_health(con, source, counters)
+            out[count_as] += tables.span_count
+            if count_as == "spans_written" and tables.artifacts is not None:
+                out["artifact_rows_written"] += tables.artifacts.num_rows
+        _write_health(con, source, out)
         con.execute("COMMIT")
+        return out
     except BaseException:
         try:
             con.execute("ROLLBACK")
