@@ -271,17 +271,18 @@ class _Plan:
 
 
 def _candidates(index: StoreIndex) -> list[int]:
-    """Rows that may be evicted, oldest first: unprotected, holding bytes, at their canonical name
-    (a copy under another name is not what marking rewrites, so it only keeps bytes alive)."""
+    """Rows that may be evicted, oldest first (commit time, then attempt id): unprotected, holding bytes."""
     v = index.view
     rows = [i for i, d in enumerate(v.digests) if d and i not in index.protected]
-    rows.sort(key=lambda i: (int(v.committed[i]), v.aids[i]))
+    rows.sort(key=v.aids.__getitem__)
+    rows.sort(key=v.committed.__getitem__)  # stable; fixed-width digits, so text order is time order
     return rows
 
 
 def _evict(store: ArtifactStore, plan: _Plan, report: GcReport,
-           progress: Callable[[int], None] | None) -> list[str]:
-    """Mark the plan's victims evicted (synced once), then delete bytes whose last reference went."""
+           progress: Callable[[int], None] | None) -> tuple[list[str], ManifestView]:
+    """Mark the plan's victims evicted (synced once), then delete bytes whose last reference went;
+    returns the deleted digests and the manifest view as it stands after the object re-check."""
     index = plan.index
     view = index.view
     ended: set[str] | None = None
@@ -303,7 +304,7 @@ def _evict(store: ArtifactStore, plan: _Plan, report: GcReport,
         if progress:
             progress(len(ids[k:k + EVICTION_BATCH]))
     if not written:
-        return []
+        return [], view
     syncfs(store.manifests_dir)  # every mark durable before any byte goes
     last_refs: list[str] = []
     for i in plan.victims:
@@ -316,13 +317,18 @@ def _evict(store: ArtifactStore, plan: _Plan, report: GcReport,
                 last_refs.append(digest)
     pos = view.position()
     for name, (ident, body) in written.items():
+        # Exact, not racy: we hold the store lock, and any later writer replaces the file by rename,
+        # which cannot reuse our inode while it is still linked (in-place writers are out of protocol).
         view.put(pos, name, ident, row_of(body))
+    latest = view
 
     def referenced_since() -> set[str]:
-        found, index.view = changed_since(store.root, view)
+        nonlocal latest
+        found, latest = changed_since(store.root, view)
         return found
 
-    return list(remove_objects(store, last_refs, referenced_since))
+    deleted = list(remove_objects(store, last_refs, referenced_since))
+    return deleted, latest
 
 
 def apply_retention(
@@ -361,12 +367,14 @@ def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable
     run_planned = 0
     if policy.run_budget_bytes is not None:
         cap = policy.run_budget_bytes
+        candidates: list[int] | None = None
         for run, used in index.run_bytes().items():
             if used <= cap:
                 continue
             report.reasons.append(f"run {run!r} over its budget ({used} > {cap})")
             plan = plan or _Plan(index, index.refcount())
-            in_run = [i for i in _candidates(index) if (index.run_of(i) or "") == run]
+            candidates = _candidates(index) if candidates is None else candidates
+            in_run = [i for i in candidates if (index.run_of(i) or "") == run]
             run_planned += plan.evict_until(in_run, lambda planned, start=used: start - planned > cap)
     if over_global(run_planned):
         report.reasons.append("store over its budget or under its free-space floor")
@@ -382,15 +390,16 @@ def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable
 
         plan = plan or _Plan(index, index.refcount())
         plan.evict_until(_candidates(index), still_over)
+    view = index.view
     if plan is not None and plan.victims:
-        index.view.objects_ident = ""  # the objects directory changes now: list it again next time
-        for digest in _evict(store, plan, report, progress):
+        view.objects_ident = ""  # the objects directory changes now: list it again next time
+        deleted, view = _evict(store, plan, report, progress)
+        for digest in deleted:
             size = index.object_bytes.pop(digest, 0)
-            index.view.object_sizes.pop(digest, None)
+            view.object_sizes.pop(digest, None)
             total -= size
             report.freed_bytes += size
             report.deleted_objects += 1
-    view = index.view
     report.total_bytes_after = total
     report.protected_bytes = index.protected_bytes()
     report.over_budget_after = over_global()

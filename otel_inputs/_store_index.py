@@ -36,7 +36,7 @@ from typing import Any
 INDEX_DIR = "index"
 INDEX_FILE = "manifests.idx"
 _MAGIC = b"otel-inputs-manifest-index"
-_VERSION = 1
+_VERSION = 2
 RACY_NS = 2_000_000_000  # well above any filesystem timestamp granularity
 _STALE_TMP_S = 600.0
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -59,6 +59,7 @@ class ManifestView:
     """Column lists, one position per manifest file; ``idents[i] == ""`` means: read it again next time.
 
     ``aids`` and ``runs`` hold :func:`quote`\\ d values (``runs`` ``"null"`` when absent),
+    ``committed`` the commit time in ns as 20 digits (text order is time order),
     ``running`` the owner as compact JSON for a manifest whose state is ``running`` (else ""),
     ``digests`` the comma-joined lowercase SHA-256 of its available items.
     """
@@ -120,7 +121,7 @@ def _row(body: Any) -> tuple[str, str, str, str, str]:
         raise ValueError("manifest lacks attempt_id")
     run = body.get("run_id")
     committed = body.get("committed_at_ns")
-    if isinstance(committed, bool) or not isinstance(committed, int) or committed < 0:
+    if isinstance(committed, bool) or not isinstance(committed, int) or not 0 <= committed < 10**20:
         committed = 0
     running = ""
     if body.get("state") == "running":
@@ -131,7 +132,7 @@ def _row(body: Any) -> tuple[str, str, str, str, str]:
             d = item.get("sha256")
             if isinstance(d, str) and _HEX64.fullmatch(d):  # only such a name can be an object
                 digests.append(d)
-    return (quote(body["attempt_id"]), quote(run) if isinstance(run, str) else "null", str(committed),
+    return (quote(body["attempt_id"]), quote(run) if isinstance(run, str) else "null", f"{committed:020d}",
             running, ",".join(digests))
 
 
