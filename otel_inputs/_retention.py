@@ -216,6 +216,19 @@ def _mark_evicted(body: dict[str, Any]) -> int:
     return evicted
 
 
+def _evict_attempt(store: ArtifactStore, attempt_id: str) -> int:
+    """Mark one attempt's available items evicted (disk budget); how many were marked."""
+    evicted = 0
+
+    def change(body: dict[str, Any]) -> bool:
+        nonlocal evicted
+        evicted = _mark_evicted(body)
+        return evicted > 0
+
+    store.modify_manifest(attempt_id, change)
+    return evicted
+
+
 EVICTION_BATCH = 2048  # manifests rewritten per hold of the store lock; one filesystem sync for all
 
 
