@@ -21,6 +21,7 @@ decides how much the next reader re-reads.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import operator
@@ -195,19 +196,27 @@ def load(root: Path) -> ManifestView | None:
         return None
 
 
+def _safe_names(names: Iterable[str]) -> bool:
+    """Whether every name can sit in a newline-separated ASCII column (checked at once, not per name)."""
+    names = list(names)
+    joined = "\n".join(names)
+    return joined.count("\n") + 1 == len(names) and joined.isascii() and _SEP not in joined or not names
+
+
 def save(root: Path, view: ManifestView) -> None:
     """Write the index atomically (temp file + rename); a failure only costs the next pass re-reads."""
-    onames = "\n".join(view.object_sizes)
-    if onames.count("\n") + 1 == len(view.object_sizes) and onames.isascii() and _SEP not in onames:
-        objects = view.object_sizes  # the usual case: every name is safe in the format, checked at once
-    else:
-        objects = {n: s for n, s in view.object_sizes.items() if _cacheable(n)}
-        onames = "\n".join(objects)
+    original = view
+    if not _safe_names(view.names):  # an odd file name is left out: it is simply read every pass
+        keep = [i for i, n in enumerate(view.names) if _cacheable(n)]
+        view = dataclasses.replace(view, **{c: [getattr(view, c)[i] for i in keep] for c in _COLS})
+    objects = view.object_sizes
+    if not _safe_names(objects):
+        objects = {n: s for n, s in objects.items() if _cacheable(n)}
     dir_ident = view.objects_ident if len(objects) == len(view.object_sizes) else ""
     parts = [json.dumps({"manifests": len(view), "objects": len(objects), "objects_ident": dir_ident,
                          "written_at_ns": time.time_ns()})]
     parts.extend("\n".join(getattr(view, c)) for c in _COLS)
-    parts.append(onames)
+    parts.append("\n".join(objects))
     parts.append("\n".join(map(str, objects.values())))
     parts.append(json.dumps([[n, i, m] for n, (i, m) in view.errors.items()], ensure_ascii=True))
     body = _SEP.join(parts).encode("utf-8")
@@ -220,7 +229,7 @@ def save(root: Path, view: ManifestView) -> None:
             fh.write(head)
             fh.write(body)
         os.replace(tmp, directory / INDEX_FILE)
-        view.dirty = False
+        original.dirty = False
         _remove_stale_temps(directory)
     except OSError:
         pass

@@ -227,6 +227,18 @@ def test_index_older_than_a_purge_cannot_bring_bytes_back(tmp_path: Path) -> Non
     assert err.value.outcome == "retention_expired"
 
 
+@pytest.mark.parametrize("name", ["odd\nname.json", "\u00fcn\u00efcode.json", "bad-\udcff-bytes.json"])
+def test_odd_manifest_file_names_still_hold_their_bytes(shared, name: str) -> None:
+    """A manifest under a name the index format cannot hold is read every pass, never dropped."""
+    store, digest = shared
+    raw = store._encode("copy", manifest("copy", digest, committed=99))
+    (store.manifests_dir / name).write_bytes(raw)
+    apply_retention(store, RetentionPolicy(budget_bytes=3 * SIZE))
+    assert (store.objects_dir / digest).exists()  # 'old' was evicted, but the odd copy still claims the bytes
+    assert load(store.root) is not None
+    assert indexed(store) == truth(store)
+
+
 def test_own_eviction_writes_are_indexed(tmp_path: Path) -> None:
     """After an evicting pass the saved index already knows the rewritten manifests."""
     store = ArtifactStore(tmp_path / "store", sync_in_background=False)
