@@ -13,6 +13,10 @@ never a wrong answer:
   (racily clean, as git calls it): a same-tick change after our read could leave every stat field
   equal, so it is read again next time.
 
+A manifest gc rewrites itself is recorded with the identity of its own descriptor after the rename,
+taken under the store lock: a later writer replaces the file by rename, which cannot reuse that
+inode while it is still linked.
+
 The index file is one blob with a SHA-256 over its body, written to a temp file and renamed: a
 torn, truncated, corrupt or foreign file fails the check and is rebuilt from the manifests.  It
 needs no lock: each writer's content is self-consistent, so whichever rename lands last only
@@ -116,7 +120,7 @@ class ManifestView:
         self.dirty = True
 
 
-def _row(body: Any) -> tuple[str, str, str, str, str]:
+def row_of(body: Any) -> tuple[str, str, str, str, str]:
     """The cached columns of one parsed manifest; ``ValueError`` when it is not a manifest."""
     if not isinstance(body, dict) or not isinstance(body.get("attempt_id"), str):
         raise ValueError("manifest lacks attempt_id")
@@ -128,17 +132,14 @@ def _row(body: Any) -> tuple[str, str, str, str, str]:
     if body.get("state") == "running":
         running = json.dumps(body.get("owner"), ensure_ascii=True, sort_keys=True, separators=(",", ":"))
     digests = []
-    for item in body.get("items", ()) or ():
+    items = body.get("items")
+    for item in items if isinstance(items, list) else ():
         if isinstance(item, dict) and item.get("artifact_status") == "available":
             d = item.get("sha256")
             if isinstance(d, str) and _HEX64.fullmatch(d):  # only such a name can be an object
                 digests.append(d)
     return (quote(body["attempt_id"]), quote(run) if isinstance(run, str) else "null", f"{committed:020d}",
             running, ",".join(digests))
-
-
-def row_of(body: dict[str, Any]) -> tuple[str, str, str, str, str]:
-    return _row(body)
 
 
 def _read(dir_fd: int, name: str, started_ns: int) -> tuple[str, tuple[str, str, str, str, str] | str]:
@@ -156,7 +157,7 @@ def _read(dir_fd: int, name: str, started_ns: int) -> tuple[str, tuple[str, str,
     if ident != identity(before) or max(after.st_mtime_ns, after.st_ctime_ns) >= started_ns - RACY_NS:
         ident = ""
     try:
-        return ident, _row(json.loads(b"".join(chunks)))
+        return ident, row_of(json.loads(b"".join(chunks)))
     except ValueError as exc:  # torn or foreign content: as unreadable as iter_manifests says it is
         return ident, f"unreadable manifest {name}: {exc}"
 
