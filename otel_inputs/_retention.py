@@ -5,7 +5,8 @@ budget for the store's objects and a minimum of free space on its filesystem; a 
 run.  When a limit is crossed, the oldest terminal attempts' snapshots are marked ``evicted``
 (reason ``disk_budget``) in their manifests, and bytes are deleted only once no available item
 references them.  Running attempts (a live owner) and staged captures are protected.  Metadata,
-hashes and provenance always stay.
+hashes and provenance always stay.  A pass reads the manifests through the derived manifest index
+(:mod:`otel_inputs._store_index`), so only manifests changed since the last pass are read.
 
 Limits come from the environment (sizes accept K/M/G suffixes) or from flags of
 ``otel-inputs store gc``:

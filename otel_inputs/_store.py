@@ -6,6 +6,9 @@ Layout under the store root::
     staging/<key>.<pid>.<rand>/      one attempt's capture in progress (same filesystem)
     manifests/<key>.json             the committed, durable record of one attempt
     ended/<pid>-<rand>.log           per process: ids of attempts that ended since their manifest was written
+    index/manifests.idx              derived: what retention needs from every manifest, validated on use
+                                     against the manifests directory (see :mod:`otel_inputs._store_index`)
+    store.lock, gc.lock              manifest read-modify-write; one retention pass at a time
 
 ``<key>`` is the SHA-256 of the attempt id, so no caller-supplied id ever becomes a path.
 Readback is only by (attempt id, input id): the object is named by the hash recorded in the
