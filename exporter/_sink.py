@@ -84,7 +84,7 @@ class _Item:
     skip: set[tuple[int, int, int]]
     spans: int
     nbytes: int
-    failed: bool = False  # conversion failed and was counted once
+    unconverted: int = 0  # spans whose conversion failed (logged once, counted after the write)
 
 
 class _Queue:
@@ -465,12 +465,10 @@ class OTLPSink:
                 yield tables
                 del tables
         except Exception:  # noqa: BLE001 - a request that cannot be converted is counted, never kills the writer
-            if not item.failed:
-                item.failed = True
+            if not item.unconverted:
+                item.unconverted = item.spans - converted
                 _log.exception("otel-inputs collect: %d spans of an accepted request cannot be converted; dropped",
-                               item.spans - converted)  # fmt: skip
-                self.writer.count("spans_unconvertible", item.spans - converted)
-                self.writer.count("spans_dropped", item.spans - converted)
+                               item.unconverted)  # fmt: skip
 
     def accept(self, item: _Item, decoded: DecodedRequest) -> bool:
         """Queue a converted request; False means "full, come back later"."""
@@ -507,6 +505,10 @@ class OTLPSink:
                 # Converted while written: only one chunk's Arrow tables exist at a time, and the
                 # parsed requests stay until the commit so a retry or spill can convert again.
                 self.writer.write_lazy(lambda: self._produce(items))
+                for item in items:  # counted once, however often the batch was produced
+                    if item.unconverted:
+                        self.writer.count("spans_unconvertible", item.unconverted)
+                        self.writer.count("spans_dropped", item.unconverted)
             del items  # release the parsed requests before waiting for the next batch
             _release_free_memory()
             self._in_flight = 0

@@ -98,11 +98,15 @@ class DuckDBWriter:
         self.drain_limit = drain_limit
         self.counters: dict[str, int] = dict.fromkeys(HEALTH_METRICS, 0)
         self._lock = threading.Lock()
+        self._pending: dict[str, int] = {}
+        self._pending_lock = threading.Lock()
         self._migrated = False
         _WRITERS.add(self)
 
     def _reinit_after_fork(self) -> None:
         self._lock = threading.Lock()
+        self._pending_lock = threading.Lock()
+        self._pending = {}
         self.counters = dict.fromkeys(HEALTH_METRICS, 0)
         if self._fixed_source is None:  # a per-process source names the child, not the parent
             self.source = default_source(self._source_prefix)
@@ -138,8 +142,17 @@ class DuckDBWriter:
         return self.write_tables(BatchTables(None, None, None, table))
 
     def count(self, metric: str, n: int) -> None:
-        """Add to a health counter persisted with the next successful batch."""
-        with self._lock:
+        """Add to a health counter persisted with the next successful batch.  Safe to call from
+        anywhere, also from a batch producer running inside :meth:`write_lazy` (the writer's lock is
+        held there, so the count waits in ``_pending`` until the next batch takes it)."""
+        with self._pending_lock:
+            self._pending[metric] = self._pending.get(metric, 0) + n
+
+    def _take_pending(self) -> None:
+        # Called with self._lock held, before a transaction copies the counters.
+        with self._pending_lock:
+            pending, self._pending = self._pending, {}
+        for metric, n in pending.items():
             self.counters[metric] = self.counters.get(metric, 0) + n
 
     def write_tables(self, tables: BatchTables) -> WriteOutcome:
@@ -161,6 +174,7 @@ class DuckDBWriter:
         ``produce`` is called again to retry or to spill, so it must yield the same batches each
         time and never raise.  Never raises."""
         with self._lock:
+            self._take_pending()
             try:
                 n = self._commit(produce)
                 return WriteOutcome(written=n)
@@ -190,6 +204,7 @@ class DuckDBWriter:
         if not self.spooled_batches():
             return True
         with self._lock:
+            self._take_pending()
             try:
                 self._commit(list)
             except Exception as exc:  # noqa: BLE001 - the spool stays for the next writer of this file
