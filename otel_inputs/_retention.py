@@ -429,7 +429,7 @@ def store_status(store: ArtifactStore, policy: RetentionPolicy) -> dict[str, Any
     per_run = index.run_bytes()
     return {
         "store": str(store.root),
-        "attempts": len(index.attempts),
+        "attempts": len(set(index.view.aids)),
         "objects": len(index.object_bytes),
         "object_bytes": sum(index.object_bytes.values()),
         "staging_bytes": index.staging_bytes,
