@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_inputs._store import DEFAULT_RECONCILE_AGE_S, ArtifactStore
+from otel_inputs._store_index import quote, refresh
 from otel_inputs._store_io import fsync_dir
 
 PURGE_REASON = "purged"
@@ -57,7 +58,12 @@ def _select(store: ArtifactStore, attempt_ids: Iterable[str], run_id: str | None
     inputs: set[tuple[str, str]] = set()
     if run_id is None and source_path is None:
         return attempts, inputs
-    src = os.path.abspath(source_path) if source_path else None
+    if source_path is None and run_id is not None:  # the index answers without reading every manifest
+        view = refresh(store.root)
+        wanted = quote(run_id)
+        attempts.update(json.loads(a) for a, r in zip(view.aids, view.runs) if r == wanted)
+        return attempts, inputs
+    src = os.path.abspath(source_path)
     for body in store.iter_manifests():
         if "error" in body:
             continue
