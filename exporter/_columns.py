@@ -45,6 +45,7 @@ _FETCH_KEYS = tuple(_EVENT_COLUMNS[c] for c in INPUT_COLUMNS[:1] + INPUT_COLUMNS
 _SEQ_AT = 1
 _SIZE_AT = INPUT_COLUMNS[2:-3].index("size_bytes") + 1
 _STR_AT = tuple(i for i in range(len(_FETCH_KEYS)) if i not in (0, _SEQ_AT, _SIZE_AT))
+_ALL_PRESENT = tuple(int if i in (_SEQ_AT, _SIZE_AT) else str for i in range(len(_FETCH_KEYS)))
 
 
 class Fallback(Exception):
@@ -66,16 +67,20 @@ def _attrs_into(kvs: Iterable[Any], keys: list[str], values: list[str]) -> dict[
             out[kv.key] = s
         else:
             which = v.WhichOneof("value")
-            if which == "string_value":
+            if which == "int_value":  # the next most common type (seq, sizes, counts)
+                out[kv.key] = v.int_value
+                plain = False
+            elif which == "string_value":
                 out[kv.key] = s
             else:
                 out[kv.key] = value_of(v, which)
                 plain = False
-    keys.extend(out)
+    keys += out
     if plain:
-        values.extend(out.values())
+        values += out.values()
     else:
-        values.extend([x if type(x) is str else stringify(x) for x in out.values()])
+        # str(int) is what stringify gives a (non-bool) int, without the call.
+        values += [x if type(x) is str else str(x) if type(x) is int else stringify(x) for x in out.values()]
     return out
 
 
@@ -87,11 +92,13 @@ def _fast_inputs(events: list[tuple[int, dict[str, Any]]], attempt_id: str, star
     for time_ns, attrs in events:
         f = list(map(attrs.get, _FETCH_KEYS))
         input_id, seq, size = f[0], f[_SEQ_AT], f[_SIZE_AT]
-        if type(input_id) is not str or not input_id or type(seq) is not int or not 0 <= seq <= _INT32_MAX:
+        # Every field present with its usual type is one tuple comparison; else check field by field.
+        if tuple(map(type, f)) != _ALL_PRESENT and not (
+            type(input_id) is str and type(seq) is int and (size is None or type(size) is int)
+            and _STR_OR_NONE.issuperset([type(f[i]) for i in _STR_AT])
+        ):  # fmt: skip
             return None
-        if seq in seen or (size is not None and (type(size) is not int or not 0 <= size <= _INT64_MAX)):
-            return None
-        if not _STR_OR_NONE.issuperset([type(f[i]) for i in _STR_AT]):
+        if not input_id or not 0 <= seq <= _INT32_MAX or seq in seen or (size is not None and not 0 <= size <= _INT64_MAX):
             return None
         seen.add(seq)
         rows.append((input_id, attempt_id, *f[1:], time_ns or None, None, start))

@@ -71,7 +71,8 @@ def _packet(i: int, events: list[dict[str, Any]], **overrides: Any) -> tuple[dic
 
 def _corpus() -> ExportTraceServiceRequest:
     """Spans covering odd attribute types, arrays, missing fields and malformed events."""
-    good = [input_event(0, s) for s in range(3)]
+    # Events with every field present (the common shape on the wire) and with detail absent.
+    good = [input_event(0, 0), input_event(0, 1, **{n.INPUT_DETAIL: ""}), input_event(0, 2, **{n.INPUT_DETAIL: "note"})]
     spans: list[Span] = []
     spans.append(_span(0, *_packet(0, good)))
     spans.append(_span(1, *_packet(1, [input_event(1, 0, **{n.INPUT_ID: None}), input_event(1, 1)])))
