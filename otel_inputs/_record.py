@@ -209,6 +209,7 @@ class AgentObserver:
             self._reconcile_in_background(self._store)
         if self._store is not None and self._gate is None and self.retention.active:
             self._gate = RetentionGate(self._store, self.retention)
+            self._gate.start()
         if self._store is not None and self._parts is None:
             self._parts = EvidenceQueue(self._store.root, self.part_limits)
         return self._store

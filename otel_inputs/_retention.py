@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import re
 import shutil
@@ -41,6 +42,8 @@ EVICTION_REASON = "disk_budget"
 ENV_BUDGET = "OTEL_INPUTS_STORE_BUDGET"
 ENV_MIN_FREE = "OTEL_INPUTS_STORE_MIN_FREE"
 ENV_RUN_BUDGET = "OTEL_INPUTS_RUN_BUDGET"
+
+_log = logging.getLogger(__name__)
 
 GC_LOCK = "gc.lock"
 
@@ -446,47 +449,96 @@ def store_status(store: ArtifactStore, policy: RetentionPolicy) -> dict[str, Any
 class RetentionGate:
     """Keeps an observer's captures inside the limits without making the agent wait on storage.
 
-    Before capture it says how many bytes may still be added (from a cached index plus what this
-    process committed since); after a commit that crosses a limit it runs retention on a
-    background thread, one pass at a time.
+    Before capture it says how many bytes may still be added: the totals of the last store scan plus
+    what this process committed since.  Scans run on a background thread (at 100,000 manifests one
+    takes a second or more); a stale index is used while its successor is built.  Only the very
+    first call waits for the first scan, at most ``first_wait_s``; if that is not enough the byte
+    budgets are unknown for now and only the free-space floor (one statvfs) is applied.  After a
+    commit that crosses a limit retention runs in the background, one pass at a time.
     """
 
     def __init__(self, store: ArtifactStore, policy: RetentionPolicy, *, refresh_s: float = 5.0,
-                 free_bytes: Callable[[str], int] | None = None) -> None:
+                 free_bytes: Callable[[str], int] | None = None, first_wait_s: float = 0.5) -> None:
         import threading
 
         self.store = store
         self.policy = policy
         self.refresh_s = refresh_s
+        self.first_wait_s = first_wait_s
         self._free = free_bytes or (lambda p: shutil.disk_usage(p).free)
         self._lock = threading.Lock()
+        self._scan_lock = threading.Lock()
+        self._scanned = threading.Event()
         self._index: StoreIndex | None = None
+        self._total = 0
+        self._per_run: dict[str, int] = {}
         self._indexed_at = 0.0
         self._added: dict[str | None, int] = defaultdict(int)
+        self._scan_thread: threading.Thread | None = None
         self._gc_thread: threading.Thread | None = None
         self.last_report: GcReport | None = None
 
-    def _fresh_index(self) -> StoreIndex:
+    def start(self) -> None:
+        """Begin the first scan in the background (an observer calls this when it opens the store)."""
+        if self.policy.active:
+            self._scan_in_background()
+
+    def _scan_in_background(self) -> None:
+        import threading
+
         with self._lock:
-            if self._index is None or time.monotonic() - self._indexed_at > self.refresh_s:
-                # Validate against our last view, not the saved file: only what changed since is read,
-                # and the agent's thread never writes a 100,000-row index.
+            if self._scan_thread is not None and self._scan_thread.is_alive():
+                return
+            self._scan_thread = threading.Thread(target=self._scan, name="otel-inputs-retention-scan", daemon=True)
+            self._scan_thread.start()
+
+    def _scan(self) -> None:
+        with self._scan_lock:  # one scan at a time: each settles the commits counted before it began
+            self._scan_locked()
+
+    def _scan_locked(self) -> None:
+        try:
+            with self._lock:
+                # Validate against our last view, not the saved file: only what changed since is read.
                 cached = self._index.view if self._index is not None else None
-                self._index = scan_store(self.store, persist=cached is None, cached=cached)
+                added_before = dict(self._added)
+            index = scan_store(self.store, persist=cached is None, cached=cached)
+            total, per_run = index.total_bytes(), index.run_bytes()
+            with self._lock:
+                self._index, self._total, self._per_run = index, total, per_run
                 self._indexed_at = time.monotonic()
-                self._added.clear()
-            return self._index
+                for run, n in added_before.items():  # now in the scan; later commits stay counted
+                    left = self._added.get(run, 0) - n
+                    if left > 0:
+                        self._added[run] = left
+                    else:
+                        self._added.pop(run, None)
+        except Exception as exc:  # noqa: BLE001 - retention must never take the agent down
+            _log.warning("otel_inputs: store scan for retention failed: %s", exc)
+        finally:
+            self._scanned.set()
 
     def remaining(self, run_id: str | None) -> int | None:
         if not self.policy.active:
             return None
-        index = self._fresh_index()
+        if not self._scanned.is_set():
+            self._scan_in_background()
+            self._scanned.wait(self.first_wait_s)
+        with self._lock:
+            known = self._index is not None
+            if known and time.monotonic() - self._indexed_at > self.refresh_s:
+                stale = True
+            else:
+                stale = False
+            total = self._total + sum(self._added.values())
+            run_total = self._per_run.get(run_id or "", 0) + self._added.get(run_id, 0)
+        if stale:
+            self._scan_in_background()
         limits: list[int] = []
-        added_total = sum(self._added.values())
-        if self.policy.budget_bytes is not None:
-            limits.append(self.policy.budget_bytes - index.total_bytes() - added_total)
-        if self.policy.run_budget_bytes is not None and run_id is not None:
-            limits.append(self.policy.run_budget_bytes - index.run_bytes().get(run_id, 0) - self._added[run_id])
+        if known and self.policy.budget_bytes is not None:
+            limits.append(self.policy.budget_bytes - total)
+        if known and self.policy.run_budget_bytes is not None and run_id is not None:
+            limits.append(self.policy.run_budget_bytes - run_total)
         if self.policy.min_free_bytes is not None:
             try:
                 limits.append(self._free(str(self.store.root)) - self.policy.min_free_bytes)
@@ -520,10 +572,9 @@ class RetentionGate:
             self.last_report = apply_retention(self.store, self.policy, free_bytes=self._free)
         except Exception:  # noqa: BLE001 - retention must never take the agent down
             return
-        with self._lock:
-            self._indexed_at = float("-inf")  # re-validate on next use: the pass changed manifests and objects
+        self._scan()  # already off the agent's thread: the next capture sees what the pass freed
 
     def wait(self, timeout: float | None = None) -> None:
-        t = self._gc_thread
-        if t is not None:
-            t.join(timeout)
+        for t in (self._gc_thread, self._scan_thread):
+            if t is not None:
+                t.join(timeout)
