@@ -335,12 +335,14 @@ def _release_free_memory() -> None:
         _LIBC.malloc_trim(0)
 
 
-def _skip_pandas_probe() -> None:
-    """Let pyarrow record "no pandas" in a process that has not imported it (the sink's own).
+def skip_pandas_probe() -> None:
+    """Let pyarrow record "no pandas" in a process that has not imported it (``otel-inputs collect``'s own).
 
     pyarrow's first ``pa.array(list)`` probes for pandas by importing it (+45 MiB RSS), only to
     recognise pandas inputs the sink never passes.  Probing once while the import is blocked makes
-    pyarrow skip it; an explicit pandas conversion (``to_pandas``) still imports pandas later."""
+    pyarrow skip it; an explicit pandas conversion (``to_pandas``) still imports pandas later.  It
+    is process-wide (pyarrow then no longer recognises pandas objects in ``pa.array``), so only the
+    dedicated sink process calls it, never :meth:`OTLPSink.start` inside someone else's process."""
     if "pandas" in sys.modules:
         return
     sys.modules["pandas"] = None  # type: ignore[assignment] - makes `import pandas` raise ImportError
@@ -407,7 +409,6 @@ class OTLPSink:
         return f"http://{host}:{port}{TRACES_PATH}"
 
     def start(self) -> OTLPSink:
-        _skip_pandas_probe()
         self._server = _Server((self.host, self.port), self)
         self.writer = DuckDBWriter(self.db_path, source=f"collect:{self.address[1]}")
         self._land_store()  # at startup, before the first span, so metadata is there early

@@ -90,13 +90,15 @@ def test_commit_that_cannot_pin_a_buffer_counts_as_out_of_memory() -> None:
 
 
 def test_sink_process_never_imports_pandas(tmp_path: Path) -> None:
-    """A sink process lands spans without pyarrow importing pandas (tens of MiB it never uses)."""
+    """A sink process set up as `otel-inputs collect` does lands spans without pyarrow importing pandas."""
     script = f"""
 import sys
 sys.path[:0] = {sys.path!r}
 from exporter import OTLPSink
+from exporter._sink import skip_pandas_probe
 from exporter_helpers import SpanFactory
 from sink_client import post, proto_request
+skip_pandas_probe()
 sink = OTLPSink({str(tmp_path / "p.duckdb")!r}, port=0).start()
 status = post(sink.endpoint, proto_request([SpanFactory().attempt(0)]).SerializeToString())[0]
 sink.stop()
@@ -104,6 +106,21 @@ print(status, "pandas" in sys.modules)
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["200", "False"], out.stderr[-2000:]
+
+
+def test_sink_started_inside_an_application_leaves_pyarrow_pandas_support_alone(tmp_path: Path) -> None:
+    """OTLPSink.start() in a process that later uses pandas does not stop pyarrow from converting pandas objects."""
+    script = f"""
+import sys
+sys.path[:0] = {sys.path!r}
+from exporter import OTLPSink
+sink = OTLPSink({str(tmp_path / "p.duckdb")!r}, port=0).start()
+sink.stop()
+import pandas, pyarrow
+print(pyarrow.array(pandas.Series([1, 2], dtype="Int64")).null_count, pyarrow.array(pandas.Series([1, None], dtype="Int64")).null_count)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["0", "1"], out.stderr[-2000:]
 
 
 def test_reference_path_drops_only_the_unrepresentable_span_inside_a_write(
