@@ -13,7 +13,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from sink_client import post, proto_request
 
 import exporter._sink as sink_module
-from exporter import OTLPSink, SinkConfig
+from exporter import OTLPSink
 from exporter._arrow import build_batch
 from exporter._db import file_lock
 from exporter._spans import from_readable
