@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-import pytest
 from exporter_helpers import SpanFactory, input_event, packet_attributes, query, query_dicts
 
 from exporter import _writer

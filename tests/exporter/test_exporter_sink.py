@@ -15,15 +15,11 @@ import pytest
 from exporter_helpers import SpanFactory, query, query_dicts
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from exporter import DuckDBSpanExporter, OTLPSink, SinkConfig
 from exporter._db import file_lock
-from otel_inputs import names as n
 from otel_inputs._store import ArtifactStore
 from sink_client import post, proto_request, span_json
 

@@ -43,18 +43,21 @@ class BlockedScans:
 
 def test_stale_index_is_refreshed_in_the_background(store_with_bytes: ArtifactStore,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a stale index, remaining() answers from it at once while a background scan runs."""
-    gate = RetentionGate(store_with_bytes, RetentionPolicy(budget_bytes=1_000_000), refresh_s=0.0)
+    """With a stale index, remaining() answers from it at once while a background scan runs; bytes
+    committed after that scan began stay counted when it lands."""
+    gate = RetentionGate(store_with_bytes, RetentionPolicy(budget_bytes=1_000_000), refresh_s=3600)
     first = gate.remaining("r1")
     assert first is not None and 0 < first < 1_000_000
+    gate.wait(10)
     scans = BlockedScans(monkeypatch)
-    gate.committed("r1", 100_000)  # counted now, before any new scan finishes
-    again = gate.remaining("r1")  # stale (refresh_s=0): must not wait for the blocked scan
+    gate.refresh_s = 0.0  # from now on every answer finds the index stale
+    assert gate.remaining("r1") == first  # answered from the old index; the new scan is blocked
     assert scans.started.wait(10)
-    assert again == first - 100_000
+    gate.committed("r1", 100_000)  # after the scan began: it cannot have seen these bytes
+    assert gate.remaining("r1") == first - 100_000
     scans.release.set()
     gate.wait(10)
-    assert gate.remaining("r1") == first - 100_000  # the scan did not see those bytes: still counted
+    assert gate.remaining("r1") == first - 100_000
 
 
 def test_first_answer_waits_a_bounded_time_then_applies_only_what_it_knows(

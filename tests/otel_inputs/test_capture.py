@@ -12,7 +12,6 @@ from otel_inputs import (
     AdmissionDecision,
     ArtifactStatus,
     ArtifactStore,
-    Bound,
     CaptureDecision,
     CaptureLimits,
     CaptureStatus,

@@ -9,9 +9,7 @@ import pytest
 
 from otel_inputs import (
     AccessPolicy,
-    AgentObserver,
     ArtifactStore,
-    CapturePolicy,
     EvidenceReader,
     ReadbackError,
     RetentionPolicy,

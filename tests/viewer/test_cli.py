@@ -48,7 +48,7 @@ def test_view_upgrades_an_older_schema_before_serving(tmp_path) -> None:
     """A database written by an older exporter (fewer migrations) is migrated at `view` start-up."""
     import duckdb
 
-    from exporter._schema import MIGRATIONS, SCHEMA_VERSION, current_version
+    from exporter._schema import MIGRATIONS, current_version
     from viewer._cli import upgrade_schema
 
     db = tmp_path / "old.duckdb"
