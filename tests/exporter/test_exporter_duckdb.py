@@ -100,6 +100,21 @@ def test_reexport_does_not_duplicate_rows(spans: SpanFactory, db_path: Path) -> 
     assert counts == [(2, 1, 2)]
 
 
+def test_relanded_attempt_replaces_its_inputs_in_mixed_chunked_batches(
+        spans: SpanFactory, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A re-landed attempt's inputs are replaced (even by fewer), new ones in the same batch land, across id chunks."""
+    from exporter import _writer
+
+    monkeypatch.setattr(_writer, "_ID_CHUNK", 2)
+    exporter = DuckDBSpanExporter(db_path)
+    assert exporter.export([spans.attempt(i, items=3) for i in range(5)]) is SpanExportResult.SUCCESS
+    relanded = [spans.attempt(i, items=1) for i in (0, 2, 4)] + [spans.attempt(i, items=2) for i in (5, 6)]
+    assert exporter.export(relanded) is SpanExportResult.SUCCESS
+    per_attempt = dict(query(db_path, "SELECT attempt_id, count(*) FROM agent_attempt_inputs GROUP BY attempt_id"))
+    assert per_attempt == {"att-0": 1, "att-1": 3, "att-2": 1, "att-3": 3, "att-4": 1, "att-5": 2, "att-6": 2}
+    assert query(db_path, "SELECT count(*), count(DISTINCT attempt_id) FROM agent_attempts") == [(7, 7)]
+
+
 def _health(db: Path) -> dict[str, int]:
     return dict(query(db, "SELECT metric, value FROM exporter_health WHERE source LIKE 'exporter:%'"))
 

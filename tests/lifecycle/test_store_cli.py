@@ -92,14 +92,25 @@ def test_purge_and_delete_run(tmp_path: Path) -> None:
     code, out = run("purge", "--attempt", "no-such-attempt", "--store", str(paths.store_path))
     assert code != 0
     run_id = store.manifest(attempt)["run_id"]
+    con = duckdb.connect(str(paths.db_path), read_only=True)
+    try:
+        run_attempts = [r[0] for r in con.execute(
+            "SELECT attempt_id FROM agent_attempts WHERE run_id = ?", [run_id]).fetchall()]
+        parts_before = con.execute("SELECT count(*) FROM agent_exchange_parts WHERE list_contains(?, attempt_id)",
+                                   [run_attempts]).fetchone()[0]
+    finally:
+        con.close()
+    assert parts_before > 0
     code, out = run("store", "delete-run", run_id, "--store", str(paths.store_path), "--db", str(paths.db_path))
     assert code == 0
     con = duckdb.connect(str(paths.db_path), read_only=True)
     try:
         left = con.execute("SELECT count(*) FROM agent_attempts WHERE run_id = ?", [run_id]).fetchone()[0]
+        parts_left = con.execute("SELECT count(*) FROM agent_exchange_parts WHERE list_contains(?, attempt_id)",
+                                 [run_attempts]).fetchone()[0]
     finally:
         con.close()
-    assert left == 0 and store.manifest(attempt) is None
+    assert left == 0 and parts_left == 0 and store.manifest(attempt) is None
 
 
 def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
