@@ -526,10 +526,7 @@ class RetentionGate:
             self._scanned.wait(self.first_wait_s)
         with self._lock:
             known = self._index is not None
-            if known and time.monotonic() - self._indexed_at > self.refresh_s:
-                stale = True
-            else:
-                stale = False
+            stale = known and time.monotonic() - self._indexed_at > self.refresh_s
             total = self._total + sum(self._added.values())
             run_total = self._per_run.get(run_id or "", 0) + self._added.get(run_id, 0)
         if stale:

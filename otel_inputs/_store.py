@@ -379,9 +379,14 @@ class ArtifactStore:
             "utf-8", "surrogatepass")
 
     def _rewrite(self, dir_fd: int, name: str, attempt_id: str, body: dict[str, Any]) -> str:
-        """Replace manifest ``name`` (temp file + rename, not synced); the identity of our file after
-        the rename (fstat of our own descriptor, so no later writer's file can be mistaken for it)."""
-        data = self._encode(attempt_id, body)
+        """Replace manifest ``name`` with ``body`` (not synced); see :meth:`_replace`."""
+        return self._replace(dir_fd, name, self._encode(attempt_id, body))
+
+    @staticmethod
+    def _replace(dir_fd: int, name: str, data: bytes) -> str:
+        """Write ``data`` to ``name`` in ``dir_fd`` through a temp file and a rename (removed on failure);
+        the identity of our file after the rename (fstat of our own descriptor, so no later writer's
+        file can be mistaken for it)."""
         tmp = f".{name}.{secrets.token_hex(4)}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
         try:
@@ -404,10 +409,11 @@ class ArtifactStore:
         data = self._encode(attempt_id, dict(manifest))
         final = self.manifest_path(attempt_id)
         if not (spare and self._replace_spare(data, final)):
-            tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
-            with open(tmp, "xb") as fh:
-                fh.write(data)
-            os.replace(tmp, final)
+            dir_fd = os.open(self.manifests_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                self._replace(dir_fd, final.name, data)
+            finally:
+                os.close(dir_fd)
         if not sync:
             return final
         if self.sync_in_background:

@@ -13,7 +13,7 @@ import queue
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 def syncfs(path: Path) -> None:
@@ -233,13 +233,15 @@ class EndedLog:
             raise OSError("short write to the ended-attempts log")
 
 
-def read_ended(directory: Path) -> set[str]:
-    """Every attempt id recorded as ended by any process's log under ``directory``."""
-    ended: set[str] = set()
+def _ended_lines(directory: Path) -> Iterator[bytes]:
+    """Every complete line of every process's ended log under ``directory``.
+
+    A missing or unusable directory yields nothing, so attempts stay protected (the safe side).
+    """
     try:
         entries = list(os.scandir(directory))
-    except OSError:  # missing or unusable: nothing recorded, so attempts stay protected (the safe side)
-        return ended
+    except OSError:
+        return
     for entry in entries:
         if not entry.name.endswith(".log"):
             continue
@@ -248,11 +250,19 @@ def read_ended(directory: Path) -> set[str]:
                 data = fh.read()
         except OSError:
             continue
-        for line in data.split(b"\n")[:-1]:  # the last piece is empty or a torn write
-            try:
-                ended.add(json.loads(line))
-            except ValueError:
-                continue
+        yield from data.split(b"\n")[:-1]  # the last piece is empty or a torn write
+
+
+def read_ended(directory: Path) -> set[str]:
+    """Every attempt id recorded as ended by any process's log under ``directory``."""
+    ended: set[str] = set()
+    for line in _ended_lines(directory):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, str):
+            ended.add(value)
     return ended
 
 
@@ -260,26 +270,14 @@ def read_ended_quoted(directory: Path) -> set[str]:
     """Like :func:`read_ended`, but each id in its one-line JSON form (as the log and the manifest
     index write it), so 100,000 ended attempts cost no JSON decoding."""
     ended: set[str] = set()
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return ended
-    for entry in entries:
-        if not entry.name.endswith(".log"):
-            continue
-        try:
-            with open(entry.path, "rb") as fh:
-                lines = fh.read().split(b"\n")[:-1]  # the last piece is empty or a torn write
-        except OSError:
-            continue
-        for line in lines:
-            if b"\\" in line or not line.isascii():  # not in canonical form: re-encode it
-                try:
-                    value = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(value, str):
-                    ended.add(json.dumps(value, ensure_ascii=True))
-            else:
-                ended.add(line.decode("ascii"))
+    for line in _ended_lines(directory):
+        if b"\\" in line or not line.isascii():  # not in canonical form: re-encode it
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, str):
+                ended.add(json.dumps(value, ensure_ascii=True))
+        else:
+            ended.add(line.decode("ascii"))
     return ended
