@@ -11,7 +11,7 @@ from sink_client import post, proto_request
 
 from exporter import OTLPSink, SinkConfig
 from exporter._arrow import build_batch
-from exporter._db import WRITER_SETTINGS, connect_with_retry, file_lock, read_connection
+from exporter._db import WRITER_SETTINGS, connect_with_retry, read_connection
 from exporter._spans import from_readable
 from exporter._writer import DuckDBWriter, coalesce
 
@@ -20,22 +20,6 @@ pytestmark = pytest.mark.timeout(60)
 
 def _sink(db: Path, config: SinkConfig) -> OTLPSink:
     return OTLPSink(db, port=0, config=config).start()
-
-
-def test_byte_bounded_queue_answers_503_with_retry_after_then_everything_lands(spans: SpanFactory, db_path: Path) -> None:
-    """With a queue bound of one byte only one request waits at a time; the rest get 503 + Retry-After, accepted ones land."""
-    sink = _sink(db_path, SinkConfig(max_queued_bytes=1, max_batch_spans=1))
-    bodies = [proto_request([spans.attempt(i, items=2)]).SerializeToString() for i in range(5)]
-    try:
-        with file_lock(db_path, exclusive=True, timeout_s=5):  # the writer stalls on the file
-            results = [post(sink.endpoint, b) for b in bodies]
-        codes = [r[0] for r in results]
-        assert 503 in codes and 200 in codes
-        assert all(r[1].get("retry-after") == "1" for r in results if r[0] == 503)
-    finally:
-        sink.stop()
-    accepted = sum(1 for c in codes if c == 200)
-    assert query(db_path, "SELECT count(*) FROM agent_attempts") == [(accepted,)]
 
 
 def test_inflight_budget_full_answers_503_and_keeps_the_connection_usable(spans: SpanFactory, db_path: Path) -> None:

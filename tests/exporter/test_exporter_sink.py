@@ -137,10 +137,15 @@ def test_size_caps_and_gzip_bombs_get_413(db_path: Path) -> None:
         sink.stop()
 
 
-def test_full_buffer_answers_503_with_retry_after_then_everything_lands(spans: SpanFactory, db_path: Path) -> None:
-    """When the bounded queue is full the sink answers 503 + Retry-After; accepted spans all land later."""
-    sink = _sink(db_path, config=SinkConfig(max_queued_spans=2, max_batch_spans=1))
-    bodies = [proto_request([spans.attempt(i, items=0)]).SerializeToString() for i in range(6)]
+@pytest.mark.parametrize("config, requests, items", [
+    (SinkConfig(max_queued_spans=2, max_batch_spans=1), 6, 0),
+    (SinkConfig(max_queued_bytes=1, max_batch_spans=1), 5, 2),  # one byte: one request waits at a time
+], ids=["span-bound", "byte-bound"])
+def test_full_buffer_answers_503_with_retry_after_then_everything_lands(
+        spans: SpanFactory, db_path: Path, config: SinkConfig, requests: int, items: int) -> None:
+    """When the bounded queue (spans or bytes) is full the sink answers 503 + Retry-After; accepted spans all land later."""
+    sink = _sink(db_path, config=config)
+    bodies = [proto_request([spans.attempt(i, items=items)]).SerializeToString() for i in range(requests)]
     try:
         with file_lock(db_path, exclusive=True, timeout_s=5):  # the writer stalls on the file
             results = [post(sink.endpoint, b) for b in bodies]

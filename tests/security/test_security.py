@@ -21,7 +21,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -451,39 +450,15 @@ class Served:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, chromium) -> Iterator[Served]:  # noqa: ANN001
     """The demo session plus the security attempts in one database and store, served by `otel-inputs view`."""
-    from viewer._cli import free_port
     from viewer._demo import record_demo
+    from viewer_process import serve_viewer
 
     root = tmp_path_factory.mktemp("served")
     paths = record_demo(root / "demo", latency_s=0.0)
     fx = record_fixture(root / "sec", store=paths.store_path, db=paths.db_path, evict=False)
-    port = free_port()
-    log = root / "view.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "exporter.cli", "view", "--db", str(paths.db_path),
-                                 "--store", str(paths.store_path), "--port", str(port)], cwd=ROOT, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"viewer did not start: {log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.3)
+    with serve_viewer(paths.db_path, paths.store_path, root / "view.log") as url:
         demo_attempt = paths.attempt_ids.get("build_initial") or next(iter(paths.attempt_ids.values()))
-        yield Served(f"http://127.0.0.1:{port}/", demo_attempt, fx)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
+        yield Served(url, demo_attempt, fx)
 
 
 @pytest.fixture(scope="module")

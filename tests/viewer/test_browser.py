@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from viewer_fixture import HOSTILE_LABEL, ViewerFixture
+from viewer_process import serve_viewer
 
-from viewer._cli import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
@@ -25,35 +19,10 @@ ARTIFACTS = ROOT / "test-artifacts"
 @pytest.fixture(scope="module")
 def server(viewer_fixture: ViewerFixture, chromium, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`otel-inputs view` on a free loopback port; the process group is always stopped."""
-    port = free_port()
     log = tmp_path_factory.mktemp("server") / "view.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "exporter.cli", "view", "--db", str(viewer_fixture.db_path),
-             "--store", str(viewer_fixture.store_path), "--port", str(port)],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"viewer did not start: {log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.3)
-        assert f"http://127.0.0.1:{port}/" in log.read_text()
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
+    with serve_viewer(viewer_fixture.db_path, viewer_fixture.store_path, log) as url:
+        assert url in log.read_text()
+        yield url
 
 
 @pytest.fixture(scope="module")
