@@ -1,11 +1,12 @@
 """Artifact-store manifests → ``agent_artifacts`` rows (metadata only; bytes stay in the store).
 
-The store's manifest is the durable authority on what was captured and what is still available
-(retention rewrites it), so landing an attempt's manifest replaces that attempt's rows.
+The store's manifest, with the eviction journal applied over it, is the durable authority on what
+was captured and what is still available, so landing an attempt's manifest replaces that attempt's rows.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -14,7 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from otel_inputs._store import ArtifactStore
+from otel_inputs._store import ArtifactStore, attempt_key
+from otel_inputs._store_evictions import JOURNAL_DIR
 
 _TS = pa.timestamp("ns")
 _INT32_MAX = 2**31 - 1
@@ -111,7 +113,8 @@ def manifests_for(store_root: str | os.PathLike[str], attempt_ids: Iterable[str]
 
 @dataclass
 class ManifestScanner:
-    """Finds manifests that are new or changed since the last scan (by name, size and mtime)."""
+    """Finds manifests that are new or changed since the last scan (by name, size and mtime), and
+    those an eviction journal file new since the last scan names (it changes no manifest file)."""
 
     store_root: Path
     _seen: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -119,6 +122,7 @@ class ManifestScanner:
     def changed(self) -> tuple[list[dict[str, Any]], dict[str, tuple[int, int]]]:
         """(changed manifests, their stat keys); call :meth:`commit` after they are landed."""
         manifests_dir = Path(self.store_root) / "manifests"
+        current: dict[str, tuple[int, int]] = {}
         fresh: dict[str, tuple[int, int]] = {}
         try:
             entries = list(os.scandir(manifests_dir))
@@ -131,16 +135,23 @@ class ManifestScanner:
                 st = entry.stat()
             except FileNotFoundError:
                 continue
-            key = (st.st_mtime_ns, st.st_size)
+            key = current[entry.name] = (st.st_mtime_ns, st.st_size)
             if self._seen.get(entry.name) != key:
                 fresh[entry.name] = key
-        if not fresh:
-            return [], {}
         store = ArtifactStore(self.store_root, create=False)
-        manifests = [
-            m for m in store.iter_manifests()
-            if "error" not in m and store.manifest_path(str(m["attempt_id"])).name in fresh
-        ]  # fmt: skip
+        journal_keys = {f"{JOURNAL_DIR}/{n}": n for n in store.evictions.names()}
+        new_journal = [n for k, n in journal_keys.items() if k not in self._seen]
+        for aid, _committed in store.evictions.lines_of(new_journal):
+            try:
+                name = f"{attempt_key(json.loads(aid))}.json"
+            except (ValueError, TypeError):
+                continue
+            if name in current:
+                fresh[name] = current[name]
+        if not fresh and not new_journal:
+            return [], {}
+        manifests = [m for m in store.iter_manifests(sorted(fresh)) if "error" not in m]
+        fresh.update({f"{JOURNAL_DIR}/{n}": (0, 0) for n in new_journal})
         return manifests, fresh
 
     def commit(self, stat_keys: Mapping[str, tuple[int, int]]) -> None:

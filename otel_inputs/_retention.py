@@ -32,13 +32,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_inputs._store import ArtifactStore
-from otel_inputs._store_index import ManifestView, changed_since, quote, refresh, row_of
+from otel_inputs._store import ArtifactStore, StoreError
+from otel_inputs._store_evictions import FOLD_AT, mark_evicted
+from otel_inputs._store_index import ManifestView, changed_since, identity, refresh, row_of
 from otel_inputs._store_index import save as save_index
 from otel_inputs._store_index_sweep import remove_objects
-from otel_inputs._store_io import read_ended_quoted, syncfs
+from otel_inputs._store_io import read_ended_quoted
 
-EVICTION_REASON = "disk_budget"
 ENV_BUDGET = "OTEL_INPUTS_STORE_BUDGET"
 ENV_MIN_FREE = "OTEL_INPUTS_STORE_MIN_FREE"
 ENV_RUN_BUDGET = "OTEL_INPUTS_RUN_BUDGET"
@@ -209,15 +209,8 @@ class GcReport:
 
 
 def _mark_evicted(body: dict[str, Any]) -> int:
-    """Mark a manifest's available items evicted (disk budget); return how many."""
-    evicted = 0
-    for item in body.get("items", ()) or ():
-        if item.get("artifact_status") == "available":
-            item["artifact_status"] = "evicted"
-            item["status_reason"] = EVICTION_REASON
-            item["evicted_at_ns"] = time.time_ns()
-            evicted += 1
-    return evicted
+    """Mark a manifest's available items evicted (disk budget) now; return how many."""
+    return mark_evicted(body, time.time_ns())
 
 
 def _evict_attempt(store: ArtifactStore, attempt_id: str) -> int:
@@ -233,7 +226,8 @@ def _evict_attempt(store: ArtifactStore, attempt_id: str) -> int:
     return evicted
 
 
-EVICTION_BATCH = 2048  # manifests rewritten per hold of the store lock; one filesystem sync for all
+JOURNAL_CHUNK = 4096  # journal lines per file: on a full disk the chunks written so far still free bytes
+UNLINK_THREADS = 8  # freeing a file's blocks waits on the disk (~0.2 ms here); unlinks overlap well
 
 
 @contextmanager
@@ -296,47 +290,73 @@ def _candidates(index: StoreIndex) -> list[int]:
     return rows
 
 
+def _still_evictable(store: ArtifactStore, plan: _Plan) -> list[tuple[int, str]]:
+    """(row, commit time) of each victim whose manifest is still the one the scan indexed and still
+    holds available bytes; a manifest changed since (one stat tells) is read again and re-judged."""
+    view = plan.index.view
+    chosen: list[tuple[int, str]] = []
+    ended: set[str] | None = None
+    dir_fd = os.open(store.manifests_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i in plan.victims:
+            try:
+                st = os.stat(view.names[i], dir_fd=dir_fd)
+            except FileNotFoundError:
+                continue  # deleted since the scan: nothing left to mark
+            if view.idents[i] and identity(st) == view.idents[i]:
+                chosen.append((i, view.committed[i]))
+                continue
+            try:
+                body = store.manifest(json.loads(view.aids[i]))
+                row = row_of(body)
+            except (OSError, ValueError, StoreError):
+                continue
+            if row[3]:  # running again (re-committed since the scan): a live attempt stays protected
+                ended = read_ended_quoted(store.ended_dir) if ended is None else ended
+                if row[0] not in ended and _owner_alive(json.loads(row[3])):
+                    continue
+            if row[4]:
+                chosen.append((i, row[2]))
+    finally:
+        os.close(dir_fd)
+    return chosen
+
+
 def _evict(store: ArtifactStore, plan: _Plan, report: GcReport,
            progress: Callable[[int], None] | None) -> tuple[list[str], ManifestView]:
-    """Mark the plan's victims evicted (synced once), then delete bytes whose last reference went;
-    returns the deleted digests and the manifest view as it stands after the object re-check."""
-    index = plan.index
-    view = index.view
-    ended: set[str] | None = None
-
-    def change(body: dict[str, Any]) -> bool:
-        nonlocal ended
-        if body.get("state") == "running":  # re-committed since the scan? a live attempt stays protected
-            ended = read_ended_quoted(store.ended_dir) if ended is None else ended
-            if quote(body["attempt_id"]) not in ended and _owner_alive(body.get("owner")):
-                return False
-        n = _mark_evicted(body)
-        report.evicted_items += n
-        return n > 0
-
-    ids = [json.loads(view.aids[i]) for i in plan.victims]
-    written: dict[str, tuple[str, dict[str, Any]]] = {}
-    for k in range(0, len(ids), EVICTION_BATCH):
-        store.modify_manifests(ids[k:k + EVICTION_BATCH], change, sync=False, written=written)
+    """Record the plan's victims in the eviction journal (durable before any byte goes), then delete
+    bytes whose last reference went; returns the deleted digests and the manifest view as it stands
+    after the object re-check."""
+    view = plan.index.view
+    chosen = _still_evictable(store, plan)
+    journal = store.evictions
+    reflected = journal.names() == view.journal  # else the next refresh applies our files too
+    recorded = 0
+    for k in range(0, len(chosen), JOURNAL_CHUNK):
+        chunk = chosen[k:k + JOURNAL_CHUNK]
+        try:
+            name = journal.write([(view.aids[i], committed) for i, committed in chunk], time.time_ns())
+        except OSError as exc:  # e.g. a full disk: what is recorded so far is still evicted below
+            report.reasons.append(f"eviction journal not written ({exc.strerror or exc}); "
+                                  f"{len(chosen) - recorded} snapshot(s) left for a later pass")
+            break
+        recorded += len(chunk)
+        if reflected:
+            view.journal = (*view.journal, name)
         if progress:
-            progress(len(ids[k:k + EVICTION_BATCH]))
-    if not written:
+            progress(len(chunk))
+    if not recorded:
         return [], view
-    syncfs(store.manifests_dir)  # every mark durable before any byte goes
     last_refs: list[str] = []
-    for i in plan.victims:
-        if view.names[i] not in written:
-            continue  # not marked (changed since the scan, or a copy): it still holds its bytes
+    for i, _committed in chosen[:recorded]:
         report.evicted_attempts += 1
         for digest in view.digest_list(i):
+            report.evicted_items += 1
             plan.refcount[digest] -= 1
             if plan.refcount[digest] <= 0:
                 last_refs.append(digest)
-    pos = view.position()
-    for name, (ident, body) in written.items():
-        # Exact, not racy: we hold the store lock, and any later writer replaces the file by rename,
-        # which cannot reuse our inode while it is still linked (in-place writers are out of protocol).
-        view.put(pos, name, ident, row_of(body))
+        view.digests[i] = ""
+    view.dirty = True
     latest = view
 
     def referenced_since() -> set[str]:
@@ -344,8 +364,31 @@ def _evict(store: ArtifactStore, plan: _Plan, report: GcReport,
         found, latest = changed_since(store.root, view)
         return found
 
-    deleted = list(remove_objects(store, last_refs, referenced_since))
+    deleted = list(remove_objects(store, last_refs, referenced_since, threads=UNLINK_THREADS))
+    if journal.count() > FOLD_AT:
+        latest = _fold_journal(store, latest)
     return deleted, latest
+
+
+def _fold_journal(store: ArtifactStore, view: ManifestView) -> ManifestView:
+    """Write the journal's evictions into the manifests themselves, then drop the folded files."""
+    journal = store.evictions
+    names = journal.names()
+    ids: list[str] = []
+    for aid, _committed in journal.lines_of(names):
+        try:
+            ids.append(json.loads(aid))
+        except ValueError:
+            continue
+    written: dict[str, tuple[str, dict[str, Any]]] = {}
+    store.modify_manifests(dict.fromkeys(ids), lambda _body: False, written=written)  # synced
+    journal.remove(names)
+    pos = view.position()
+    for name, (ident, body) in written.items():
+        view.put(pos, name, ident, row_of(body))
+    view.journal = tuple(n for n in view.journal if n not in set(names))
+    view.dirty = True
+    return view
 
 
 def apply_retention(

@@ -6,6 +6,8 @@ Layout under the store root::
     staging/<key>.<pid>.<rand>/      one attempt's capture in progress (same filesystem)
     manifests/<key>.json             the committed, durable record of one attempt
     ended/<pid>-<rand>.log           per process: ids of attempts that ended since their manifest was written
+    evictions/<time>-<pid>-<rand>.log  per retention pass: the manifests it evicted, applied by every reader
+                                     (see :mod:`otel_inputs._store_evictions`)
     index/manifests.idx              derived: what retention needs from every manifest, validated on use
                                      against the manifests directory (see :mod:`otel_inputs._store_index`)
     store.lock, gc.lock              manifest read-modify-write; one retention pass at a time
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from otel_inputs._store_evictions import journal_for
 from otel_inputs._store_index import identity
 from otel_inputs._store_index_sweep import (
     MTIME_SLACK_NS,
@@ -253,6 +256,7 @@ class ArtifactStore:
         self._tombstone_cache: tuple[int, frozenset[str], frozenset[tuple[str, str]]] | None = None
         self._spare_manifests = _SpareFiles(self.manifests_dir)
         self._ended_log = EndedLog(self.ended_dir)
+        self.evictions = journal_for(self.root)
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -350,6 +354,7 @@ class ArtifactStore:
         """
         changed: list[str] = []
         with self.lock():
+            entries = self.evictions.entries()
             dir_fd = os.open(self.manifests_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:  # names relative to the directory: no path building or lookup per manifest
                 for attempt_id in attempt_ids:
@@ -359,7 +364,10 @@ class ArtifactStore:
                             body = json.loads(fh.read())
                     except (OSError, ValueError):
                         continue
-                    if not isinstance(body, dict) or body.get("attempt_id") != attempt_id or not change(body):
+                    if not isinstance(body, dict) or body.get("attempt_id") != attempt_id:
+                        continue
+                    folded = self.evictions.apply(body, entries)  # a rewrite carries the journal's marks
+                    if not change(body) and not folded:
                         continue
                     ident = self._rewrite(dir_fd, name, attempt_id, body)
                     if written is not None:
@@ -461,25 +469,32 @@ class ArtifactStore:
         body = json.loads(raw)
         if body.get("attempt_id") != attempt_id:
             raise StoreError("manifest does not belong to the requested attempt")
+        self.evictions.apply(body)
         return body
 
-    def iter_manifests(self) -> Iterator[dict[str, Any]]:
-        """Every committed manifest; unreadable ones yield a dict with an ``error`` key."""
-        try:
-            entries = sorted(os.scandir(self.manifests_dir), key=lambda e: e.name)
-        except FileNotFoundError:
-            return
-        for entry in entries:
-            if not entry.name.endswith(".json") or entry.name.startswith("."):
+    def iter_manifests(self, names: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Every committed manifest (or those of these file names, in order); unreadable ones yield
+        a dict with an ``error`` key, a name that is gone yields nothing."""
+        if names is None:
+            try:
+                names = sorted(e.name for e in os.scandir(self.manifests_dir))
+            except FileNotFoundError:
+                return
+        evictions = self.evictions.entries()
+        for name in names:
+            if not name.endswith(".json") or name.startswith(".") or os.sep in name:
                 continue
             try:
-                with open(entry.path, "rb") as fh:
+                with open(os.path.join(self._manifests_str, name), "rb") as fh:
                     body = json.loads(fh.read())
                 if not isinstance(body, dict) or "attempt_id" not in body:
                     raise ValueError("manifest lacks attempt_id")
+                self.evictions.apply(body, evictions)
                 yield body
+            except FileNotFoundError:
+                continue
             except (OSError, ValueError) as exc:
-                yield {"error": f"unreadable manifest {entry.name}: {exc}", "file": entry.name}
+                yield {"error": f"unreadable manifest {name}: {exc}", "file": name}
 
     def read_input(self, attempt_id: str, input_id: str, *, max_bytes: int | None = None) -> VerifiedSnapshot:
         """Return an input's snapshot bytes after verifying them against the recorded SHA-256."""

@@ -17,6 +17,10 @@ A manifest gc rewrites itself is recorded with the identity of its own descripto
 taken under the store lock: a later writer replaces the file by rename, which cannot reuse that
 inode while it is still linked.
 
+Evictions recorded in the eviction journal (:mod:`otel_inputs._store_evictions`) change no manifest
+file, so the index also names the journal files its rows reflect; a journal file it has not seen is
+applied to the rows it keeps, and every manifest read from disk is read with the journal applied.
+
 The index file is one blob with a SHA-256 over its body, written to a temp file and renamed: a
 torn, truncated, corrupt or foreign file fails the check and is rebuilt from the manifests.  It
 needs no lock: each writer's content is self-consistent, so whichever rename lands last only
@@ -38,10 +42,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otel_inputs._store_evictions import EvictionJournal, committed_key, journal_for
+
 INDEX_DIR = "index"
 INDEX_FILE = "manifests.idx"
 _MAGIC = b"otel-inputs-manifest-index"
-_VERSION = 2
+_VERSION = 3
 RACY_NS = 2_000_000_000  # well above any filesystem timestamp granularity
 _STALE_TMP_S = 600.0
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -79,6 +85,8 @@ class ManifestView:
     errors: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (identity, message)
     object_sizes: dict[str, int] = field(default_factory=dict)
     objects_ident: str = ""  # of the objects directory when object_sizes was listed ("" racy/unknown)
+    journal: tuple[str, ...] = ()  # eviction journal files the rows reflect
+    dir_ident: str = ""  # of the manifests directory just before this view was listed ("" racy); not saved
     reread: int = 0  # manifests read from disk by the last refresh (0: the index answered everything)
     kept: int = 0  # rows [0, kept) came from the index; later rows were read from disk
     dirty: bool = False
@@ -125,9 +133,6 @@ def row_of(body: Any) -> tuple[str, str, str, str, str]:
     if not isinstance(body, dict) or not isinstance(body.get("attempt_id"), str):
         raise ValueError("manifest lacks attempt_id")
     run = body.get("run_id")
-    committed = body.get("committed_at_ns")
-    if isinstance(committed, bool) or not isinstance(committed, int) or not 0 <= committed < 10**20:
-        committed = 0
     running = ""
     if body.get("state") == "running":
         running = json.dumps(body.get("owner"), ensure_ascii=True, sort_keys=True, separators=(",", ":"))
@@ -138,11 +143,12 @@ def row_of(body: Any) -> tuple[str, str, str, str, str]:
             d = item.get("sha256")
             if isinstance(d, str) and _HEX64.fullmatch(d):  # only such a name can be an object
                 digests.append(d)
-    return (quote(body["attempt_id"]), quote(run) if isinstance(run, str) else "null", f"{committed:020d}",
+    return (quote(body["attempt_id"]), quote(run) if isinstance(run, str) else "null", committed_key(body),
             running, ",".join(digests))
 
 
-def _read(dir_fd: int, name: str, started_ns: int) -> tuple[str, tuple[str, str, str, str, str] | str]:
+def _read(dir_fd: int, name: str, started_ns: int,
+          apply: Callable[[Any], Any]) -> tuple[str, tuple[str, str, str, str, str] | str]:
     """(identity or "" when racy, row or an error message) of one manifest file read now."""
     fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
@@ -157,7 +163,9 @@ def _read(dir_fd: int, name: str, started_ns: int) -> tuple[str, tuple[str, str,
     if ident != identity(before) or max(after.st_mtime_ns, after.st_ctime_ns) >= started_ns - RACY_NS:
         ident = ""
     try:
-        return ident, row_of(json.loads(b"".join(chunks)))
+        body = json.loads(b"".join(chunks))
+        apply(body)
+        return ident, row_of(body)
     except ValueError as exc:  # torn or foreign content: as unreadable as iter_manifests says it is
         return ident, f"unreadable manifest {name}: {exc}"
 
@@ -192,6 +200,7 @@ def load(root: Path) -> ManifestView | None:
         view.errors = {str(e[0]): (str(e[1]), str(e[2])) for e in errors}
         view.object_sizes = dict(zip(onames, map(int, osizes)))
         view.objects_ident = str(meta.get("objects_ident", ""))
+        view.journal = tuple(map(str, meta.get("journal", ())))
         return view
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return None
@@ -215,7 +224,7 @@ def save(root: Path, view: ManifestView) -> None:
         objects = {n: s for n, s in objects.items() if _cacheable(n)}
     dir_ident = view.objects_ident if len(objects) == len(view.object_sizes) else ""
     parts = [json.dumps({"manifests": len(view), "objects": len(objects), "objects_ident": dir_ident,
-                         "written_at_ns": time.time_ns()})]
+                         "journal": list(view.journal), "written_at_ns": time.time_ns()})]
     parts.extend("\n".join(getattr(view, c)) for c in _COLS)
     parts.append("\n".join(objects))
     parts.append("\n".join(map(str, objects.values())))
@@ -258,11 +267,17 @@ def refresh(root: Path, *, progress: Callable[[int], None] | None = None, persis
     started = time.time_ns()
     old = cached if cached is not None else (load(root) or ManifestView())
     view = ManifestView()
+    journal = journal_for(root)
+    view.journal = journal.names()  # listed before any manifest is read: a later file is applied next time
+    entries = journal.entries(view.journal)
     try:
         dir_fd = os.open(root / "manifests", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:
         return view
     try:
+        st = os.fstat(dir_fd)
+        if max(st.st_mtime_ns, st.st_ctime_ns) < started - RACY_NS:
+            view.dir_ident = identity(st)
         keep, unknown = _compare(dir_fd, old)
         if keep == len(old):  # nothing moved: share the lists (the common case, and the costly one)
             for col in _COLS:
@@ -277,11 +292,12 @@ def refresh(root: Path, *, progress: Callable[[int], None] | None = None, persis
             if ident and unknown.get(name) == ident:
                 view.errors[name] = (ident, message)
                 del unknown[name]
-        _read_into(view, dir_fd, unknown, started, progress)
+        _apply_new_journal(view, journal, old.journal)
+        _read_into(view, dir_fd, unknown, started, progress, lambda body: journal.apply(body, entries))
     finally:
         os.close(dir_fd)
     view.dirty = (old.dirty or bool(view.reread) or view.kept != len(old)
-                  or len(view.errors) != len(old.errors))
+                  or len(view.errors) != len(old.errors) or view.journal != old.journal)
     if objects:
         view.objects_ident, view.object_sizes = _object_sizes(root / "objects", old, started)
         view.dirty = view.dirty or view.objects_ident != old.objects_ident
@@ -290,6 +306,22 @@ def refresh(root: Path, *, progress: Callable[[int], None] | None = None, persis
     if persist and view.dirty:
         save(root, view)
     return view
+
+
+def _apply_new_journal(view: ManifestView, journal: EvictionJournal, seen: tuple[str, ...]) -> None:
+    """Clear the available digests of kept rows that journal files unseen by the old index evicted."""
+    known = set(seen)
+    new = [n for n in view.journal if n not in known]
+    if not new:
+        return
+    evicted: dict[str, set[str]] = {}
+    for aid, committed in journal.lines_of(new):
+        evicted.setdefault(aid, set()).add(committed)
+    aids, committed, digests = view.aids, view.committed, view.digests
+    for i in range(view.kept):
+        commits = evicted.get(aids[i])
+        if commits and committed[i] in commits:
+            digests[i] = ""
 
 
 def _compare(dir_fd: int, old: ManifestView) -> tuple[list[int] | int, dict[str, str]]:
@@ -324,10 +356,10 @@ def _compare(dir_fd: int, old: ManifestView) -> tuple[list[int] | int, dict[str,
 
 
 def _read_into(view: ManifestView, dir_fd: int, names: Iterable[str], started: int,
-               progress: Callable[[int], None] | None) -> None:
+               progress: Callable[[int], None] | None, apply: Callable[[Any], Any]) -> None:
     for n, name in enumerate(sorted(names), 1):
         try:
-            ident, row = _read(dir_fd, name, started)
+            ident, row = _read(dir_fd, name, started, apply)
         except FileNotFoundError:
             continue
         except OSError as exc:
@@ -375,7 +407,18 @@ def _object_sizes(objects_dir: Path, old: ManifestView, started: int) -> tuple[s
 
 def changed_since(root: Path, view: ManifestView) -> tuple[set[str], ManifestView]:
     """Digests claimed available by manifests that changed since ``view`` was validated (or were
-    racy then), and the view brought up to date: the re-check of gc's object removal."""
+    racy then), and the view brought up to date: the re-check of gc's object removal.
+
+    Every writer of this store puts a manifest in place by a rename, which changes the directory's
+    mtime and ctime; so when the directory's identity is still the one taken before ``view`` was
+    listed (and was not racy then), no manifest was added or replaced since, and none is stat'ed.
+    """
+    if view.dir_ident:
+        try:
+            if identity(os.stat(root / "manifests")) == view.dir_ident:
+                return set(), view
+        except OSError:
+            pass
     fresh = refresh(root, persist=False, cached=view, objects=False)
     found: set[str] = set()
     for i in range(fresh.kept, len(fresh)):

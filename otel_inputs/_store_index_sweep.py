@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from otel_inputs._store_index import refresh
@@ -28,9 +29,10 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def remove_objects(store: ArtifactStore, digests: Iterable[str],
-                   referenced_since: Callable[[], set[str]]) -> dict[str, int]:
+                   referenced_since: Callable[[], set[str]], *, threads: int = 1) -> dict[str, int]:
     """Delete objects found unreferenced unless ``referenced_since()`` (called once they are moved
-    aside) names them; returns {digest: size} of what was deleted."""
+    aside) names them; returns {digest: size} of what was deleted.  ``threads`` > 1 overlaps the
+    unlinks, each of which waits on the disk to free the file's blocks."""
     moved: dict[str, tuple[str, str, int]] = {}
     objects_dir = str(store.objects_dir)
     for digest in digests:
@@ -47,17 +49,31 @@ def remove_objects(store: ArtifactStore, digests: Iterable[str],
     if not moved:
         return {}
     keep = referenced_since() & moved.keys()
-    deleted: dict[str, int] = {}
-    for digest, (final, aside, size) in moved.items():
+    for digest in keep:
+        final, aside, _size = moved.pop(digest)
         try:
-            if digest in keep:
-                os.replace(aside, final)
-            else:
-                os.unlink(aside)
-                deleted[digest] = size
+            os.replace(aside, final)
         except FileNotFoundError:
             continue
-    return deleted
+
+    def unlink_all(digests: list[str]) -> list[str]:
+        gone = []
+        for digest in digests:
+            try:
+                os.unlink(moved[digest][1])
+            except FileNotFoundError:
+                continue
+            gone.append(digest)
+        return gone
+
+    names = list(moved)
+    if threads > 1 and len(names) > 64:
+        with ThreadPoolExecutor(threads, thread_name_prefix="otel-inputs-gc") as pool:
+            parts = pool.map(unlink_all, [names[k::threads] for k in range(threads)])
+            gone = [d for part in parts for d in part]
+    else:
+        gone = unlink_all(names)
+    return {digest: moved[digest][2] for digest in gone}
 
 
 def digests_in_manifests_since(store: ArtifactStore, since_ns: int) -> set[str]:
@@ -98,7 +114,7 @@ def reconcile(store: ArtifactStore, min_age_s: float, now: float) -> dict[str, i
             removed_staging += 1
         except FileNotFoundError:
             continue
-    for folder in (store.manifests_dir, store.tombstones_dir):
+    for folder in (store.manifests_dir, store.tombstones_dir, store.evictions.dir):
         for entry in list(os.scandir(folder)) if folder.exists() else []:
             # ".<name>.<rand>.tmp": a write interrupted before its rename; never read by anyone
             if entry.name.startswith(".") and entry.name.endswith(".tmp"):
