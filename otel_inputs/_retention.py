@@ -24,7 +24,6 @@ import logging
 import os
 import re
 import shutil
-import socket
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -32,11 +31,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_inputs._store import ArtifactStore, StoreError
-from otel_inputs._store_evictions import FOLD_AT, mark_evicted
-from otel_inputs._store_index import ManifestView, changed_since, identity, refresh, row_of
+from otel_inputs._retention_evict import GcReport, _candidates, _evict, _owner_alive, _Plan
+from otel_inputs._store import ArtifactStore
+from otel_inputs._store_evictions import mark_evicted
+from otel_inputs._store_index import ManifestView, refresh
 from otel_inputs._store_index import save as save_index
-from otel_inputs._store_index_sweep import remove_objects
 from otel_inputs._store_io import read_ended_quoted
 
 ENV_BUDGET = "OTEL_INPUTS_STORE_BUDGET"
@@ -153,21 +152,6 @@ def _allocated(st: os.stat_result) -> int:
     return getattr(st, "st_blocks", 0) * 512 or st.st_size
 
 
-def _owner_alive(owner: Any) -> bool:
-    if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
-        return True  # another host's process: we cannot tell, so keep protecting it
-    pid = owner.get("pid")
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def scan_store(store: ArtifactStore, progress: Callable[[int], None] | None = None, *, persist: bool = True,
                cached: ManifestView | None = None) -> StoreIndex:
     """Index manifests (through the validated manifest index), objects and staging; no object bytes are read."""
@@ -196,18 +180,6 @@ def scan_store(store: ArtifactStore, progress: Callable[[int], None] | None = No
     return StoreIndex(view, dict(view.object_sizes), staging, bad, protected)
 
 
-@dataclass
-class GcReport:
-    evicted_attempts: int = 0
-    evicted_items: int = 0
-    deleted_objects: int = 0
-    freed_bytes: int = 0
-    total_bytes_after: int = 0
-    protected_bytes: int = 0
-    over_budget_after: bool = False
-    reasons: list[str] = field(default_factory=list)
-
-
 def _mark_evicted(body: dict[str, Any]) -> int:
     """Mark a manifest's available items evicted (disk budget) now; return how many."""
     return mark_evicted(body, time.time_ns())
@@ -226,10 +198,6 @@ def _evict_attempt(store: ArtifactStore, attempt_id: str) -> int:
     return evicted
 
 
-JOURNAL_CHUNK = 4096  # journal lines per file: on a full disk the chunks written so far still free bytes
-UNLINK_THREADS = 8  # freeing a file's blocks waits on the disk (~0.2 ms here); unlinks overlap well
-
-
 @contextmanager
 def _gc_lock(store: ArtifactStore) -> Iterator[None]:
     """Passes take turns, so a second pass sees the first one's evictions instead of repeating them.
@@ -246,149 +214,6 @@ def _gc_lock(store: ArtifactStore) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-@dataclass
-class _Plan:
-    """Which rows to evict, oldest first, with the refcounts the plan leaves behind."""
-
-    index: StoreIndex
-    refcount: Counter[str]
-    pending: dict[str, int] = field(default_factory=dict)
-    victims: list[int] = field(default_factory=list)
-    chosen: set[int] = field(default_factory=set)
-
-    def freed_by(self, i: int) -> int:
-        freed = 0
-        for digest in self.index.view.digest_list(i):
-            left = self.pending.get(digest, self.refcount[digest]) - 1
-            self.pending[digest] = left
-            if left <= 0:
-                freed += self.index.object_bytes.get(digest, 0)
-        return freed
-
-    def evict_until(self, candidates: list[int], still_over: Callable[[int], bool]) -> int:
-        """Choose candidates oldest first until ``still_over(planned_freed)`` is false."""
-        planned = 0
-        for i in candidates:
-            if i in self.chosen:
-                continue
-            if not still_over(planned):
-                break
-            planned += self.freed_by(i)
-            self.victims.append(i)
-            self.chosen.add(i)
-        return planned
-
-
-def _candidates(index: StoreIndex) -> list[int]:
-    """Rows that may be evicted, oldest first (commit time, then attempt id): unprotected, holding bytes."""
-    v = index.view
-    rows = [i for i, d in enumerate(v.digests) if d and i not in index.protected]
-    rows.sort(key=v.aids.__getitem__)
-    rows.sort(key=v.committed.__getitem__)  # stable; fixed-width digits, so text order is time order
-    return rows
-
-
-def _still_evictable(store: ArtifactStore, plan: _Plan) -> list[tuple[int, str]]:
-    """(row, commit time) of each victim whose manifest is still the one the scan indexed and still
-    holds available bytes; a manifest changed since (one stat tells) is read again and re-judged."""
-    view = plan.index.view
-    chosen: list[tuple[int, str]] = []
-    ended: set[str] | None = None
-    dir_fd = os.open(store.manifests_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for i in plan.victims:
-            try:
-                st = os.stat(view.names[i], dir_fd=dir_fd)
-            except FileNotFoundError:
-                continue  # deleted since the scan: nothing left to mark
-            if view.idents[i] and identity(st) == view.idents[i]:
-                chosen.append((i, view.committed[i]))
-                continue
-            try:
-                body = store.manifest(json.loads(view.aids[i]))
-                row = row_of(body)
-            except (OSError, ValueError, StoreError):
-                continue
-            if row[3]:  # running again (re-committed since the scan): a live attempt stays protected
-                ended = read_ended_quoted(store.ended_dir) if ended is None else ended
-                if row[0] not in ended and _owner_alive(json.loads(row[3])):
-                    continue
-            if row[4]:
-                chosen.append((i, row[2]))
-    finally:
-        os.close(dir_fd)
-    return chosen
-
-
-def _evict(store: ArtifactStore, plan: _Plan, report: GcReport,
-           progress: Callable[[int], None] | None) -> tuple[list[str], ManifestView]:
-    """Record the plan's victims in the eviction journal (durable before any byte goes), then delete
-    bytes whose last reference went; returns the deleted digests and the manifest view as it stands
-    after the object re-check."""
-    view = plan.index.view
-    chosen = _still_evictable(store, plan)
-    journal = store.evictions
-    reflected = journal.names() == view.journal  # else the next refresh applies our files too
-    recorded = 0
-    for k in range(0, len(chosen), JOURNAL_CHUNK):
-        chunk = chosen[k:k + JOURNAL_CHUNK]
-        try:
-            name = journal.write([(view.aids[i], committed) for i, committed in chunk], time.time_ns())
-        except OSError as exc:  # e.g. a full disk: what is recorded so far is still evicted below
-            report.reasons.append(f"eviction journal not written ({exc.strerror or exc}); "
-                                  f"{len(chosen) - recorded} snapshot(s) left for a later pass")
-            break
-        recorded += len(chunk)
-        if reflected:
-            view.journal = (*view.journal, name)
-        if progress:
-            progress(len(chunk))
-    if not recorded:
-        return [], view
-    last_refs: list[str] = []
-    for i, _committed in chosen[:recorded]:
-        report.evicted_attempts += 1
-        for digest in view.digest_list(i):
-            report.evicted_items += 1
-            plan.refcount[digest] -= 1
-            if plan.refcount[digest] <= 0:
-                last_refs.append(digest)
-        view.digests[i] = ""
-    view.dirty = True
-    latest = view
-
-    def referenced_since() -> set[str]:
-        nonlocal latest
-        found, latest = changed_since(store.root, view)
-        return found
-
-    deleted = list(remove_objects(store, last_refs, referenced_since, threads=UNLINK_THREADS))
-    if journal.count() > FOLD_AT:
-        latest = _fold_journal(store, latest)
-    return deleted, latest
-
-
-def _fold_journal(store: ArtifactStore, view: ManifestView) -> ManifestView:
-    """Write the journal's evictions into the manifests themselves, then drop the folded files."""
-    journal = store.evictions
-    names = journal.names()
-    ids: list[str] = []
-    for aid, _committed in journal.lines_of(names):
-        try:
-            ids.append(json.loads(aid))
-        except ValueError:
-            continue
-    written: dict[str, tuple[str, dict[str, Any]]] = {}
-    store.modify_manifests(dict.fromkeys(ids), lambda _body: False, written=written)  # synced
-    journal.remove(names)
-    pos = view.position()
-    for name, (ident, body) in written.items():
-        view.put(pos, name, ident, row_of(body))
-    view.journal = tuple(n for n in view.journal if n not in set(names))
-    view.dirty = True
-    return view
 
 
 def apply_retention(

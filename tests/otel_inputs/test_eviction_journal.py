@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import otel_inputs._retention as retention
+import otel_inputs._retention_evict as retention_evict
 import otel_inputs._store_index as store_index
 from exporter._manifests import ManifestScanner
 from otel_inputs import ArtifactStore, ReadbackError, RetentionPolicy, apply_retention, scan_store
@@ -122,7 +123,7 @@ def test_journal_is_folded_into_the_manifests_past_its_bound(store: ArtifactStor
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Once the journal holds more lines than its bound, the pass writes the evictions into the
     manifests and removes the journal files; readers see the same status and time as before."""
-    monkeypatch.setattr(retention, "FOLD_AT", 1)
+    monkeypatch.setattr(retention_evict, "FOLD_AT", 1)
     evict_two(store)
     assert os.listdir(store.root / JOURNAL_DIR) == []
     for aid in ("a0", "a1"):
@@ -189,14 +190,14 @@ def test_manifest_renamed_in_between_scan_and_deletion_keeps_its_bytes(store: Ar
     manifest renamed in before the deletion re-check) keeps those bytes: the directory changed, so the
     re-check reads the manifests again instead of trusting the listing."""
     victim_digest = store.manifest("a0")["items"][0]["sha256"]
-    original = retention._still_evictable
+    original = retention_evict._still_evictable
 
-    def capture_in_between(s: ArtifactStore, plan: retention._Plan) -> list[tuple[int, str]]:
+    def capture_in_between(s: ArtifactStore, plan: retention_evict._Plan) -> list[tuple[int, str]]:
         chosen = original(s, plan)
         put(s, "late", "", committed=50_000, digest=victim_digest)
         return chosen
 
-    monkeypatch.setattr(retention, "_still_evictable", capture_in_between)
+    monkeypatch.setattr(retention_evict, "_still_evictable", capture_in_between)
     report = evict_two(store)
     assert report.evicted_attempts == 2 and report.deleted_objects == 1
     assert store.read_input("late", "in-1").data.startswith(b"bytes-0")
