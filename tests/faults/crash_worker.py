@@ -10,7 +10,8 @@ appended (and flushed) to ``WORKDIR/progress.log``, so the parent knows what was
 * ``commit``   -- ``C <attempt_id>`` after an ``AgentObserver`` attempt with held bytes ended;
 * ``duckdb``   -- ``W <span_id hex>...`` after ``DuckDBSpanExporter.export`` returned SUCCESS,
   ``S <span_id hex>...`` after it reported the batch spilled to the (durable) spool;
-* ``evict``    -- ``C <attempt_id>`` for new captures, ``G`` after each ``apply_retention`` pass;
+* ``evict``    -- ``C <attempt_id>`` for new captures, ``G`` after each ``apply_retention`` pass
+  (some trials fold the eviction journal on every pass);
 * ``purge``    -- ``P <attempt_id>`` after ``purge``/``delete_run`` of that attempt returned.
 
 Not a test module: the campaign in ``test_crash_campaign.py`` drives it.
@@ -42,6 +43,7 @@ from otel_inputs import (  # noqa: E402
     inline_request,
     purge,
 )
+import otel_inputs._retention_evict as retention_evict  # noqa: E402
 
 
 class Progress:
@@ -179,6 +181,9 @@ def scenario_evict(workdir: Path, rng: random.Random, progress: Progress) -> Non
     store = ArtifactStore(workdir / "store")
     tree = workdir / "tree"
     policy = RetentionPolicy(budget_bytes=rng.choice((1, 20_000, 120_000)), run_budget_bytes=rng.choice((None, 50_000)))
+    # Half the trials fold the eviction journal into the manifests on almost every pass, so kills
+    # also land between a fold's manifest rewrites and the removal of the folded journal files.
+    retention_evict.FOLD_AT = rng.choice((retention_evict.FOLD_AT, 2))
     print("ready", flush=True)
     n = 0
     while True:
