@@ -174,7 +174,8 @@ def verify_cmd(store: Path | None) -> None:
             if name not in referenced:
                 orphans.append(name)
             progress.advance(task)
-    missing = sorted(d for d in referenced if d not in set(objects))
+    present = set(objects)
+    missing = sorted(d for d in referenced if d not in present)
     click.echo(f"objects: {len(objects)}, referenced: {len(referenced)}, mismatched: {len(mismatched)}, "
                f"missing: {len(missing)}, orphans: {len(orphans)}, unreadable manifests: {len(bad_manifests)}")
     for line in mismatched:
