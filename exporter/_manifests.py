@@ -141,9 +141,10 @@ class ManifestScanner:
         store = ArtifactStore(self.store_root, create=False)
         journal_keys = {f"{JOURNAL_DIR}/{n}": n for n in store.evictions.names()}
         new_journal = [n for k, n in journal_keys.items() if k not in self._seen]
-        for aid, _committed in store.evictions.lines_of(new_journal):
+        for line in store.evictions.lines_of(new_journal):
             try:
-                name = f"{attempt_key(json.loads(aid))}.json"
+                aid = json.loads(line.partition("\t")[0])
+                name = f"{attempt_key(aid)}.json"
             except (ValueError, TypeError):
                 continue
             if name in current:

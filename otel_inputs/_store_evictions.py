@@ -14,15 +14,18 @@ commit that is still ``available`` was evicted (disk budget) at the file's time.
 of the same attempt (a new ``committed_at_ns``) is a new capture the line does not cover.
 
 The journal is part of the manifests' authority: every reader of a manifest applies it
-(:meth:`EvictionJournal.apply`), every rewrite of a manifest writes the applied body, and a
-retention pass folds the journal into the manifests (then removes the folded files) once it holds
-more than :data:`FOLD_AT` lines, so readers never carry an unbounded journal in memory.
+(:meth:`EvictionJournal.apply`), and every rewrite of a manifest writes the applied body.  Once the
+journal holds more than :data:`FOLD_AT` lines, each evicting pass also folds its oldest files into
+the manifests (rewriting them, then removing the files), at least as many lines as the pass added:
+the rewrites the journal saved a burst of evictions are paid later, a bounded amount per pass, and
+no reader carries an unbounded journal in memory.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import threading
 from collections.abc import Iterable
@@ -33,8 +36,9 @@ from otel_inputs._store_io import fsync_dir
 
 EVICTION_REASON = "disk_budget"
 JOURNAL_DIR = "evictions"
-FOLD_AT = 20_000  # journal lines kept before a retention pass folds them into the manifests
+FOLD_AT = 20_000  # journal lines past which each evicting pass folds its oldest files into the manifests
 _MAGIC = "otel-inputs-evictions"
+_LINE = re.compile(r'"[ -~]*"\t[0-9]{20}')  # an ASCII-JSON string, a tab, 20 digits
 _VERSION = "1"
 
 _journals: dict[str, EvictionJournal] = {}
@@ -73,32 +77,28 @@ def committed_key(body: dict[str, Any]) -> str:
     return f"{committed:020d}"
 
 
-def _parse(data: bytes) -> tuple[int, list[tuple[str, str]]]:
-    """(evicted_at_ns, [(quoted attempt id, committed)]) of one journal file; ``ValueError`` if foreign."""
+def _parse(data: bytes) -> tuple[int, list[str]]:
+    """(evicted_at_ns, lines ``<quoted attempt id>\t<committed>``) of one journal file; ``ValueError``
+    if it is not one of ours."""
     lines = data.decode("ascii").split("\n")
     magic, version, at, count = lines[0].split(" ")
     if magic != _MAGIC or version != _VERSION:
         raise ValueError("not an eviction journal")
-    entries = []
-    for line in lines[1:]:
-        aid, sep, committed = line.partition("\t")
-        if sep and len(committed) == 20 and committed.isdigit() and aid.startswith('"'):
-            entries.append((aid, committed))
     int(count)  # a file is renamed in only once whole and fsynced; a short one is damage, and the
     # lines that still parse are evictions that did happen, so they are kept
-    return int(at), entries
+    return int(at), [line for line in lines[1:] if _LINE.fullmatch(line)]
 
 
 class EvictionJournal:
     """Reads (cached by the directory's file names: journal files never change once renamed in),
-    writes and folds one store's eviction journal."""
+    writes and folds one store's eviction journal.  In memory it is one dict from journal line to
+    eviction time (about 150 bytes a line), so :data:`FOLD_AT` bounds each reader's memory."""
 
     def __init__(self, root: Path) -> None:
         self.dir = root / JOURNAL_DIR
         self._lock = threading.Lock()
         self._names: tuple[str, ...] = ()
-        self._by_name: dict[str, list[tuple[str, str]]] = {}
-        self._merged: dict[str, dict[str, int]] = {}
+        self._merged: dict[str, int] = {}
 
     def names(self) -> tuple[str, ...]:
         """The journal's complete files, oldest first."""
@@ -108,45 +108,39 @@ class EvictionJournal:
             return ()
         return tuple(sorted(n for n in found if n.endswith(".log") and not n.startswith(".")))
 
-    def entries(self, names: tuple[str, ...] | None = None) -> dict[str, dict[str, int]]:
-        """{quoted attempt id: {committed: evicted_at_ns}} over the files ``names`` (default: all now)."""
+    def entries(self, names: tuple[str, ...] | None = None) -> dict[str, int]:
+        """{journal line: evicted_at_ns} over the files ``names`` (default: all there are now)."""
         names = self.names() if names is None else names
         with self._lock:
             if names == self._names:
                 return self._merged
-            if not set(self._names) <= set(names):  # files were folded away: start again
-                self._by_name, self._merged = {}, {}
-            merged = self._merged
+            known = set(self._names)
+            if not known <= set(names):  # files were folded away: start again
+                known, self._merged = set(), {}
+            merged = dict(self._merged)  # a reader holding the old dict keeps a consistent one
             for name in names:
-                if name in self._by_name:
-                    continue
-                at, lines = self._read(name)
-                self._by_name[name] = lines
-                for aid, committed in lines:
-                    merged.setdefault(aid, {}).setdefault(committed, at)
-            self._names = names
+                if name not in known:
+                    at, lines = self._read(name)
+                    for line in lines:
+                        merged.setdefault(line, at)
+            self._names, self._merged = names, merged
             return merged
 
-    def lines_of(self, names: Iterable[str]) -> list[tuple[str, str]]:
-        """The (quoted attempt id, committed) lines of these journal files."""
-        self.entries()
-        out: list[tuple[str, str]] = []
-        for name in names:
-            lines = self._by_name.get(name)
-            out.extend(lines if lines is not None else self._read(name)[1])
-        return out
+    def lines_of(self, names: Iterable[str]) -> list[str]:
+        """The lines (``<quoted attempt id>\t<committed>``) of these journal files."""
+        return [line for name in names for line in self._read(name)[1]]
 
     def count(self) -> int:
-        return sum(len(v) for v in self.entries().values())
+        return len(self.entries())
 
-    def _read(self, name: str) -> tuple[int, list[tuple[str, str]]]:
+    def _read(self, name: str) -> tuple[int, list[str]]:
         try:
             with open(self.dir / name, "rb") as fh:
                 return _parse(fh.read())
         except (OSError, ValueError, UnicodeDecodeError):
             return 0, []  # unreadable: its items read as available, and missing bytes as missing
 
-    def apply(self, body: Any, entries: dict[str, dict[str, int]] | None = None) -> int:
+    def apply(self, body: Any, entries: dict[str, int] | None = None) -> int:
         """Apply the journal to one parsed manifest in place; how many items it marked evicted."""
         if not isinstance(body, dict):
             return 0
@@ -154,14 +148,12 @@ class EvictionJournal:
         aid = body.get("attempt_id")
         if not entries or not isinstance(aid, str):
             return 0
-        commits = entries.get(json.dumps(aid, ensure_ascii=True))
-        if not commits:
-            return 0
-        at = commits.get(committed_key(body))
+        at = entries.get(f"{json.dumps(aid, ensure_ascii=True)}\t{committed_key(body)}")
         return 0 if at is None else mark_evicted(body, at)
 
     def write(self, lines: list[tuple[str, str]], evicted_at_ns: int) -> str:
-        """Durably add one journal file (fsynced, renamed, directory fsynced); its name.
+        """Durably add one journal file naming ``lines`` (quoted attempt id, committed) of evicted
+        manifests (fsynced, renamed, directory fsynced); its name.
 
         Raises ``OSError`` (nothing is recorded then, and the caller must not delete bytes).
         """

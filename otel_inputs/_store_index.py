@@ -314,13 +314,10 @@ def _apply_new_journal(view: ManifestView, journal: EvictionJournal, seen: tuple
     new = [n for n in view.journal if n not in known]
     if not new:
         return
-    evicted: dict[str, set[str]] = {}
-    for aid, committed in journal.lines_of(new):
-        evicted.setdefault(aid, set()).add(committed)
+    evicted = set(journal.lines_of(new))
     aids, committed, digests = view.aids, view.committed, view.digests
     for i in range(view.kept):
-        commits = evicted.get(aids[i])
-        if commits and committed[i] in commits:
+        if digests[i] and f"{aids[i]}\t{committed[i]}" in evicted:
             digests[i] = ""
 
 

@@ -219,3 +219,22 @@ def test_unchanged_manifests_directory_spares_the_deletion_recheck(store: Artifa
     report = evict_two(store)
     assert report.deleted_objects == 2
     assert len(calls) == 1  # the pass's own scan; the re-check answered from the directory's identity
+
+
+def test_folding_is_bounded_per_pass_oldest_files_first(store: ArtifactStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the bound, a pass folds only about as many lines as it added (whole files, oldest first),
+    so the rewrites the journal saved are paid a bounded amount per pass; the rest stays applied."""
+    monkeypatch.setattr(retention_evict, "FOLD_AT", 1)
+    monkeypatch.setattr(retention_evict, "FOLD_PER_PASS", 1)
+    monkeypatch.setattr(retention_evict, "JOURNAL_CHUNK", 1)
+    for n in range(3):  # older journal files, for manifests deleted since
+        store.evictions.write([('"gone"', f"{n:020d}")], 10 + n)
+    before = store.evictions.names()
+    apply_retention(store, RetentionPolicy(budget_bytes=4 * SIZE))  # evicts a0: one line added
+    after = store.evictions.names()
+    assert len(after) == 3 and before[0] not in after and set(before[1:]) <= set(after)
+    assert store.manifest("a0")["items"][0]["artifact_status"] == "evicted"
+    assert json.loads(store.manifest_path("a0").read_bytes())["items"][0]["artifact_status"] == "available"
+    apply_retention(store, RetentionPolicy(budget_bytes=3 * SIZE))  # evicts a1, folds the next oldest
+    assert len(store.evictions.names()) == 3
+    assert [store.manifest(f"a{n}")["items"][0]["artifact_status"] for n in range(3)] == ["evicted", "evicted", "available"]
