@@ -10,7 +10,7 @@ from types import FrameType
 
 import click
 
-from exporter._sink import OTLPSink, skip_pandas_probe
+from exporter._sink import OTLPSink, skip_pandas_probe, use_system_memory_pool
 
 
 @click.command("collect")
@@ -31,6 +31,7 @@ def collect(db_path: Path, store: Path | None, host: str, port: int) -> None:
 
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     skip_pandas_probe()  # this process is only a sink: no pandas, ~45 MiB less
+    use_system_memory_pool()  # freed Arrow memory goes back to the OS between batches
     sink = OTLPSink(db_path, store=store, host=host, port=port)
     try:
         sink.start()

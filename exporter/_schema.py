@@ -220,6 +220,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    # The run_id index was never used by the viewer's run queries (a run's rows are found by a
+    # scan with zone maps; measured no slower without it) yet DuckDB rewrites every ART index at
+    # each checkpoint, so it cost file size (blocks freed by each per-batch checkpoint).
+    Migration(
+        9,
+        "drop_agent_attempts_run_index",
+        """
+        DROP INDEX IF EXISTS agent_attempts_run;
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

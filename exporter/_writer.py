@@ -87,6 +87,7 @@ class DuckDBWriter:
         lock_timeout_s: float = 10.0,
         connect_attempts: int = 6,
         drain_limit: int = 16,
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         self.db_path = Path(db_path)
         self.spool_dir = spool_path(self.db_path)
@@ -96,6 +97,7 @@ class DuckDBWriter:
         self.lock_timeout_s = lock_timeout_s
         self.connect_attempts = connect_attempts
         self.drain_limit = drain_limit
+        self.settings = settings  # SET on each connection; None: WRITER_SETTINGS as they are then
         self.counters: dict[str, int] = dict.fromkeys(HEALTH_METRICS, 0)
         self._lock = threading.Lock()
         self._pending: dict[str, int] = {}
@@ -222,7 +224,8 @@ class DuckDBWriter:
     def _commit(self, produce: Callable[[], Iterable[BatchTables]]) -> int:
         """One transaction of the produced batches (then drain the spool); returns spans written."""
         with file_lock(self.db_path, exclusive=True, timeout_s=self.lock_timeout_s):
-            con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts)
+            con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts,
+                                     settings=self.settings)
             try:
                 if not self._migrated:
                     migrate(con)
