@@ -107,7 +107,8 @@ def measure(work: Path, n: int) -> dict:
     evict_s = time.perf_counter() - t
     t = time.perf_counter(); apply_retention(store, RetentionPolicy(budget_bytes=int(total * 0.9))); after_s = time.perf_counter() - t
     lines = store.evictions.count()
-    t = time.perf_counter(); _fold_journal(store, refresh(store.root), lines); fold_s = time.perf_counter() - t
+    view = refresh(store.root)
+    t = time.perf_counter(); _fold_journal(store, view, lines); fold_s = time.perf_counter() - t
     shutil.rmtree(root)
     return {"snapshots": n, "build_s": build_s, "raw_scan_s": raw_s, "gc_first_pass_s": first_s,
             "gc_within_budget_s": idle_s, "gc_evict_10pct_s": evict_s, "gc_after_eviction_s": after_s, "raw_evict_io_s": evict_io_s, "raw_delete_io_s": delete_io_s,
