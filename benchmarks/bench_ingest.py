@@ -31,6 +31,7 @@ Figures are medians over ``--runs``; no assertions here (tests never time anythi
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib.util
 import os
@@ -168,8 +169,10 @@ def run_raw(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
     return {"spans_per_s": len(spans) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(spans), **_storage(db, len(spans))}
 
 
+@functools.cache
 def _anchor_module() -> Any | None:
-    """The anchors' DuckDB ingest script (``../shared/anchors`` beside the repository), if present."""
+    """The anchors' DuckDB ingest script (``../shared/anchors`` beside the repository), if present;
+    loaded once per process."""
     folder = Path(__file__).resolve().parents[2] / "shared" / "anchors"
     script = folder / "duckdb_ingest.py"
     if not script.is_file():

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_inputs._retention_evict import GcReport, _candidates, _evict, _owner_alive, _Plan
+from otel_inputs._retention_evict import GcReport, _candidates, _evict, _Plan, still_running
 from otel_inputs._store import ArtifactStore
 from otel_inputs._store_evictions import mark_evicted
 from otel_inputs._store_index import ManifestView, refresh
@@ -161,14 +161,7 @@ def scan_store(store: ArtifactStore, progress: Callable[[int], None] | None = No
     if running:
         ended = read_ended_quoted(store.ended_dir)
         alive: dict[str, bool] = {}
-        for i in running:
-            if view.aids[i] in ended:
-                continue
-            owner = view.running[i]
-            if owner not in alive:
-                alive[owner] = _owner_alive(json.loads(owner))
-            if alive[owner]:
-                protected.add(i)
+        protected.update(i for i in running if still_running(view.aids[i], view.running[i], ended, alive))
     staging = 0
     for dirpath, _dirs, files in os.walk(store.staging_dir):
         for f in files:

@@ -32,7 +32,6 @@ FOLD_PER_PASS = 2048  # past FOLD_AT, a pass folds at least this many lines (~0.
 UNLINK_THREADS = 8  # freeing a file's blocks waits on the disk (~0.2 ms here); unlinks overlap well
 
 
-
 def _owner_alive(owner: Any) -> bool:
     if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
         return True  # another host's process: we cannot tell, so keep protecting it
@@ -46,6 +45,16 @@ def _owner_alive(owner: Any) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def still_running(aid: str, owner: str, ended: set[str], alive: dict[str, bool]) -> bool:
+    """Whether an index row (quoted ``aid``, ``owner`` JSON of a running manifest, "" otherwise) is a
+    live attempt: running, not in the ended logs, its owner alive (``alive`` caches per owner)."""
+    if not owner or aid in ended:
+        return False
+    if owner not in alive:
+        alive[owner] = _owner_alive(json.loads(owner))
+    return alive[owner]
 
 
 @dataclass
@@ -108,6 +117,7 @@ def _still_evictable(store: ArtifactStore, plan: _Plan) -> list[tuple[int, str]]
     view = plan.index.view
     chosen: list[tuple[int, str]] = []
     ended: set[str] | None = None
+    alive: dict[str, bool] = {}
     dir_fd = os.open(store.manifests_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for i in plan.victims:
@@ -125,7 +135,7 @@ def _still_evictable(store: ArtifactStore, plan: _Plan) -> list[tuple[int, str]]
                 continue
             if row[3]:  # running again (re-committed since the scan): a live attempt stays protected
                 ended = read_ended_quoted(store.ended_dir) if ended is None else ended
-                if row[0] not in ended and _owner_alive(json.loads(row[3])):
+                if still_running(row[0], row[3], ended, alive):
                     continue
             if row[4]:
                 chosen.append((i, row[2]))
