@@ -53,9 +53,9 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from exporter import DuckDBSpanExporter, migrate, read_connection
-from exporter._arrow import traces_table
-from exporter._spans import from_readable
+from otel_inputs.exporter import DuckDBSpanExporter, migrate, read_connection
+from otel_inputs.exporter._arrow import traces_table
+from otel_inputs.exporter._spans import from_readable
 from otel_inputs import names as n
 
 BATCH = 512

@@ -38,9 +38,9 @@ from pathlib import Path
 import duckdb
 
 from benchmarks._common import machine_line, median_ms, spread_ms
-from exporter._schema import migrate
-from viewer._panel import build_panel
-from viewer._queries import list_attempts, load_attempt, read_only, run_facets
+from otel_inputs.exporter._schema import migrate
+from otel_inputs.viewer._panel import build_panel
+from otel_inputs.viewer._queries import list_attempts, load_attempt, read_only, run_facets
 
 ATTEMPTS_PER_RUN = 1000
 TURNS_PER_SESSION = 10

@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
     memory = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(memory))
     if os.environ.get("OTEL_INPUTS_DB"):
-        from exporter import DuckDBSpanExporter
+        from otel_inputs.exporter import DuckDBSpanExporter
 
         provider.add_span_processor(SimpleSpanProcessor(DuckDBSpanExporter(store=workdir / "store")))
     run_example(workdir, provider)

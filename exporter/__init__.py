@@ -7,11 +7,11 @@
 
 from __future__ import annotations
 
-from exporter._db import read_connection
-from exporter._exporter import DuckDBSpanExporter
-from exporter._sink import OTLPSink, SinkConfig
-from exporter._schema import SCHEMA_VERSION, SchemaError, migrate
-from exporter._writer import DuckDBWriter, WriteOutcome
+from otel_inputs.exporter._db import read_connection
+from otel_inputs.exporter._exporter import DuckDBSpanExporter
+from otel_inputs.exporter._sink import OTLPSink, SinkConfig
+from otel_inputs.exporter._schema import SCHEMA_VERSION, SchemaError, migrate
+from otel_inputs.exporter._writer import DuckDBWriter, WriteOutcome
 
 __all__ = [
     "SCHEMA_VERSION",

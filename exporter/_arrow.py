@@ -14,8 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from exporter._rows import ATTEMPT_COLUMNS, INPUT_COLUMNS, PART_COLUMNS, SpanRows, derive
-from exporter._spans import SpanRecord, stringify
+from otel_inputs.exporter._rows import ATTEMPT_COLUMNS, INPUT_COLUMNS, PART_COLUMNS, SpanRows, derive
+from otel_inputs.exporter._spans import SpanRecord, stringify
 
 TRACES = "otel_traces"
 ATTEMPTS = "agent_attempts"

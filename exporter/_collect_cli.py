@@ -1,4 +1,4 @@
-"""``otel-inputs collect``: a thin click layer over :class:`exporter._sink.OTLPSink`."""
+"""``otel-inputs collect``: a thin click layer over :class:`otel_inputs.exporter._sink.OTLPSink`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from types import FrameType
 
 import click
 
-from exporter._sink import OTLPSink, skip_pandas_probe, use_system_memory_pool
+from otel_inputs.exporter._sink import OTLPSink, skip_pandas_probe, use_system_memory_pool
 
 
 @click.command("collect")

@@ -1,12 +1,12 @@
 """Fused OTLP → Arrow conversion for the sink: one pass over parsed protobuf spans into column lists.
 
-The reference path (:func:`exporter._otlp.record_of` → :class:`SpanRecord` → :func:`build_batch`)
+The reference path (:func:`otel_inputs.exporter._otlp.record_of` → :class:`SpanRecord` → :func:`build_batch`)
 builds a Python object per span and per event and then walks them once per table; that was most
 of the sink's CPU.  Here every attribute is read once: its key and stringified value go straight
 into the flat map columns, and the typed value is kept in a small dict only for the row
 derivation.  Packet input rows are built column-wise when every input event of a span is well
 formed (the overwhelmingly common case); the attempt row, coverage, exchange parts and any span
-with a malformed input event go through the very functions :func:`exporter._rows.derive` uses, so
+with a malformed input event go through the very functions :func:`otel_inputs.exporter._rows.derive` uses, so
 both paths land identical rows (tests/exporter/test_exporter_columns.py compares them).
 """
 
@@ -19,15 +19,15 @@ import pyarrow as pa
 
 from otel_inputs import names as n
 
-from exporter._arrow import (
+from otel_inputs.exporter._arrow import (
     ATTEMPT_SCHEMA, INPUT_SCHEMA, PART_SCHEMA, BatchTables, TS_TYPE, list_array, map_array, rows_table,
 )  # fmt: skip
-from exporter._otlp import ValidSpan, value_of
-from exporter._rows import (
+from otel_inputs.exporter._otlp import ValidSpan, value_of
+from otel_inputs.exporter._rows import (
     INPUT_COLUMNS, INPUT_STR_FIELDS, SOURCE_OTEL_INPUTS, attempt_kind, attempt_row, finish_coverage,
     input_rows, part_rows,
 )  # fmt: skip
-from exporter._spans import SERVICE_NAME_KEY, SPAN_KINDS, STATUS_CODES, EventRecord, SpanRecord, stringify
+from otel_inputs.exporter._spans import SERVICE_NAME_KEY, SPAN_KINDS, STATUS_CODES, EventRecord, SpanRecord, stringify
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
@@ -40,7 +40,7 @@ _EVENT_COLUMNS = {"input_id": n.INPUT_ID, "seq": n.INPUT_SEQ, "size_bytes": n.IN
                   **{column: key for key, column in INPUT_STR_FIELDS}}  # fmt: skip
 if (INPUT_COLUMNS[1] != "attempt_id" or INPUT_COLUMNS[-3:] != ("captured_at", "row_problem", "attempt_started_at")
         or set(INPUT_COLUMNS[:1] + INPUT_COLUMNS[2:-3]) != set(_EVENT_COLUMNS)):  # fmt: skip
-    raise ImportError("exporter._columns: INPUT_COLUMNS changed; update the column-wise input rows")
+    raise ImportError("otel_inputs.exporter._columns: INPUT_COLUMNS changed; update the column-wise input rows")
 _FETCH_KEYS = tuple(_EVENT_COLUMNS[c] for c in INPUT_COLUMNS[:1] + INPUT_COLUMNS[2:-3])
 _SEQ_AT = 1
 _SIZE_AT = INPUT_COLUMNS[2:-3].index("size_bytes") + 1

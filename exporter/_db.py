@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 
-from exporter._schema import check_version
+from otel_inputs.exporter._schema import check_version
 
 # Offline machines: a stray extension call must fail fast, never try a download.
 CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
@@ -38,7 +38,7 @@ CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensi
 WRITER_SETTINGS: dict[str, str] = {"memory_limit": "64MB", "threads": "1", "checkpoint_threshold": "1B"}
 # The ``otel-inputs collect`` sink's writer: a 24 MB buffer pool cut the sink's peak RSS by ~25 MiB
 # (measured 264-268 -> 236-247 MiB over 4,096 rich spans) at the same throughput; a batch that
-# needs more still lands (see exporter._writer._transaction).
+# needs more still lands (see otel_inputs.exporter._writer._transaction).
 SINK_WRITER_SETTINGS: dict[str, str] = {**WRITER_SETTINGS, "memory_limit": "24MB"}
 
 

@@ -19,10 +19,10 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_inputs import names
 
-from exporter._manifests import manifests_for
-from exporter._rows import attempt_kind
-from exporter._spans import SpanRecord, from_readable
-from exporter._writer import DuckDBWriter, WriteOutcome
+from otel_inputs.exporter._manifests import manifests_for
+from otel_inputs.exporter._rows import attempt_kind
+from otel_inputs.exporter._spans import SpanRecord, from_readable
+from otel_inputs.exporter._writer import DuckDBWriter, WriteOutcome
 
 _log = logging.getLogger(__name__)
 

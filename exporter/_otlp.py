@@ -25,7 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from exporter._spans import SPAN_KINDS, STATUS_CODES, EventRecord, LinkRecord, SpanRecord
+from otel_inputs.exporter._spans import SPAN_KINDS, STATUS_CODES, EventRecord, LinkRecord, SpanRecord
 
 _INT64_MAX = 2**63 - 1
 _MAX_ERROR_MESSAGES = 5

@@ -16,7 +16,7 @@ from typing import Any
 from otel_inputs import names as n
 from otel_inputs._types import ArtifactStatus, CaptureStatus, Coverage
 
-from exporter._spans import SpanRecord
+from otel_inputs.exporter._spans import SpanRecord
 
 OPENINFERENCE_INPUT_MESSAGES = n.OPENINFERENCE_INPUT_MESSAGES
 OPENINFERENCE_MESSAGE_ROLE = n.OPENINFERENCE_MESSAGE_ROLE

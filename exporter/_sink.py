@@ -4,7 +4,7 @@ Request threads only parse (protobuf is parsed in C) and validate each request, 
 (with ``partial_success`` for rejected spans) and queue the request's protobuf wire bytes (the
 parsed message takes ~2.5x its wire size, so it is dropped once validated); ONE writer thread
 parses each queued request again (~14 ms per 512 rich spans), converts it to Arrow (``decode_chunk_spans`` spans at a time, see
-:mod:`exporter._columns`) and owns every DuckDB write (and the periodic landing of store
+:mod:`otel_inputs.exporter._columns`) and owns every DuckDB write (and the periodic landing of store
 manifests), so the file sees one regular writer and the sender never waits for the conversion.
 Memory is bounded in bytes at both ends: request bodies being read or parsed
 (``max_inflight_bytes``) and requests waiting for the writer (``max_queued_bytes``, their wire
@@ -32,15 +32,15 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from exporter._db import SINK_WRITER_SETTINGS
-from exporter._manifests import ManifestScanner
-from exporter._arrow import BatchTables
-from exporter._columns import Fallback, build_chunk
-from exporter._otlp import (
+from otel_inputs.exporter._db import SINK_WRITER_SETTINGS
+from otel_inputs.exporter._manifests import ManifestScanner
+from otel_inputs.exporter._arrow import BatchTables
+from otel_inputs.exporter._columns import Fallback, build_chunk
+from otel_inputs.exporter._otlp import (
     DecodedRequest, DecodeError, check_request, iter_valid, parse_json, parse_protobuf, record_of, response_body,
     status_body,
 )  # fmt: skip
-from exporter._writer import DuckDBWriter, coalesce
+from otel_inputs.exporter._writer import DuckDBWriter, coalesce
 
 _log = logging.getLogger(__name__)
 

@@ -43,7 +43,7 @@ def _open_store(store: Path | None) -> ArtifactStore:
 def _land(db: Path | None, store: ArtifactStore, attempt_ids: list[str] | None = None) -> None:
     if db is None:
         return
-    from exporter._writer import DuckDBWriter
+    from otel_inputs.exporter._writer import DuckDBWriter
 
     manifests = [m for m in store.iter_manifests() if "error" not in m]
     if attempt_ids is not None:
@@ -239,7 +239,7 @@ def _report(report: PurgeReport) -> None:
 
 
 def _delete_run_rows(db: Path, run_id: str) -> None:
-    from exporter._db import connect_with_retry, file_lock
+    from otel_inputs.exporter._db import connect_with_retry, file_lock
 
     with file_lock(db, exclusive=True, timeout_s=30):
         con = connect_with_retry(db, read_only=False)

@@ -27,11 +27,11 @@ import duckdb
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, PARTS, TRACES, BatchTables, build_batch
-from exporter._db import LockTimeout, connect_with_retry, file_lock, spool_path
-from exporter._manifests import artifacts_table
-from exporter._schema import migrate
-from exporter._spans import SpanRecord
+from otel_inputs.exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, PARTS, TRACES, BatchTables, build_batch
+from otel_inputs.exporter._db import LockTimeout, connect_with_retry, file_lock, spool_path
+from otel_inputs.exporter._manifests import artifacts_table
+from otel_inputs.exporter._schema import migrate
+from otel_inputs.exporter._spans import SpanRecord
 
 _log = logging.getLogger(__name__)
 

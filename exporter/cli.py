@@ -9,9 +9,9 @@ import click
 
 # Each module defines click commands and a `COMMANDS` tuple; the group stays a thin index of them.
 _COMMAND_MODULES = (
-    "exporter._collect_cli",
-    "viewer._cli",
-    "exporter._store_cli",
+    "otel_inputs.exporter._collect_cli",
+    "otel_inputs.viewer._cli",
+    "otel_inputs.exporter._store_cli",
 )
 
 

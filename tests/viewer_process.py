@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from viewer._cli import free_port
+from otel_inputs.viewer._cli import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +24,7 @@ def serve_viewer(db: Path, store: Path, log: Path, *, start_timeout_s: float = 6
     """Serve ``db``/``store`` until Streamlit's health check answers; yield the base URL; always stop the group."""
     port = free_port()
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "exporter.cli", "view", "--db", str(db), "--store", str(store),
+        proc = subprocess.Popen([sys.executable, "-m", "otel_inputs.exporter.cli", "view", "--db", str(db), "--store", str(store),
                                  "--port", str(port)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:

@@ -6,8 +6,8 @@ import difflib
 from dataclasses import dataclass
 
 from otel_inputs._types import CaptureStatus, DeliveryMode, PreviewKind
-from viewer._previews import PreviewRefused, Source, read_verified_text
-from viewer._queries import InputRecord
+from otel_inputs.viewer._previews import PreviewRefused, Source, read_verified_text
+from otel_inputs.viewer._queries import InputRecord
 
 MAX_DIFF_LINES = 2000
 

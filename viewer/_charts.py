@@ -14,9 +14,9 @@ from typing import Any
 
 import altair as alt
 
-from viewer._format import NOT_RECORDED
-from viewer._panel import SEND_KIND_TEXT
-from viewer._queries import AttemptListRow
+from otel_inputs.viewer._format import NOT_RECORDED
+from otel_inputs.viewer._panel import SEND_KIND_TEXT
+from otel_inputs.viewer._queries import AttemptListRow
 
 SEND_KIND_COLORS = {
     "initial request": "#4c78a8",

@@ -77,8 +77,8 @@ def upgrade_schema(db: Path) -> str | None:
     """
     if not db.exists():
         return None
-    from exporter._db import connect_with_retry, file_lock
-    from exporter._schema import SchemaError, migrate
+    from otel_inputs.exporter._db import connect_with_retry, file_lock
+    from otel_inputs.exporter._schema import SchemaError, migrate
 
     try:
         with file_lock(db, exclusive=True, timeout_s=10):
@@ -120,7 +120,7 @@ def view(db: Path, store: Path | None, port: int) -> None:
 @click.option("--port", type=int, default=8501, show_default=True, help="Port on 127.0.0.1; 0 picks a free one.")
 def demo(out: Path, no_serve: bool, port: int) -> None:
     """Record a realistic multi-phase agent session into OUT, then serve the viewer on it."""
-    from viewer._demo import record_demo
+    from otel_inputs.viewer._demo import record_demo
 
     paths = record_demo(out)
     click.echo(f"recorded demo session: database {paths.db_path}, store {paths.store_path}", err=True)

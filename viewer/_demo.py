@@ -122,7 +122,7 @@ def record_demo(out_dir: str | os.PathLike[str], *, latency_s: float = 0.15, ext
     ``extra_rounds`` adds that many further build turns (each changing the handoff files), and
     ``retention`` applies a disk budget to the store: together they show eviction at work.
     """
-    from exporter import DuckDBSpanExporter
+    from otel_inputs.exporter import DuckDBSpanExporter
 
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Streamlit drawing of the ONE shared attempt panel (used by the attempt page and the run drawer).
 
-Only draws a :class:`~viewer._panel.PanelModel`; every decision was made in plain functions.
+Only draws a :class:`~otel_inputs.viewer._panel.PanelModel`; every decision was made in plain functions.
 Untrusted strings (labels, paths, ids, file contents, messages) go through ``st.text`` /
 ``st.code`` only; the few that must become widget labels or notes are Markdown-escaped first.
 """
@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from viewer._changes import ChangesModel, text_diff
-from viewer._evidence import Evidence, read_part
-from viewer._format import md_escape, short_sha
-from viewer._panel import ItemGroup, ItemRow, PanelModel, PartsModel
-from viewer._previews import preview, refusal_text
+from otel_inputs.viewer._changes import ChangesModel, text_diff
+from otel_inputs.viewer._evidence import Evidence, read_part
+from otel_inputs.viewer._format import md_escape, short_sha
+from otel_inputs.viewer._panel import ItemGroup, ItemRow, PanelModel, PartsModel
+from otel_inputs.viewer._previews import preview, refusal_text
 
 PART_SHOW_BYTES = 64 * 1024
 

@@ -23,7 +23,7 @@ from otel_inputs._readback import AccessPolicy, EvidenceReader, PolicyError, Rea
 from otel_inputs._retention import RetentionPolicy
 from otel_inputs._store import ArtifactStore, ReadbackError
 from otel_inputs._types import ArtifactStatus
-from viewer._queries import AttemptBundle, InputRecord, PartRecord
+from otel_inputs.viewer._queries import AttemptBundle, InputRecord, PartRecord
 
 PURGED = "purged"
 NO_STORE = "no artifact store configured"

@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from viewer._lineage import PriorTurns
-from viewer._queries import AttemptRecord
+from otel_inputs.viewer._lineage import PriorTurns
+from otel_inputs.viewer._queries import AttemptRecord
 
 PROMPT_HEADING = "### prompt"
 

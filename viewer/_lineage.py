@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from viewer._queries import AttemptRecord, TurnRef
+from otel_inputs.viewer._queries import AttemptRecord, TurnRef
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The ONE attempt panel model, shared by every surface that shows an attempt.
 
-:func:`build_panel` turns an :class:`~viewer._queries.AttemptBundle` into a :class:`PanelModel`
+:func:`build_panel` turns an :class:`~otel_inputs.viewer._queries.AttemptBundle` into a :class:`PanelModel`
 whose sections are, in this order: Task instructions (open), This dispatch, Inherited context,
 Files available, Attachments delivered, Exact model messages.  Streamlit only draws it.
 Every input item appears in exactly one group; groups keep ``seq`` order; unknown reads "unknown".
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from otel_inputs import names
 from otel_inputs._types import CaptureDecision, Coverage, DeliveryMode, SendKind, TaskSourceKind
-from viewer._changes import ChangesModel, compute_changes
-from viewer._format import (
+from otel_inputs.viewer._changes import ChangesModel, compute_changes
+from otel_inputs.viewer._format import (
     NOT_RECORDED,
     UNKNOWN,
     count_text,
@@ -23,11 +23,11 @@ from viewer._format import (
     time_text,
     value_text,
 )
-from viewer._legacy import legacy_task
-from viewer._lineage import PriorTurns, prior_turns
-from viewer._evidence import PURGED
-from viewer._previews import has_preview, unavailable_reason
-from viewer._queries import AttemptBundle, AttemptRecord, InputRecord, PartRecord
+from otel_inputs.viewer._legacy import legacy_task
+from otel_inputs.viewer._lineage import PriorTurns, prior_turns
+from otel_inputs.viewer._evidence import PURGED
+from otel_inputs.viewer._previews import has_preview, unavailable_reason
+from otel_inputs.viewer._queries import AttemptBundle, AttemptRecord, InputRecord, PartRecord
 
 SECTION_TITLES = (
     "Task instructions",

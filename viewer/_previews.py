@@ -1,6 +1,6 @@
 """Safe previews: resolved from the input id through the artifact store only, never a host path.
 
-Every read goes through :class:`otel_inputs.EvidenceReader` (``viewer._evidence``) with the
+Every read goes through :class:`otel_inputs.EvidenceReader` (``otel_inputs.viewer._evidence``) with the
 viewer's identity: permission, retention, digest and source revocation are re-checked each time,
 and a refusal is shown by its outcome name (``permission_denied``, ``not_found``,
 ``retention_expired``, ``integrity_mismatch``, ``source_unavailable``) in plain text.
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from otel_inputs._types import ArtifactStatus, PreviewKind
-from viewer._evidence import PURGED, Evidence, as_evidence, read_input
-from viewer._format import reason_text
-from viewer._queries import InputRecord
+from otel_inputs.viewer._evidence import PURGED, Evidence, as_evidence, read_input
+from otel_inputs.viewer._format import reason_text
+from otel_inputs.viewer._queries import InputRecord
 
 Source = Evidence | str | os.PathLike[str] | None
 
@@ -198,7 +198,7 @@ def _image_preview(source: Source, item: InputRecord) -> Preview:
 def preview(source: Source, item: InputRecord, page: int = 0) -> Preview:
     """The safe preview of one input item, or the plain reason there is none.
 
-    ``source`` is the refresh's :class:`~viewer._evidence.Evidence` (or a store path, read with the
+    ``source`` is the refresh's :class:`~otel_inputs.viewer._evidence.Evidence` (or a store path, read with the
     environment's access policy and the current viewer).
     """
     try:

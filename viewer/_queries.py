@@ -16,8 +16,8 @@ from typing import Any
 
 import duckdb
 
-from exporter._db import LockTimeout, connect_with_retry, file_lock
-from exporter._schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, check_version
+from otel_inputs.exporter._db import LockTimeout, connect_with_retry, file_lock
+from otel_inputs.exporter._schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, check_version
 
 LOCK_WAIT_S = 20.0  # several writers may hold the lock back to back; a slow page beats an error page
 
@@ -391,7 +391,7 @@ def get_user_prompts(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[str])
 
 def load_attempt(con: duckdb.DuckDBPyConnection, attempt_id: str) -> AttemptBundle | None:
     """All queries of one attempt page: the attempt, its inputs, its session, the previous turn's inputs."""
-    from viewer._lineage import previous_turn_id, prior_turns
+    from otel_inputs.viewer._lineage import previous_turn_id, prior_turns
 
     attempt = get_attempt(con, attempt_id)
     if attempt is None:

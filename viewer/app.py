@@ -14,12 +14,12 @@ from typing import Any
 import streamlit as st
 
 from otel_inputs import names
-from viewer import _charts as charts
-from viewer import _queries as q
-from viewer._draw import draw_panel, note
-from viewer._evidence import Evidence, budget_usage, open_evidence, overlay_store
-from viewer._format import NOT_RECORDED, count_text, size_text, time_text, value_text
-from viewer._panel import SEND_KIND_TEXT, build_panel
+from otel_inputs.viewer import _charts as charts
+from otel_inputs.viewer import _queries as q
+from otel_inputs.viewer._draw import draw_panel, note
+from otel_inputs.viewer._evidence import Evidence, budget_usage, open_evidence, overlay_store
+from otel_inputs.viewer._format import NOT_RECORDED, count_text, size_text, time_text, value_text
+from otel_inputs.viewer._panel import SEND_KIND_TEXT, build_panel
 
 REFRESH_CHOICES = {"off": None, "5 s": 5, "15 s": 15, "60 s": 60}
 ANY = "any"

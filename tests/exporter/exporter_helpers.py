@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from exporter._db import read_connection
+from otel_inputs.exporter._db import read_connection
 from otel_inputs import names as n
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from exporter_helpers import SpanFactory
 
-from exporter import DuckDBSpanExporter
-from exporter._db import connect_with_retry
+from otel_inputs.exporter import DuckDBSpanExporter
+from otel_inputs.exporter._db import connect_with_retry
 from otel_inputs import names as n
 
 chdb_session = pytest.importorskip("chdb.session", reason="chdb (in-process ClickHouse) is not installed")

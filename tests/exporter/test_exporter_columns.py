@@ -12,12 +12,12 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from sink_client import post, proto_request
 
-from exporter import OTLPSink, SinkConfig
-from exporter._arrow import BatchTables, build_batch
-from exporter._columns import Fallback, build_chunk
-from exporter._otlp import check_request, iter_valid, record_of
-from exporter._spans import SERVICE_NAME_KEY
-from exporter._writer import DuckDBWriter
+from otel_inputs.exporter import OTLPSink, SinkConfig
+from otel_inputs.exporter._arrow import BatchTables, build_batch
+from otel_inputs.exporter._columns import Fallback, build_chunk
+from otel_inputs.exporter._otlp import check_request, iter_valid, record_of
+from otel_inputs.exporter._spans import SERVICE_NAME_KEY
+from otel_inputs.exporter._writer import DuckDBWriter
 from otel_inputs import names as n
 
 _ODD_EXTRA_KEY = "test.odd"  # a non-wire attribute key used to carry odd value types

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from exporter_helpers import SpanFactory, input_event, packet_attributes
 
-from exporter import DuckDBSpanExporter, read_connection
+from otel_inputs.exporter import DuckDBSpanExporter, read_connection
 from otel_inputs import names as n
 
 
@@ -97,7 +97,7 @@ def test_soak_four_writers_reader_every_500ms_for_a_minute(tmp_path: Path) -> No
 
 def test_shutdown_lands_a_batch_spilled_while_the_file_was_locked(tmp_path: Path) -> None:
     """A batch spilled because another process held the lock is landed by the exporter's shutdown."""
-    from exporter._db import file_lock
+    from otel_inputs.exporter._db import file_lock
 
     db = tmp_path / "spill.duckdb"
     factory = SpanFactory()

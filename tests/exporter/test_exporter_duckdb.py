@@ -16,9 +16,9 @@ from exporter_helpers import SpanFactory, query, query_dicts
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
-from exporter import DuckDBSpanExporter, SchemaError, migrate, read_connection
-from exporter._db import file_lock
-from exporter._schema import SCHEMA_VERSION
+from otel_inputs.exporter import DuckDBSpanExporter, SchemaError, migrate, read_connection
+from otel_inputs.exporter._db import file_lock
+from otel_inputs.exporter._schema import SCHEMA_VERSION
 from otel_inputs import names as n
 from otel_inputs._store import ArtifactStore
 
@@ -103,7 +103,7 @@ def test_reexport_does_not_duplicate_rows(spans: SpanFactory, db_path: Path) -> 
 def test_relanded_attempt_replaces_its_inputs_in_mixed_chunked_batches(
         spans: SpanFactory, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A re-landed attempt's inputs are replaced (even by fewer), new ones in the same batch land, across id chunks."""
-    from exporter import _writer
+    from otel_inputs.exporter import _writer
 
     monkeypatch.setattr(_writer, "_ID_CHUNK", 2)
     exporter = DuckDBSpanExporter(db_path)

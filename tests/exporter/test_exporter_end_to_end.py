@@ -13,7 +13,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from exporter import DuckDBSpanExporter, OTLPSink, read_connection
+from otel_inputs.exporter import DuckDBSpanExporter, OTLPSink, read_connection
 from otel_inputs import AgentObserver, CapturePolicy, ProviderAttachment, SendKind, inline_request
 from otel_inputs import names as n
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from sink_client import post, proto_request, span_json
 
-from exporter import OTLPSink, SinkConfig
-from exporter._otlp import DecodeError, decode_json, decode_protobuf
+from otel_inputs.exporter import OTLPSink, SinkConfig
+from otel_inputs.exporter._otlp import DecodeError, decode_json, decode_protobuf
 from otel_inputs import names as n
 
 pytestmark = pytest.mark.timeout(120)

@@ -9,11 +9,11 @@ import pytest
 from exporter_helpers import SpanFactory, query
 from sink_client import post, proto_request
 
-from exporter import OTLPSink, SinkConfig
-from exporter._arrow import build_batch
-from exporter._db import WRITER_SETTINGS, connect_with_retry, read_connection
-from exporter._spans import from_readable
-from exporter._writer import DuckDBWriter, coalesce
+from otel_inputs.exporter import OTLPSink, SinkConfig
+from otel_inputs.exporter._arrow import build_batch
+from otel_inputs.exporter._db import WRITER_SETTINGS, connect_with_retry, read_connection
+from otel_inputs.exporter._spans import from_readable
+from otel_inputs.exporter._writer import DuckDBWriter, coalesce
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -97,7 +97,7 @@ def test_batch_too_large_for_writer_memory_limit_lands_instead_of_spilling(
     writer.write_batches([])  # schema created under the normal settings
     monkeypatch.setitem(WRITER_SETTINGS, "memory_limit", "1MB")
     batch = build_batch([from_readable(spans.attempt(i, items=20)) for i in range(64)])
-    with caplog.at_level("INFO", logger="exporter._writer"):
+    with caplog.at_level("INFO", logger="otel_inputs.exporter._writer"):
         outcome = writer.write_batches([batch])
     assert outcome.written == 64 and outcome.spilled == 0, outcome
     assert any("memory_limit" in r.getMessage() for r in caplog.records)

@@ -6,9 +6,9 @@ import json
 
 from exporter_helpers import SpanFactory, input_event, packet_attributes
 
-from exporter._arrow import build_batch
-from exporter._rows import derive
-from exporter._spans import from_readable, stringify
+from otel_inputs.exporter._arrow import build_batch
+from otel_inputs.exporter._rows import derive
+from otel_inputs.exporter._spans import from_readable, stringify
 from otel_inputs import names as n
 
 

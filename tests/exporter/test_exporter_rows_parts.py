@@ -7,12 +7,12 @@ from pathlib import Path
 import duckdb
 from exporter_helpers import SpanFactory, input_event, packet_attributes, query, query_dicts
 
-from exporter import _writer
-from exporter._arrow import PARTS, build_batch
-from exporter._rows import derive
-from exporter._schema import migrate
-from exporter._spans import from_readable
-from exporter._writer import DuckDBWriter
+from otel_inputs.exporter import _writer
+from otel_inputs.exporter._arrow import PARTS, build_batch
+from otel_inputs.exporter._rows import derive
+from otel_inputs.exporter._schema import migrate
+from otel_inputs.exporter._spans import from_readable
+from otel_inputs.exporter._writer import DuckDBWriter
 from otel_inputs import names as n
 
 

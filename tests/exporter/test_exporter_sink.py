@@ -18,8 +18,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from exporter import DuckDBSpanExporter, OTLPSink, SinkConfig
-from exporter._db import file_lock
+from otel_inputs.exporter import DuckDBSpanExporter, OTLPSink, SinkConfig
+from otel_inputs.exporter._db import file_lock
 from otel_inputs._store import ArtifactStore
 from sink_client import post, proto_request, span_json
 

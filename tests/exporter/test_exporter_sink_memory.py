@@ -15,10 +15,10 @@ from exporter_helpers import SpanFactory, query
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from sink_client import post, proto_request, span_json
 
-from exporter import OTLPSink, migrate
-from exporter._db import SINK_WRITER_SETTINGS, connect_with_retry
-from exporter._schema import MIGRATIONS
-from exporter._writer import DuckDBWriter
+from otel_inputs.exporter import OTLPSink, migrate
+from otel_inputs.exporter._db import SINK_WRITER_SETTINGS, connect_with_retry
+from otel_inputs.exporter._schema import MIGRATIONS
+from otel_inputs.exporter._writer import DuckDBWriter
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -79,7 +79,7 @@ def test_system_arrow_pool_only_in_the_collect_process(tmp_path: Path) -> None:
         """
         import os, signal, sys, threading, time
         import pyarrow as pa
-        from exporter._collect_cli import collect
+        from otel_inputs.exporter._collect_cli import collect
         seen = []
         def probe():
             time.sleep(1.0)

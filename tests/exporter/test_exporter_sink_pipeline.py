@@ -12,12 +12,12 @@ from exporter_helpers import SpanFactory, query
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from sink_client import post, proto_request
 
-import exporter._sink as sink_module
-from exporter import OTLPSink
-from exporter._arrow import build_batch
-from exporter._db import file_lock
-from exporter._spans import from_readable
-from exporter._writer import DuckDBWriter, _out_of_memory
+import otel_inputs.exporter._sink as sink_module
+from otel_inputs.exporter import OTLPSink
+from otel_inputs.exporter._arrow import build_batch
+from otel_inputs.exporter._db import file_lock
+from otel_inputs.exporter._spans import from_readable
+from otel_inputs.exporter._writer import DuckDBWriter, _out_of_memory
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -94,8 +94,8 @@ def test_sink_process_never_imports_pandas(tmp_path: Path) -> None:
     script = f"""
 import sys
 sys.path[:0] = {sys.path!r}
-from exporter import OTLPSink
-from exporter._sink import skip_pandas_probe
+from otel_inputs.exporter import OTLPSink
+from otel_inputs.exporter._sink import skip_pandas_probe
 from exporter_helpers import SpanFactory
 from sink_client import post, proto_request
 skip_pandas_probe()
@@ -113,7 +113,7 @@ def test_sink_started_inside_an_application_leaves_pyarrow_pandas_support_alone(
     script = f"""
 import sys
 sys.path[:0] = {sys.path!r}
-from exporter import OTLPSink
+from otel_inputs.exporter import OTLPSink
 sink = OTLPSink({str(tmp_path / "p.duckdb")!r}, port=0).start()
 sink.stop()
 import pandas, pyarrow
@@ -127,7 +127,7 @@ def test_reference_path_drops_only_the_unrepresentable_span_inside_a_write(
     spans: SpanFactory, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A span the reference conversion cannot build is dropped and counted mid-write (no deadlock); its neighbours land."""
-    import exporter._writer as writer_module
+    import otel_inputs.exporter._writer as writer_module
 
     real_build = writer_module.build_batch
 

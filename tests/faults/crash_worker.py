@@ -129,8 +129,8 @@ def scenario_duckdb(workdir: Path, rng: random.Random, progress: Progress) -> No
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from exporter import DuckDBSpanExporter
-    from exporter._db import file_lock
+    from otel_inputs.exporter import DuckDBSpanExporter
+    from otel_inputs.exporter._db import file_lock
     from otel_inputs import AgentObserver, CapturePolicy
 
     db = workdir / "spans.duckdb"

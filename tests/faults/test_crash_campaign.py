@@ -182,9 +182,9 @@ check_commit = check_capture
 
 
 def check_duckdb(workdir: Path, r: TrialResult, state: dict) -> None:
-    from exporter import DuckDBWriter
-    from exporter._arrow import BatchTables
-    from exporter._db import read_connection
+    from otel_inputs.exporter import DuckDBWriter
+    from otel_inputs.exporter._arrow import BatchTables
+    from otel_inputs.exporter._db import read_connection
 
     _reconcile_and_check_store(workdir, r)
     db = workdir / "spans.duckdb"

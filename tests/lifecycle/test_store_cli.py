@@ -9,8 +9,8 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from exporter.cli import main
-from viewer._demo import record_demo
+from otel_inputs.exporter.cli import main
+from otel_inputs.viewer._demo import record_demo
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 import otel_inputs._retention as retention
 import otel_inputs._retention_evict as retention_evict
 import otel_inputs._store_index as store_index
-from exporter._manifests import ManifestScanner
+from otel_inputs.exporter._manifests import ManifestScanner
 from otel_inputs import ArtifactStore, ReadbackError, RetentionPolicy, apply_retention, scan_store
 from otel_inputs._store_evictions import EVICTION_REASON, JOURNAL_DIR
 from otel_inputs._store_index import INDEX_DIR, INDEX_FILE, refresh

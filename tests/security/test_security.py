@@ -3,7 +3,7 @@ paths, the sink's loopback default, content-free vendor pipeline output, and no 
 store reaching the browser.
 
 Everything is recorded through the public API (AgentObserver + DuckDBSpanExporter into a real
-DuckDB file and artifact store); previews go through ``viewer._previews`` / ``EvidenceReader``
+DuckDB file and artifact store); previews go through ``otel_inputs.viewer._previews`` / ``EvidenceReader``
 exactly as the app calls them.
 """
 
@@ -29,7 +29,7 @@ import pytest
 import yaml
 from PIL import Image
 
-from exporter import DuckDBSpanExporter
+from otel_inputs.exporter import DuckDBSpanExporter
 from otel_inputs import (
     AgentObserver,
     ArtifactStore,
@@ -43,8 +43,8 @@ from otel_inputs import (
     names,
     resolve_request,
 )
-from viewer import _queries as q
-from viewer._previews import IMAGE_MAX_BYTES, preview
+from otel_inputs.viewer import _queries as q
+from otel_inputs.viewer._previews import IMAGE_MAX_BYTES, preview
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "viewer" / "app.py")
@@ -333,7 +333,7 @@ def _listening(port: int) -> set[str]:
 def test_sec_sink_binds_loopback_by_default(tmp_path: Path) -> None:
     """`otel-inputs collect` without --host listens on 127.0.0.1 only: the printed endpoint, the
     kernel's socket table and a refused connection on this machine's other addresses agree."""
-    proc = subprocess.Popen([sys.executable, "-m", "exporter.cli", "collect", "--db", str(tmp_path / "s.duckdb"),
+    proc = subprocess.Popen([sys.executable, "-m", "otel_inputs.exporter.cli", "collect", "--db", str(tmp_path / "s.duckdb"),
                              "--port", "0"], cwd=ROOT, stderr=subprocess.PIPE, start_new_session=True,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
@@ -450,7 +450,7 @@ class Served:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, chromium) -> Iterator[Served]:  # noqa: ANN001
     """The demo session plus the security attempts in one database and store, served by `otel-inputs view`."""
-    from viewer._demo import record_demo
+    from otel_inputs.viewer._demo import record_demo
     from viewer_process import serve_viewer
 
     root = tmp_path_factory.mktemp("served")

@@ -75,7 +75,7 @@ def main() -> None:
     mode, name, seconds, workdir, target, store_root = sys.argv[1:7]
     workdir = Path(workdir)
     if mode == "agent":
-        from exporter import DuckDBSpanExporter
+        from otel_inputs.exporter import DuckDBSpanExporter
 
         exporter = recording(DuckDBSpanExporter)(target, store=store_root)
     else:

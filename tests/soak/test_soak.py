@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from exporter import DuckDBWriter
-from exporter._arrow import BatchTables
-from exporter._db import read_connection
-from viewer._cli import free_port
+from otel_inputs.exporter import DuckDBWriter
+from otel_inputs.exporter._arrow import BatchTables
+from otel_inputs.exporter._db import read_connection
+from otel_inputs.viewer._cli import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCER = Path(__file__).resolve().parent / "soak_producer.py"
@@ -147,7 +147,7 @@ def run_soak(seconds: float, tmp_path: Path, chromium) -> dict:  # noqa: ANN001 
     py = sys.executable
     report: dict = {"seconds": seconds}
     try:
-        sink = soak.start("sink", [py, "-m", "exporter.cli", "collect", "--db", str(db2), "--store", str(store2),
+        sink = soak.start("sink", [py, "-m", "otel_inputs.exporter.cli", "collect", "--db", str(db2), "--store", str(store2),
                                    "--port", "0"])
         endpoint = _wait_for(lambda: (m := re.search(r"listening on (http://\S+/v1/traces)", soak.log("sink")))
                              and m.group(1), 30, "sink start", soak, "sink")
@@ -160,7 +160,7 @@ def run_soak(seconds: float, tmp_path: Path, chromium) -> dict:  # noqa: ANN001 
                                        endpoint, str(store2)])
         _wait_for(lambda: db1.exists(), 60, "first agent batch", soak, "agent0")
         port = free_port()
-        soak.start("viewer", [py, "-m", "exporter.cli", "view", "--db", str(db1), "--store", str(store1),
+        soak.start("viewer", [py, "-m", "otel_inputs.exporter.cli", "view", "--db", str(db1), "--store", str(store1),
                               "--port", str(port)])
 
         def healthy() -> bool:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from exporter import DuckDBWriter
-from exporter._arrow import BatchTables
-from exporter._db import read_connection
+from otel_inputs.exporter import DuckDBWriter
+from otel_inputs.exporter._arrow import BatchTables
+from otel_inputs.exporter._db import read_connection
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLD_S = 1.5
@@ -27,7 +27,7 @@ HOLD_S = 1.5
 _HOLDER = textwrap.dedent(
     """
     import sys, time, duckdb
-    from exporter._db import file_lock
+    from otel_inputs.exporter._db import file_lock
     db = sys.argv[1]
     with file_lock(db, exclusive=True, timeout_s=10):
         con = duckdb.connect(db)
@@ -68,7 +68,7 @@ def test_soak_sidecar_reader_waits_for_a_writer_batch(tmp_path: Path) -> None:
 @pytest.mark.timeout(60)
 def test_soak_viewer_read_waits_for_a_writer_batch(tmp_path: Path) -> None:
     """The viewer's own per-refresh connection waits out a writer's batch instead of failing."""
-    from viewer._queries import read_only
+    from otel_inputs.viewer._queries import read_only
 
     db = _db(tmp_path)
     proc = _hold_batch(db)

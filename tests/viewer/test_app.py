@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 from viewer_fixture import HOSTILE_LABEL, LEGACY_TASK, NOTES_V1, TASK_TEXT, ViewerFixture
 
 from otel_inputs import names
-from viewer._format import md_escape
-from viewer._panel import SECTION_TITLES
+from otel_inputs.viewer._format import md_escape
+from otel_inputs.viewer._panel import SECTION_TITLES
 
 APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
 

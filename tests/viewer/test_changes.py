@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from viewer_fixture import ViewerFixture
 
-from viewer._changes import text_diff
-from viewer._panel import build_panel
-from viewer._queries import load_attempt, read_only
+from otel_inputs.viewer._changes import text_diff
+from otel_inputs.viewer._panel import build_panel
+from otel_inputs.viewer._queries import load_attempt, read_only
 
 
 def changes(fx: ViewerFixture, key: str):

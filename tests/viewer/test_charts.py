@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from viewer_fixture import ViewerFixture
 
-from viewer import _charts as charts
-from viewer._queries import read_only, run_retry_links, run_timeline
+from otel_inputs.viewer import _charts as charts
+from otel_inputs.viewer._queries import read_only, run_retry_links, run_timeline
 
 
 def test_timeline_has_one_bar_per_attempt_and_links_each_retry(viewer_fixture: ViewerFixture) -> None:

@@ -6,11 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from exporter._schema import SCHEMA_VERSION  # noqa: F401  (the exporter package must import)
+from otel_inputs.exporter._schema import SCHEMA_VERSION  # noqa: F401  (the exporter package must import)
 from otel_inputs import names
-from viewer._cli import COMMANDS, streamlit_command, url_for
-from viewer._panel import build_panel
-from viewer._queries import load_attempt, read_only
+from otel_inputs.viewer._cli import COMMANDS, streamlit_command, url_for
+from otel_inputs.viewer._panel import build_panel
+from otel_inputs.viewer._queries import load_attempt, read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def test_commands_are_registered_and_bind_loopback_only() -> None:
 def test_demo_no_serve_records_a_session_every_attempt_of_which_renders(tmp_path: Path) -> None:
     """The demo database renders every attempt with a task or an honest legacy/gap sentence."""
     out = tmp_path / "demo"
-    proc = subprocess.run([sys.executable, "-m", "exporter.cli", "demo", "--out", str(out), "--no-serve"],
+    proc = subprocess.run([sys.executable, "-m", "otel_inputs.exporter.cli", "demo", "--out", str(out), "--no-serve"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     db = next(out.glob("*.duckdb"))
@@ -48,8 +48,8 @@ def test_view_upgrades_an_older_schema_before_serving(tmp_path) -> None:
     """A database written by an older exporter (fewer migrations) is migrated at `view` start-up."""
     import duckdb
 
-    from exporter._schema import MIGRATIONS, current_version
-    from viewer._cli import upgrade_schema
+    from otel_inputs.exporter._schema import MIGRATIONS, current_version
+    from otel_inputs.viewer._cli import upgrade_schema
 
     db = tmp_path / "old.duckdb"
     con = duckdb.connect(str(db))

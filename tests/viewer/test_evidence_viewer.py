@@ -15,9 +15,9 @@ from otel_inputs._purge import purge
 from otel_inputs._readback import ENV_ACCESS_POLICY, current_viewer, revoke_source
 from otel_inputs._retention import ENV_BUDGET, _evict_attempt
 from otel_inputs._store import ArtifactStore
-from viewer import _evidence
-from viewer._panel import PARTS_NOT_RECORDED
-from viewer._queries import get_inputs, load_attempt
+from otel_inputs.viewer import _evidence
+from otel_inputs.viewer._panel import PARTS_NOT_RECORDED
+from otel_inputs.viewer._queries import get_inputs, load_attempt
 
 APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
 RUN = "run-evidence"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from viewer._legacy import KNOWN_TEMPLATES, extract_task, legacy_task
-from viewer._lineage import PriorTurns
-from viewer._queries import AttemptRecord, TurnRef
+from otel_inputs.viewer._legacy import KNOWN_TEMPLATES, extract_task, legacy_task
+from otel_inputs.viewer._lineage import PriorTurns
+from otel_inputs.viewer._queries import AttemptRecord, TurnRef
 
 IMPL = KNOWN_TEMPLATES[0]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from viewer._lineage import prior_turns
-from viewer._queries import get_attempt, get_session_turns, read_only
+from otel_inputs.viewer._lineage import prior_turns
+from otel_inputs.viewer._queries import get_attempt, get_session_turns, read_only
 from viewer_fixture import FixtureBuilder
 
 

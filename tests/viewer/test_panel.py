@@ -7,8 +7,8 @@ import hashlib
 from viewer_fixture import HOSTILE_LABEL, LEGACY_TASK, TASK_TEXT, ViewerFixture
 
 from otel_inputs import names
-from viewer._panel import SECTION_TITLES, PanelModel, build_panel
-from viewer._queries import load_attempt, read_only
+from otel_inputs.viewer._panel import SECTION_TITLES, PanelModel, build_panel
+from otel_inputs.viewer._queries import load_attempt, read_only
 
 
 def panel(fx: ViewerFixture, key: str) -> PanelModel:

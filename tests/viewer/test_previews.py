@@ -8,9 +8,9 @@ import os
 from PIL import Image
 from viewer_fixture import FixtureBuilder, ViewerFixture, png_bytes
 
-from viewer._panel import build_panel
-from viewer._previews import IMAGE_MAX_BYTES, TEXT_PAGE_BYTES, page_bounds, preview, sniff_raster
-from viewer._queries import get_inputs, load_attempt, read_only
+from otel_inputs.viewer._panel import build_panel
+from otel_inputs.viewer._previews import IMAGE_MAX_BYTES, TEXT_PAGE_BYTES, page_bounds, preview, sniff_raster
+from otel_inputs.viewer._queries import get_inputs, load_attempt, read_only
 
 
 def items(fx: ViewerFixture, key: str) -> dict[str, object]:

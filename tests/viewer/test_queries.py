@@ -10,7 +10,7 @@ import duckdb
 import pytest
 from viewer_fixture import ViewerFixture
 
-from viewer._queries import (
+from otel_inputs.viewer._queries import (
     NULL_VALUE,
     AttemptFilters,
     DbUnavailable,

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 from PIL import Image, ImageDraw
 
-from exporter._schema import migrate
+from otel_inputs.exporter._schema import migrate
 from otel_inputs._store import ArtifactStore
 
 T0 = 1_767_261_600_000_000_000  # 2026-01-01 10:00:00 UTC in ns
