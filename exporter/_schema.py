@@ -230,6 +230,35 @@ MIGRATIONS: tuple[Migration, ...] = (
         DROP INDEX IF EXISTS agent_attempts_run;
         """,
     ),
+    # OTLP log records, column for column as the Collector ClickHouse exporter's ``otel_logs``
+    # (GenAI content events such as ``gen_ai.client.inference.operation.details`` travel as log
+    # records and are joined to their span by TraceId/SpanId).  Structured bodies and attribute
+    # values land as JSON text, as that exporter writes them.
+    Migration(
+        10,
+        "otel_logs_clickhouse_mirror",
+        f"""
+        CREATE TABLE otel_logs (
+            "Timestamp" TIMESTAMP_NS,
+            "TimestampTime" TIMESTAMP,
+            "TraceId" VARCHAR,
+            "SpanId" VARCHAR,
+            "TraceFlags" UTINYINT,
+            "SeverityText" VARCHAR,
+            "SeverityNumber" UTINYINT,
+            "ServiceName" VARCHAR,
+            "Body" VARCHAR,
+            "ResourceSchemaUrl" VARCHAR,
+            "ResourceAttributes" {_MAP},
+            "ScopeSchemaUrl" VARCHAR,
+            "ScopeName" VARCHAR,
+            "ScopeVersion" VARCHAR,
+            "ScopeAttributes" {_MAP},
+            "LogAttributes" {_MAP},
+            "EventName" VARCHAR
+        );
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
