@@ -27,8 +27,9 @@ from otel_inputs._snapshot import (
     safe_text,
     walk_context_root,
 )
-from otel_inputs._store import ArtifactStore, AttemptStaging, StoreCleanupError, StoreError, snapshot_ref_for
-from otel_inputs._types import (
+from otel_inputs.store import ArtifactStore, AttemptStaging, StoreCleanupError, StoreError
+from otel_inputs.store._store import snapshot_ref_for
+from otel_inputs.types import (
     AgentInputPacket,
     ArtifactStatus,
     Bound,

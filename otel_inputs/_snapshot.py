@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from otel_inputs._media import SNIFF_BYTES, Utf8Validator, classify
-from otel_inputs._store import AttemptStaging, StoreWriteError
-from otel_inputs._types import Bound, CaptureStatus, PreviewKind
+from otel_inputs.store import AttemptStaging, StoreWriteError
+from otel_inputs.types import Bound, CaptureStatus, PreviewKind
 
 MAX_FILES = 100
 MAX_DEPTH = 8

@@ -7,9 +7,9 @@ Layout under the store root::
     manifests/<key>.json             the committed, durable record of one attempt
     ended/<pid>-<rand>.log           per process: ids of attempts that ended since their manifest was written
     evictions/<time>-<pid>-<rand>.log  per retention pass: the manifests it evicted, applied by every reader
-                                     (see :mod:`otel_inputs._store_evictions`)
+                                     (see :mod:`otel_inputs.store._store_evictions`)
     index/manifests.idx              derived: what retention needs from every manifest, validated on use
-                                     against the manifests directory (see :mod:`otel_inputs._store_index`)
+                                     against the manifests directory (see :mod:`otel_inputs.store._store_index`)
     store.lock, gc.lock              manifest read-modify-write; one retention pass at a time
 
 ``<key>`` is the SHA-256 of the attempt id, so no caller-supplied id ever becomes a path.
@@ -34,46 +34,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from otel_inputs._store_evictions import journal_for
-from otel_inputs._store_index import identity
-from otel_inputs._store_index_sweep import (
+from otel_inputs.store._store_evictions import journal_for
+from otel_inputs.store._store_index import identity
+from otel_inputs.store._store_index_sweep import (
     MTIME_SLACK_NS,
     digests_in_manifests_since,
     reconcile,
     referenced_digests,
     remove_objects,
 )
-from otel_inputs._store_io import EndedLog, _background_sync, _SpareFiles, fsync_path, read_ended, syncfs
+from otel_inputs.store._store_io import EndedLog, _background_sync, _SpareFiles, fsync_path, read_ended, syncfs
+
+from otel_inputs.store._errors import ReadbackError, StoreCleanupError, StoreError, StoreWriteError
 
 MANIFEST_VERSION = 1
 SNAPSHOT_REF_PREFIX = "sha256:"
 DEFAULT_RECONCILE_AGE_S = 3600.0
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-
-
-class StoreError(Exception):
-    """Base class of artifact-store failures."""
-
-
-class StoreCleanupError(StoreError):
-    """Cleanup of a failed capture itself failed; ``orphan_path`` names what was left behind."""
-
-    def __init__(self, orphan_path: str, cause: BaseException) -> None:
-        super().__init__(f"could not remove orphan capture staging {orphan_path}: {cause}")
-        self.orphan_path = orphan_path
-
-
-class StoreWriteError(StoreError):
-    """The store could not accept bytes (read-only, full, vanished): a store gap, not a source problem."""
-
-
-class ReadbackError(StoreError):
-    """A snapshot cannot be returned; ``outcome`` is the owner-facing refusal reason."""
-
-    def __init__(self, outcome: str, message: str) -> None:
-        super().__init__(message)
-        self.outcome = outcome
 
 
 def available_digests(manifest: dict[str, Any]) -> Iterator[str]:
@@ -578,7 +556,7 @@ class ArtifactStore:
         """Delete objects that a scan started at ``scan_started_ns`` found unreferenced; (count, bytes).
 
         Manifests written since the scan (by mtime) are re-read after the objects are moved aside;
-        see :mod:`otel_inputs._store_index_sweep` for the protocol.
+        see :mod:`otel_inputs.store._store_index_sweep` for the protocol.
         """
         since = scan_started_ns - MTIME_SLACK_NS
         deleted = remove_objects(self, digests, lambda: digests_in_manifests_since(self, since))

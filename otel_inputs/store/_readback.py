@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otel_inputs._store import ArtifactStore, ReadbackError, VerifiedSnapshot
+from otel_inputs import names
+from otel_inputs.store._store import ArtifactStore, ReadbackError, VerifiedSnapshot
 
-ENV_ACCESS_POLICY = "OTEL_INPUTS_ACCESS_POLICY"
-ENV_REVOCATIONS = "OTEL_INPUTS_REVOCATIONS"
 
 OUTCOMES = ("permission_denied", "not_found", "retention_expired", "integrity_mismatch", "source_unavailable")
 
@@ -51,7 +50,7 @@ class AccessPolicy:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str] | None = None) -> AccessPolicy:
-        path = path or os.environ.get(ENV_ACCESS_POLICY)
+        path = path or os.environ.get(names.ENV_ACCESS_POLICY)
         if not path:
             return cls()
         try:
@@ -81,7 +80,7 @@ class RevocationList:
 
     @classmethod
     def load(cls, store: ArtifactStore, path: str | os.PathLike[str] | None = None) -> RevocationList:
-        path = Path(path or os.environ.get(ENV_REVOCATIONS) or store.root / "revocations.json")
+        path = Path(path or os.environ.get(names.ENV_REVOCATIONS) or store.root / "revocations.json")
         try:
             raw = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -162,7 +161,7 @@ class EvidenceReader:
 
     def read_part(self, viewer: str, attempt_id: str, part: str) -> ReadResult:
         """An exchange part's bytes, with the same permission and purge checks as inputs."""
-        from otel_inputs._part_readback import read_part, read_part_receipt
+        from otel_inputs.store._part_readback import read_part, read_part_receipt
 
         try:
             receipt = read_part_receipt(self.store.root, attempt_id, part)

@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_inputs._store import DEFAULT_RECONCILE_AGE_S, ArtifactStore
-from otel_inputs._store_index import quote, refresh
-from otel_inputs._store_io import fsync_dir
+from otel_inputs.store._store import DEFAULT_RECONCILE_AGE_S, ArtifactStore
+from otel_inputs.store._store_index import quote, refresh
+from otel_inputs.store._store_io import fsync_dir
 
 PURGE_REASON = "purged"
 
@@ -114,7 +114,7 @@ def _remove_parts(store: ArtifactStore, attempt_id: str) -> None:
     """Exchange-part evidence of a purged attempt goes with it (after the tombstone)."""
     import shutil
 
-    from otel_inputs._store import attempt_key
+    from otel_inputs.store._store import attempt_key
 
     shutil.rmtree(store.root / "parts" / attempt_key(attempt_id), ignore_errors=True)
 
