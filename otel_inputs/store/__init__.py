@@ -27,7 +27,7 @@ from otel_inputs.store._retention import (
     scan_store,
     store_status,
 )
-from otel_inputs.store._store import ArtifactStore, AttemptStaging, StagedBlob, VerifiedSnapshot, attempt_key
+from otel_inputs.store._store import ArtifactStore, AttemptStaging, StagedBlob, VerifiedSnapshot, attempt_key, write_all
 from otel_inputs.types import ReadbackOutcome
 
 __all__ = [
@@ -63,4 +63,5 @@ __all__ = [
     "revoke_source",
     "scan_store",
     "store_status",
+    "write_all",
 ]

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_inputs import names
+from otel_inputs._text import canonical_path, safe_text
 from otel_inputs.store._store import ArtifactStore, ReadbackError, VerifiedSnapshot
 
 
@@ -40,6 +41,22 @@ OUTCOMES = ("permission_denied", "not_found", "retention_expired", "integrity_mi
 
 class PolicyError(ValueError):
     """The access policy or revocation file cannot be used; reads are refused until it is fixed."""
+
+
+def _viewers(raw: Any) -> dict[str, tuple[str, ...]]:
+    """``{"name": {"runs": ["pattern", ...]}}`` exactly; any other shape is refused, never read
+    leniently (a string iterated as a list of characters would grant ``*``)."""
+    if not isinstance(raw, dict):
+        raise ValueError("'viewers' must be an object of viewer name -> {\"runs\": [patterns]}")
+    viewers: dict[str, tuple[str, ...]] = {}
+    for name, spec in raw.items():
+        if not isinstance(spec, dict):
+            raise ValueError(f"viewer {name!r} must be an object like {{\"runs\": [\"run-*\"]}}")
+        runs = spec.get("runs", [])
+        if not isinstance(runs, list) or not all(isinstance(r, str) for r in runs):
+            raise ValueError(f"viewer {name!r}: 'runs' must be a list of strings, not {type(runs).__name__}")
+        viewers[str(name)] = tuple(runs)
+    return viewers
 
 
 @dataclass(frozen=True)
@@ -55,13 +72,12 @@ class AccessPolicy:
             return cls()
         try:
             body = json.loads(Path(path).read_text(encoding="utf-8"))
+            if not isinstance(body, dict):
+                raise ValueError("the policy must be a JSON object")
             default = body.get("default", "deny")
             if default not in ("allow", "deny"):
                 raise ValueError("'default' must be 'allow' or 'deny'")
-            viewers = {
-                str(name): tuple(str(r) for r in (spec or {}).get("runs", ()))
-                for name, spec in (body.get("viewers") or {}).items()
-            }
+            viewers = _viewers(body.get("viewers", {}))
         except (OSError, ValueError, AttributeError, TypeError) as exc:
             raise PolicyError(f"access policy {path} is unusable: {exc}") from exc
         return cls(default == "allow", viewers, str(path))
@@ -89,7 +105,7 @@ class RevocationList:
             raise PolicyError(f"revocation list {path} is unreadable: {exc.strerror}") from exc
         try:
             body = json.loads(raw)
-            paths = tuple(os.path.abspath(str(s["path"])) for s in body.get("sources", ()))
+            paths = tuple(canonical_path(str(s["path"])) for s in body.get("sources", ()))
             digests = frozenset(str(d).lower() for d in body.get("sha256", ()))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise PolicyError(f"revocation list {path} is malformed: {exc}") from exc
@@ -101,6 +117,7 @@ class RevocationList:
         src = item.get("source_path")
         if not isinstance(src, str):
             return False
+        src = safe_text(src)
         return any(src == p or src.startswith(p.rstrip("/") + "/") for p in self.paths)
 
 
@@ -111,7 +128,7 @@ def revoke_source(store: ArtifactStore, path: str, reason: str = "") -> Path:
         body = json.loads(target.read_text(encoding="utf-8"))
     except FileNotFoundError:
         body = {"sources": [], "sha256": []}
-    body.setdefault("sources", []).append({"path": os.path.abspath(path), "reason": reason})
+    body.setdefault("sources", []).append({"path": canonical_path(path), "reason": reason})
     tmp = target.with_suffix(".tmp")
     tmp.write_text(json.dumps(body, indent=2), encoding="utf-8")
     os.replace(tmp, target)

@@ -76,6 +76,17 @@ def sha256_from_ref(ref: str | None) -> str | None:
     return digest if _HEX64.match(digest) else None
 
 
+def write_all(fh: BinaryIO, data: bytes | memoryview) -> None:
+    """Write every byte of ``data`` to an unbuffered file: a raw write may write less than asked
+    (a nearly full disk, a file-size limit) and says so only by its return value."""
+    view = memoryview(data)
+    while view:
+        n = fh.write(view)
+        if not n:
+            raise OSError(errno.ENOSPC, "short write")
+        view = view[n:]
+
+
 @dataclass(frozen=True)
 class StagedBlob:
     sha256: str
@@ -101,7 +112,8 @@ class AttemptStaging:
         self.store = store
         self.attempt_id = attempt_id
         self.path = path
-        self._blobs: dict[str, Path | None] = {}  # None: already stored, only its age is refreshed
+        # digest -> (temp file, its expected size); None: already stored, only its age is refreshed
+        self._blobs: dict[str, tuple[Path, int] | None] = {}
         self._closed = False
         self._created = False
 
@@ -141,10 +153,10 @@ class AttemptStaging:
                 tmp, fh = self.open_temp()
                 try:
                     with fh:
-                        fh.write(data)
+                        write_all(fh, data)
                 except OSError as exc:
                     raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
-                self._blobs[digest] = tmp
+                self._blobs[digest] = (tmp, len(data))
         return StagedBlob(digest, len(data), snapshot_ref_for(digest))
 
     def adopt(self, tmp: Path, sha256: str, size_bytes: int) -> StagedBlob:
@@ -154,7 +166,7 @@ class AttemptStaging:
         if sha256 in self._blobs and self._blobs[sha256] is not None:
             tmp.unlink(missing_ok=True)
         else:
-            self._blobs[sha256] = tmp
+            self._blobs[sha256] = (tmp, size_bytes)
         return StagedBlob(sha256, size_bytes, snapshot_ref_for(sha256))
 
     def reference_existing(self, digest: str) -> StagedBlob | None:
@@ -176,8 +188,8 @@ class AttemptStaging:
         """
         if self._closed:
             raise StoreError("staging already closed")
-        for digest, tmp in self._blobs.items():
-            self.store._install_object(digest, tmp)
+        for digest, staged in self._blobs.items():
+            self.store._install_object(digest, staged)
         path = self.store._write_manifest(self.attempt_id, manifest, spare=True)
         self._closed = True
         self._remove_dir()
@@ -305,8 +317,9 @@ class ArtifactStore:
         """Whether the store holds bytes for ``sha256`` (string paths: this runs several times per attempt)."""
         return bool(_HEX64.match(sha256)) and os.path.isfile(self._objects_prefix + sha256)
 
-    def _install_object(self, digest: str, tmp: Path | None) -> None:
+    def _install_object(self, digest: str, staged: tuple[Path, int] | None) -> None:
         final = self.object_path(digest)
+        tmp = None if staged is None else staged[0]
         if tmp is None or self.has_object(digest):
             # Already stored: refresh its age so reconciliation cannot take it before our manifest lands.
             try:
@@ -319,6 +332,9 @@ class ArtifactStore:
             if tmp is not None:
                 tmp.unlink(missing_ok=True)
             return
+        if os.stat(tmp).st_size != staged[1]:  # never name a short file by the full content's hash
+            tmp.unlink(missing_ok=True)
+            raise StoreWriteError(f"staged snapshot {digest} is incomplete (short write)")
         os.chmod(tmp, 0o444)
         os.replace(tmp, final)
 
