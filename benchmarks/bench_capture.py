@@ -28,12 +28,12 @@ from otel_inputs import (
     AdmissionDecision,
     AgentObserver,
     ArtifactStore,
-    CaptureDecision,
     CaptureLimits,
     CapturePolicy,
     capture_attempt_inputs,
     resolve_request,
 )
+from otel_inputs.types import CaptureDecision
 
 MiB = 1024 * 1024
 CHUNK = MiB

@@ -23,11 +23,12 @@ import time
 from pathlib import Path
 
 from benchmarks._common import machine_line, peak_rss_mib
-from otel_inputs import ArtifactStore, RetentionPolicy, apply_retention, scan_store
-from otel_inputs._retention_evict import _fold_journal
-from otel_inputs._store import attempt_key
-from otel_inputs._store_index import refresh
-from otel_inputs._store_io import syncfs
+from otel_inputs import ArtifactStore, RetentionPolicy
+from otel_inputs.store import apply_retention, scan_store
+from otel_inputs.store._retention_evict import _fold_journal
+from otel_inputs.store import attempt_key
+from otel_inputs.store._store_index import refresh
+from otel_inputs.store._store_io import syncfs
 
 
 def build_store(root: Path, n: int) -> ArtifactStore:

@@ -35,7 +35,7 @@ from otel_inputs._parts import (
     observe_part,
 )
 from otel_inputs._policy import AdmissionDecision
-from otel_inputs._types import CaptureDecision
+from otel_inputs.types import CaptureDecision
 
 PART_BYTES = 4096
 REQ = PartName.LOGICAL_REQUEST

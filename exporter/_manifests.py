@@ -15,8 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from otel_inputs._store import ArtifactStore, attempt_key
-from otel_inputs._store_evictions import JOURNAL_DIR
+from otel_inputs.store import ArtifactStore, attempt_key
+from otel_inputs.store._store_evictions import JOURNAL_DIR
 
 _TS = pa.timestamp("ns")
 _INT32_MAX = 2**31 - 1

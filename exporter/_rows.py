@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_inputs import names as n
-from otel_inputs._types import ArtifactStatus, CaptureStatus, Coverage
+from otel_inputs.types import ArtifactStatus, CaptureStatus, Coverage
 
 from otel_inputs.exporter._spans import SpanRecord
 

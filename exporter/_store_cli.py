@@ -18,10 +18,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from otel_inputs import names
-from otel_inputs._purge import PurgeReport, delete_run, purge, reconcile_store
-from otel_inputs._readback import revoke_source
-from otel_inputs._retention import RetentionPolicy, apply_retention, parse_size, store_status
-from otel_inputs._store import ArtifactStore
+from otel_inputs.store import PurgeReport, delete_run, purge, reconcile_store
+from otel_inputs.store import revoke_source
+from otel_inputs.store import RetentionPolicy, apply_retention, parse_size, store_status
+from otel_inputs.store import ArtifactStore
 
 _console = Console(stderr=True)
 

@@ -27,8 +27,9 @@ from otel_inputs._snapshot import (
     safe_text,
     walk_context_root,
 )
-from otel_inputs._store import ArtifactStore, AttemptStaging, StoreCleanupError, StoreError, snapshot_ref_for
-from otel_inputs._types import (
+from otel_inputs.store import ArtifactStore, AttemptStaging, StoreCleanupError, StoreError
+from otel_inputs.store._store import snapshot_ref_for
+from otel_inputs.types import (
     AgentInputPacket,
     ArtifactStatus,
     Bound,
@@ -178,8 +179,17 @@ def capture_attempt_inputs(
     Order of items: the prompt file, the previous envelope, each context root's entries in
     component-wise sorted order, then attachments.  Any store failure becomes a recorded gap.
     """
-    limits = limits or CaptureLimits()
-    budget = Budget(limits, clock, clock(), on_chunk=on_chunk, store_left=store_budget_bytes)
+    return _capture(attempt_id, run_id, decision, store, request, lineage, task_in_message, previous_envelope,
+                    envelope_in_message, context_roots, attachments, limits or CaptureLimits(), clock, manifest_extra,
+                    on_chunk, store_budget_bytes, clock())
+
+
+def _capture(attempt_id, run_id, decision, store, request, lineage, task_in_message, previous_envelope,
+             envelope_in_message, context_roots, attachments, limits, clock, manifest_extra, on_chunk,
+             store_budget_bytes, started: float) -> AgentInputPacket:
+    """:func:`capture_attempt_inputs` within the time window that opened at ``started``: the metadata
+    fallback after a store failure continues the attempt's window, it never opens a second one."""
+    budget = Budget(limits, clock, started, on_chunk=on_chunk, store_left=store_budget_bytes)
     if decision.decision is CaptureDecision.SUPPRESSED:
         return AgentInputPacket(
             names.PACKET_VERSION, attempt_id, run_id, Coverage.PARTIAL, decision.decision,
@@ -195,7 +205,7 @@ def capture_attempt_inputs(
             return _metadata_fallback(
                 attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
                 envelope_in_message, context_roots, attachments, limits, clock,
-                f"artifact store unavailable: {_safe_reason(exc)}",
+                f"artifact store unavailable: {_safe_reason(exc)}", started,
             )
     drafts: list[_Draft] = []
     incomplete: Bound | None = None
@@ -229,6 +239,9 @@ def capture_attempt_inputs(
             if incomplete is not None:
                 break
         for att in attachments if incomplete is None else ():
+            if not budget.time_left():
+                incomplete = Bound.WALL_TIME
+                break
             d = _held_bytes_draft(att.data, safe_text(att.label), SourceKind.EXPLICIT_ATTACHMENT,
                                   att.delivery_mode, att.source_path, staging, limits, budget)
             if isinstance(d, Incomplete):
@@ -240,7 +253,8 @@ def capture_attempt_inputs(
             _abort_quietly(staging)
         return _metadata_fallback(
             attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
-            envelope_in_message, context_roots, attachments, limits, clock, f"artifact store unavailable: {_safe_reason(exc)}",
+            envelope_in_message, context_roots, attachments, limits, clock,
+            f"artifact store unavailable: {_safe_reason(exc)}", started,
         )
     except Exception:
         if staging is not None:
@@ -287,16 +301,12 @@ def _abort_quietly(staging: AttemptStaging) -> None:
 
 
 def _metadata_fallback(attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
-                       envelope_in_message, context_roots, attachments, limits, clock, store_error):
+                       envelope_in_message, context_roots, attachments, limits, clock, store_error, started):
     """The store failed: still list every item (metadata only), each saying why it has no snapshot."""
     gap = GapReason.STORE_UNAVAILABLE.value
     meta = AdmissionDecision(CaptureDecision.METADATA_ONLY, GapReason.STORE_UNAVAILABLE)
-    packet = capture_attempt_inputs(
-        attempt_id=attempt_id, run_id=run_id, decision=meta, store=None, request=request, lineage=lineage,
-        task_in_message=task_in_message, previous_envelope=previous_envelope,
-        envelope_in_message=envelope_in_message, context_roots=context_roots, attachments=attachments,
-        limits=limits, clock=clock,
-    )
+    packet = _capture(attempt_id, run_id, meta, None, request, lineage, task_in_message, previous_envelope,
+                      envelope_in_message, context_roots, attachments, limits, clock, None, None, None, started)
     items = tuple(i if i.is_sentinel else replace(i, detail=store_error) for i in packet.items)
     return replace(packet, items=items, gap_reason=gap, decision=decision.decision)
 
@@ -325,7 +335,7 @@ def _finalize(
                 delivery_mode=d.delivery_mode,
                 capture_status=d.status,
                 artifact_status=ArtifactStatus.AVAILABLE if stored else ArtifactStatus.NEVER_CAPTURED,
-                source_path=d.source_path,
+                source_path=None if d.source_path is None else safe_text(d.source_path),
                 snapshot_ref=snapshot_ref_for(d.sha256) if stored and d.sha256 else None,
                 media_type=d.media_type,
                 preview_kind=d.preview_kind,

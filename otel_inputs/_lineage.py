@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_inputs._types import Lineage, SendKind
+from otel_inputs.types import Lineage, SendKind
 
 
 @dataclass

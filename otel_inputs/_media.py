@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import codecs
 
-from otel_inputs._types import PreviewKind
+from otel_inputs.types import PreviewKind
 
 SNIFF_BYTES = 512
 _PROBE = 4096

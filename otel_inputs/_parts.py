@@ -56,9 +56,9 @@ from typing import Any
 
 from otel_inputs import names
 from otel_inputs._policy import AdmissionDecision
-from otel_inputs._store import attempt_key
-from otel_inputs._store_io import fsync_dir
-from otel_inputs._types import (
+from otel_inputs.store import PARTS_DIR, attempt_key
+from otel_inputs.store._store_io import fsync_dir
+from otel_inputs.types import (
     CaptureDecision,
     GapReason,
     PartCapture,
@@ -72,7 +72,6 @@ from otel_inputs._types import (
 _log = logging.getLogger("otel_inputs")
 
 RECEIPT_VERSION = 1
-PARTS_DIR = "parts"
 KiB = 1024
 MiB = 1024 * KiB
 _DETAIL_MAX = 160

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from otel_inputs import names
-from otel_inputs._types import CaptureDecision, GapReason
+from otel_inputs.types import CaptureDecision, GapReason
 
 
 class CaptureMode(str, Enum):

@@ -34,10 +34,10 @@ from otel_inputs._parts import (
     record_part_event,
 )
 from otel_inputs._policy import AdmissionDecision, AttemptAdmission, CapturePolicy, admit
-from otel_inputs._retention import RetentionGate, RetentionPolicy
+from otel_inputs.store import RetentionGate, RetentionPolicy
 from otel_inputs._snapshot import CaptureLimits
-from otel_inputs._store import ArtifactStore
-from otel_inputs._types import (
+from otel_inputs.store import ArtifactStore
+from otel_inputs.types import (
     AgentInputPacket,
     CaptureDecision,
     Coverage,
@@ -219,7 +219,7 @@ class AgentObserver:
         """Start-up reconciliation (age-gated, so other live processes' captures are safe), off-thread."""
         import threading
 
-        from otel_inputs._purge import reconcile_store
+        from otel_inputs.store import reconcile_store
 
         def run() -> None:
             try:

@@ -19,7 +19,7 @@ import hashlib
 import os
 import stat
 
-from otel_inputs._types import ResolvedRequest, TaskSourceKind
+from otel_inputs.types import ResolvedRequest, TaskSourceKind
 
 MAX_PROMPT_FILE_BYTES = 10 * 1024 * 1024
 _PATHLIKE_SUFFIXES = (".md", ".txt", ".prompt")

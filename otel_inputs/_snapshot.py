@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from otel_inputs._media import SNIFF_BYTES, Utf8Validator, classify
-from otel_inputs._store import AttemptStaging, StoreWriteError
-from otel_inputs._types import Bound, CaptureStatus, PreviewKind
+from otel_inputs._text import safe_text
+from otel_inputs.store import AttemptStaging, StoreWriteError, write_all
+from otel_inputs.types import Bound, CaptureStatus, PreviewKind
 
 MAX_FILES = 100
 MAX_DEPTH = 8
@@ -71,6 +72,7 @@ class Budget:
     # limit_exceeded and the walk goes on, so the packet still lists it.
     store_left: int | None = None
     budget_refusals: int = 0
+    roots: int = 0  # declared context roots opened so far
 
     def fits_store(self, size: int) -> bool:
         if self.store_left is None or size <= self.store_left:
@@ -108,19 +110,6 @@ class Incomplete:
     bound: Bound
 
 
-def safe_text(name: str) -> str:
-    """A file name as display-safe, valid UTF-8 text: undecodable bytes and control characters escaped."""
-    raw = os.fsencode(name)
-    text = raw.decode("utf-8", "backslashreplace")
-    out = []
-    for ch in text:
-        if ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
 def _kind_name(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "named pipe (FIFO)"
@@ -135,7 +124,7 @@ def _kind_name(mode: int) -> str:
 
 def _write(out, data) -> None:
     try:
-        out.write(data)
+        write_all(out, data)
     except OSError as exc:  # the store's disk, not the source: a store gap
         raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
 
@@ -292,18 +281,37 @@ def walk_context_root(
 
     Sorting compares path components as bytes, so the order is the same on every run and machine.
     """
+    budget.roots += 1
+    if budget.roots > limits.max_files:  # a declared root is a declared entry: bounded like files
+        yield Incomplete(Bound.FILE_COUNT)
+        return
+    if not budget.time_left():
+        yield Incomplete(Bound.WALL_TIME)
+        return
+    path = os.fspath(root)
+    not_a_dir = FileOutcome((), CaptureStatus.UNREADABLE, "context root is not a directory (symlinks are not followed)")
     try:
-        root_fd = os.open(os.fspath(root), _OPEN_DIR)
+        root_fd = os.open(path, _OPEN_DIR)
     except FileNotFoundError:
         yield FileOutcome((), CaptureStatus.MISSING, "context root does not exist")
         return
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            yield FileOutcome((), CaptureStatus.UNREADABLE, "context root is not a directory (symlinks are not followed)")
+            yield not_a_dir
         else:
             yield FileOutcome((), CaptureStatus.UNREADABLE, f"context root cannot be opened: {exc.strerror}")
         return
     try:
+        # O_NOFOLLOW only guards the last component as spelled: "link/" and "link/." resolve the
+        # link first.  The root must be the very directory its normalised spelling names, unlinked.
+        try:
+            named = os.lstat(os.path.normpath(os.path.abspath(path)))
+            opened = os.fstat(root_fd)
+        except OSError:
+            named = None
+        if named is None or stat.S_ISLNK(named.st_mode) or (named.st_dev, named.st_ino) != (opened.st_dev, opened.st_ino):
+            yield not_a_dir
+            return
         yield from _walk_dir(root_fd, (), 1, staging, limits, budget)
     finally:
         os.close(root_fd)
@@ -341,6 +349,14 @@ def _walk_dir(
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
             st = None
+        except OSError as exc:  # e.g. a directory that can be listed but not entered (no search bit)
+            budget.files += 1
+            if budget.files > limits.max_files:
+                yield Incomplete(Bound.FILE_COUNT)
+                return
+            detail = "permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else f"cannot stat: {exc.strerror}"
+            yield FileOutcome(rel, CaptureStatus.UNREADABLE, detail)
+            continue
         if st is not None and stat.S_ISDIR(st.st_mode):
             try:
                 sub_fd = os.open(name, _OPEN_DIR, dir_fd=dir_fd)

@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_inputs import names
 from otel_inputs._policy import CapturePolicy
 from otel_inputs._record import AgentObserver
-from otel_inputs._store import ArtifactStore
+from otel_inputs.store import ArtifactStore
 
 __all__ = ["RecordingHarness", "temp_store"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from otel_inputs._types import CaptureStatus, DeliveryMode, PreviewKind
+from otel_inputs.types import CaptureStatus, DeliveryMode, PreviewKind
 from otel_inputs.viewer._previews import PreviewRefused, Source, read_verified_text
 from otel_inputs.viewer._queries import InputRecord
 

@@ -17,12 +17,18 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from otel_inputs._part_readback import read_part_receipt
-from otel_inputs._parts import PartName
-from otel_inputs._readback import AccessPolicy, EvidenceReader, PolicyError, ReadResult, current_viewer
-from otel_inputs._retention import RetentionPolicy
-from otel_inputs._store import ArtifactStore, ReadbackError
-from otel_inputs._types import ArtifactStatus
+from otel_inputs.store import (
+    AccessPolicy,
+    ArtifactStore,
+    EvidenceReader,
+    PolicyError,
+    ReadbackError,
+    ReadResult,
+    RetentionPolicy,
+    current_viewer,
+    read_part_receipt,
+)
+from otel_inputs.types import ArtifactStatus, PartName
 from otel_inputs.viewer._queries import AttemptBundle, InputRecord, PartRecord
 
 PURGED = "purged"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from otel_inputs import names
-from otel_inputs._types import CaptureDecision, Coverage, DeliveryMode, SendKind, TaskSourceKind
+from otel_inputs.types import CaptureDecision, Coverage, DeliveryMode, SendKind, TaskSourceKind
 from otel_inputs.viewer._changes import ChangesModel, compute_changes
 from otel_inputs.viewer._format import (
     NOT_RECORDED,

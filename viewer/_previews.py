@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
-from otel_inputs._types import ArtifactStatus, PreviewKind
+from otel_inputs.types import ArtifactStatus, PreviewKind
 from otel_inputs.viewer._evidence import PURGED, Evidence, as_evidence, read_input
 from otel_inputs.viewer._format import reason_text
 from otel_inputs.viewer._queries import InputRecord

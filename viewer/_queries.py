@@ -358,7 +358,7 @@ _PART_SELECT = (
 
 def get_parts(con: duckdb.DuckDBPyConnection, attempt_id: str, started_ns: int | None = None) -> tuple[PartRecord, ...]:
     """The attempt's exchange-part events as landed, logical request first, in recorded order."""
-    from otel_inputs._parts import PartName
+    from otel_inputs.types import PartName
 
     sql, params = _by_attempt("agent_exchange_parts", _PART_SELECT, attempt_id, started_ns, "recorded_ns NULLS LAST")
     rank = {PartName.LOGICAL_REQUEST.value: 0, PartName.OBSERVABLE_OUTPUT.value: 1}

@@ -20,7 +20,7 @@ from otel_inputs.exporter import DuckDBSpanExporter, SchemaError, migrate, read_
 from otel_inputs.exporter._db import file_lock
 from otel_inputs.exporter._schema import SCHEMA_VERSION
 from otel_inputs import names as n
-from otel_inputs._store import ArtifactStore
+from otel_inputs.store import ArtifactStore
 
 CLICKHOUSE_COLUMNS = [
     "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind",

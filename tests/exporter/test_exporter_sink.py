@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otel_inputs.exporter import DuckDBSpanExporter, OTLPSink, SinkConfig
 from otel_inputs.exporter._db import file_lock
-from otel_inputs._store import ArtifactStore
+from otel_inputs.store import ArtifactStore
 from sink_client import post, proto_request, span_json
 
 pytestmark = pytest.mark.timeout(60)

@@ -31,19 +31,17 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from otel_inputs import (  # noqa: E402
+from otel_inputs import (
     AdmissionDecision,
     ArtifactStore,
-    CaptureDecision,
     ProviderAttachment,
     RetentionPolicy,
-    apply_retention,
     capture_attempt_inputs,
-    delete_run,
     inline_request,
-    purge,
 )
-import otel_inputs._retention_evict as retention_evict  # noqa: E402
+from otel_inputs.store import apply_retention, delete_run, purge
+from otel_inputs.types import CaptureDecision
+import otel_inputs.store._retention_evict as retention_evict  # noqa: E402
 
 
 class Progress:

@@ -24,15 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from otel_inputs import (
-    AdmissionDecision,
-    ArtifactStore,
-    CaptureDecision,
-    EvidenceReader,
-    ReadbackError,
-    capture_attempt_inputs,
-    reconcile_store,
-)
+from otel_inputs import AdmissionDecision, ArtifactStore, capture_attempt_inputs
+from otel_inputs.store import EvidenceReader, ReadbackError, reconcile_store
+from otel_inputs.types import CaptureDecision
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "crash_worker.py"

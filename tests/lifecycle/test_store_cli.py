@@ -80,7 +80,8 @@ def test_gc_with_tiny_budget_lands_evictions_in_duckdb(tmp_path: Path) -> None:
 def test_purge_and_delete_run(tmp_path: Path) -> None:
     """`purge --attempt` refuses readback afterwards; `store delete-run --db` removes the run's rows."""
     paths = record_demo(tmp_path / "d", latency_s=0.0)
-    from otel_inputs import ArtifactStore, ReadbackError
+    from otel_inputs import ArtifactStore
+    from otel_inputs.store import ReadbackError
 
     store = ArtifactStore(paths.store_path)
     attempt = paths.attempt_ids["build_initial"]
@@ -121,7 +122,8 @@ def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_long_demo_with_tiny_budget_stays_under_budget(tmp_path: Path) -> None:
     """A long demo session under a tiny disk budget ends under budget, with evictions visible in DuckDB."""
-    from otel_inputs import ArtifactStore, RetentionPolicy, apply_retention, scan_store
+    from otel_inputs import ArtifactStore, RetentionPolicy
+    from otel_inputs.store import apply_retention, scan_store
 
     budget = 48 * 1024
     paths = record_demo(tmp_path / "d", latency_s=0.0, extra_rounds=12,

@@ -50,3 +50,42 @@ class FakeClock:
 
 
 TINY = CaptureLimits(max_files=5, max_depth=2, max_file_bytes=1024, max_total_bytes=4096, max_seconds=5.0)
+
+
+def run_unprivileged(fn) -> str:
+    """``fn()`` (returning text) run without root's power to ignore permission bits.
+
+    As root, a forked child drops to uid/gid 65534 (nobody) and runs the already-loaded code; as
+    any other user it simply runs here, where permission bits already apply.
+    """
+    if os.geteuid() != 0:
+        return fn()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_fd)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(write_fd, fn().encode("utf-8", "surrogateescape"))
+            code = 0
+        except BaseException as exc:  # noqa: BLE001 - report it to the parent as text
+            os.write(write_fd, f"child failed: {type(exc).__name__}: {exc}".encode())
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as fh:
+        out = fh.read().decode("utf-8", "surrogateescape")
+    os.waitpid(pid, 0)
+    return out
+
+
+def shared_tmp(name: str) -> Path:
+    """A fresh world-writable directory under /tmp that an unprivileged child can use."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix=f"otel-inputs-{name}-", dir="/tmp"))
+    os.chmod(base, 0o777)
+    return base

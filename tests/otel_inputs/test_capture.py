@@ -10,20 +10,22 @@ import pytest
 from oi_fixtures import PNG_BYTES, TINY, FakeClock, make_context_dir
 from otel_inputs import (
     AdmissionDecision,
-    ArtifactStatus,
     ArtifactStore,
-    CaptureDecision,
     CaptureLimits,
-    CaptureStatus,
-    Coverage,
     DeliveryMode,
-    GapReason,
-    PreviewKind,
     ProviderAttachment,
     SessionTracker,
-    SourceKind,
     capture_attempt_inputs,
     resolve_request,
+)
+from otel_inputs.types import (
+    ArtifactStatus,
+    CaptureDecision,
+    CaptureStatus,
+    Coverage,
+    GapReason,
+    PreviewKind,
+    SourceKind,
 )
 
 ADMITTED = AdmissionDecision(CaptureDecision.ADMITTED)

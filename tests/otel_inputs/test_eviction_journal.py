@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-import otel_inputs._retention as retention
-import otel_inputs._retention_evict as retention_evict
-import otel_inputs._store_index as store_index
+import otel_inputs.store._retention as retention
+import otel_inputs.store._retention_evict as retention_evict
+import otel_inputs.store._store_index as store_index
 from otel_inputs.exporter._manifests import ManifestScanner
-from otel_inputs import ArtifactStore, ReadbackError, RetentionPolicy, apply_retention, scan_store
-from otel_inputs._store_evictions import EVICTION_REASON, JOURNAL_DIR
-from otel_inputs._store_index import INDEX_DIR, INDEX_FILE, refresh
+from otel_inputs import ArtifactStore, RetentionPolicy
+from otel_inputs.store import ReadbackError, apply_retention, scan_store
+from otel_inputs.store._store_evictions import EVICTION_REASON, JOURNAL_DIR
+from otel_inputs.store._store_index import INDEX_DIR, INDEX_FILE, refresh
 
 SIZE = 4096
 

@@ -7,19 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from otel_inputs import (
+from otel_inputs import ArtifactStore, RetentionPolicy, names, resolve_request
+from otel_inputs.store import (
     AccessPolicy,
-    ArtifactStore,
     EvidenceReader,
     ReadbackError,
-    RetentionPolicy,
     apply_retention,
     delete_run,
-    names,
     parse_size,
     purge,
     reapply_tombstones,
-    resolve_request,
     revoke_source,
     scan_store,
 )
@@ -115,7 +112,7 @@ def test_shared_bytes_go_only_with_last_reference(harness: RecordingHarness, ctx
     one = next(iter(index.object_bytes.values()))
     apply_retention(harness.store, RetentionPolicy(budget_bytes=one))  # already within: nothing to do
     assert harness.store.manifest(ids[0])["items"][0]["artifact_status"] == "available"
-    from otel_inputs._retention import _mark_evicted
+    from otel_inputs.store._retention import _mark_evicted
 
     harness.store.modify_manifest(ids[0], lambda body: _mark_evicted(body) > 0)
     snap = harness.store.read_input(ids[1], harness.store.manifest(ids[1])["items"][0]["input_id"])
@@ -201,7 +198,7 @@ def test_crash_between_tombstone_and_delete_is_finished_on_restart(harness: Reco
     """If only the tombstone landed (crash), reconciliation marks the items and deletes the bytes."""
     ids = record(harness, ctx, "r", 1)
     item = harness.store.manifest(ids[0])["items"][0]
-    from otel_inputs._purge import _write_tombstone
+    from otel_inputs.store._purge import _write_tombstone
 
     _write_tombstone(harness.store, {"attempts": ids, "inputs": [], "digests": [item["sha256"]]})
     assert harness.store.object_path(item["sha256"]).exists()
@@ -274,7 +271,7 @@ def test_reader_integrity_and_retention_outcomes(harness: RecordingHarness, ctx:
 
 def test_malformed_policy_refuses(tmp_path: Path) -> None:
     """A malformed access policy is a clear error, not a silent allow."""
-    from otel_inputs import PolicyError
+    from otel_inputs.store import PolicyError
 
     bad = tmp_path / "p.json"
     bad.write_text("{\"default\": \"maybe\"}")

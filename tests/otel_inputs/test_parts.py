@@ -32,10 +32,10 @@ from otel_inputs._parts import (
     part_event_attributes,
     record_part_event,
 )
-from otel_inputs._part_readback import read_part, read_part_receipt
+from otel_inputs.store import read_part, read_part_receipt
 from otel_inputs._policy import AdmissionDecision
-from otel_inputs._store import ReadbackError, attempt_key
-from otel_inputs._types import CaptureDecision, GapReason
+from otel_inputs.store import ReadbackError, attempt_key
+from otel_inputs.types import CaptureDecision, GapReason
 
 pytestmark = pytest.mark.timeout(60)  # a submit that blocked on the writer would hang, not pass
 

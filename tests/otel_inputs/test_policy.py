@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from otel_inputs import AttemptAdmission, CaptureDecision, CaptureMode, CapturePolicy, GapReason, admit
+from otel_inputs import AttemptAdmission, CaptureMode, CapturePolicy, admit
+from otel_inputs.types import CaptureDecision, GapReason
 
 
 def test_default_policy_captures_content_but_not_genai_messages() -> None:

@@ -8,15 +8,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from otel_inputs import (
-    AdmissionDecision,
-    ArtifactStore,
-    CaptureDecision,
-    CaptureLimits,
-    CaptureStatus,
-    Coverage,
-    capture_attempt_inputs,
-)
+from otel_inputs import AdmissionDecision, ArtifactStore, CaptureLimits, capture_attempt_inputs
+from otel_inputs.types import CaptureDecision, CaptureStatus, Coverage
 
 segment = st.text(alphabet="abcAB-_.0", min_size=1, max_size=4).filter(lambda s: s not in (".", ".."))
 rel_paths = st.lists(st.lists(segment, min_size=1, max_size=4), min_size=0, max_size=25)

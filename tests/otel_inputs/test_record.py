@@ -283,7 +283,7 @@ def test_names_are_spelled_only_in_the_registry() -> None:
 
 def test_exchange_parts_are_recorded_independently(harness: RecordingHarness) -> None:
     """The logical request and the observable output are separate parts with independent outcomes; unknown dispatch stays unknown."""
-    from otel_inputs import AccessPolicy, EvidenceReader
+    from otel_inputs.store import AccessPolicy, EvidenceReader
 
     obs = harness.observer()
     with obs.attempt(run_id="r", request=resolve_request("t")) as rec:

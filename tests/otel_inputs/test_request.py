@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from otel_inputs import RequestError, TaskSourceKind, resolve_request
+from otel_inputs import RequestError, resolve_request
+from otel_inputs.types import TaskSourceKind
 
 
 def test_inline_text_keeps_exact_text_and_hash() -> None:

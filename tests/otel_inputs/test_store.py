@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from otel_inputs import ArtifactStore, ReadbackError, StoreCleanupError
+from otel_inputs import ArtifactStore
+from otel_inputs.store import ReadbackError, StoreCleanupError
 
 
 def commit_one(store: ArtifactStore, attempt_id: str, data: bytes, input_id: str = "in-1") -> str:

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from otel_inputs import ArtifactStore, ReadbackError, RetentionPolicy, apply_retention, purge, scan_store
-import otel_inputs._store_index as store_index
-from otel_inputs._store_index import INDEX_DIR, INDEX_FILE, load, quote, refresh
+from otel_inputs import ArtifactStore, RetentionPolicy
+from otel_inputs.store import ReadbackError, apply_retention, purge, scan_store
+import otel_inputs.store._store_index as store_index
+from otel_inputs.store._store_index import INDEX_DIR, INDEX_FILE, load, quote, refresh
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = 4096  # one block each, so allocated bytes are predictable
@@ -271,7 +272,7 @@ def test_running_attempts_stay_protected_through_the_index(tmp_path: Path) -> No
 GC_SCRIPT = """
 import sys, time
 sys.path.insert(0, {root!r})
-from otel_inputs import ArtifactStore, RetentionPolicy, apply_retention
+from otel_inputs.store import ArtifactStore, RetentionPolicy, apply_retention
 store = ArtifactStore({store!r}, sync_in_background=False)
 while time.time() < {start}:
     time.sleep(0.001)
@@ -305,7 +306,7 @@ def test_two_gc_processes_at_once(tmp_path: Path) -> None:
 KILL_SCRIPT = """
 import os, sys, time
 sys.path.insert(0, {root!r})
-import otel_inputs._store_index as si
+import otel_inputs.store._store_index as si
 real_open = open
 class Slow:
     def __init__(self, fh): self.fh = fh

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from otel_inputs import ArtifactStore, resolve_request, scan_store
-from otel_inputs._store_io import read_ended
+from otel_inputs import ArtifactStore, resolve_request
+from otel_inputs.store import scan_store
+from otel_inputs.store._store_io import read_ended
 from otel_inputs.testing import RecordingHarness
 
 

@@ -35,14 +35,13 @@ from otel_inputs import (
     ArtifactStore,
     CaptureLimits,
     CapturePolicy,
-    EvidenceReader,
     ProviderAttachment,
     RetentionPolicy,
-    apply_retention,
     inline_request,
     names,
     resolve_request,
 )
+from otel_inputs.store import EvidenceReader, apply_retention
 from otel_inputs.viewer import _queries as q
 from otel_inputs.viewer._previews import IMAGE_MAX_BYTES, preview
 

@@ -11,10 +11,10 @@ from streamlit.testing.v1 import AppTest
 from viewer_fixture import NOTES_V1, FixtureBuilder
 
 from otel_inputs import names
-from otel_inputs._purge import purge
-from otel_inputs._readback import ENV_ACCESS_POLICY, current_viewer, revoke_source
-from otel_inputs._retention import ENV_BUDGET, _evict_attempt
-from otel_inputs._store import ArtifactStore
+from otel_inputs.names import ENV_ACCESS_POLICY
+from otel_inputs.names import ENV_STORE_BUDGET as ENV_BUDGET
+from otel_inputs.store import ArtifactStore, current_viewer, purge, revoke_source
+from otel_inputs.store._retention import _evict_attempt
 from otel_inputs.viewer import _evidence
 from otel_inputs.viewer._panel import PARTS_NOT_RECORDED
 from otel_inputs.viewer._queries import get_inputs, load_attempt

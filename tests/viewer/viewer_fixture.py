@@ -17,7 +17,7 @@ import duckdb
 from PIL import Image, ImageDraw
 
 from otel_inputs.exporter._schema import migrate
-from otel_inputs._store import ArtifactStore
+from otel_inputs.store import ArtifactStore
 
 T0 = 1_767_261_600_000_000_000  # 2026-01-01 10:00:00 UTC in ns
 MINUTE = 60_000_000_000

@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from otel_inputs._store_index import refresh
-from otel_inputs._store_io import spare_owner_alive
+from otel_inputs.store._store_index import refresh
+from otel_inputs.store._store_io import spare_owner_alive
 
 if TYPE_CHECKING:
-    from otel_inputs._store import ArtifactStore
+    from otel_inputs.store._store import ArtifactStore
 
 GC_PREFIX = ".gc-"
 MTIME_SLACK_NS = 2_000_000_000  # filesystem timestamps are coarse; re-read a little more, never less
@@ -78,7 +78,7 @@ def remove_objects(store: ArtifactStore, digests: Iterable[str],
 
 def digests_in_manifests_since(store: ArtifactStore, since_ns: int) -> set[str]:
     """Available digests of every manifest whose mtime is at or after ``since_ns``."""
-    from otel_inputs._store import available_digests
+    from otel_inputs.store._store import available_digests
 
     found: set[str] = set()
     with os.scandir(store.manifests_dir) as it:

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from otel_inputs._store_io import fsync_dir
+from otel_inputs.store._store_io import fsync_dir
 
 EVICTION_REASON = "disk_budget"
 JOURNAL_DIR = "evictions"

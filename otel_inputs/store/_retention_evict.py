@@ -2,8 +2,8 @@
 journal, delete the bytes whose last reference went, and fold a long journal into the manifests.
 
 Ordering is crash-safe: the journal file naming the victims is durable before any byte is deleted
-(see :mod:`otel_inputs._store_evictions`), and deletion follows the graveyard protocol of
-:mod:`otel_inputs._store_index_sweep`.
+(see :mod:`otel_inputs.store._store_evictions`), and deletion follows the graveyard protocol of
+:mod:`otel_inputs.store._store_index_sweep`.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from otel_inputs._store import ArtifactStore, StoreError
-from otel_inputs._store_evictions import FOLD_AT
-from otel_inputs._store_index import ManifestView, changed_since, identity, row_of
-from otel_inputs._store_index_sweep import remove_objects
-from otel_inputs._store_io import read_ended_quoted
+from otel_inputs.store._store import ArtifactStore, StoreError
+from otel_inputs.store._store_evictions import FOLD_AT
+from otel_inputs.store._store_index import ManifestView, changed_since, identity, row_of
+from otel_inputs.store._store_index_sweep import remove_objects
+from otel_inputs.store._store_io import read_ended_quoted
 
 if TYPE_CHECKING:
-    from otel_inputs._retention import StoreIndex
+    from otel_inputs.store._retention import StoreIndex
 
 JOURNAL_CHUNK = 1024  # lines per journal file: on a full disk the chunks written so far still free bytes,
 # and a fold removes whole files, so this is also the grain of folding

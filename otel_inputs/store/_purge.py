@@ -23,9 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_inputs._store import DEFAULT_RECONCILE_AGE_S, ArtifactStore
-from otel_inputs._store_index import quote, refresh
-from otel_inputs._store_io import fsync_dir
+from otel_inputs._text import canonical_path, safe_text
+from otel_inputs.store._store import DEFAULT_RECONCILE_AGE_S, ArtifactStore
+from otel_inputs.store._store_index import quote, refresh
+from otel_inputs.store._store_io import fsync_dir
 
 PURGE_REASON = "purged"
 
@@ -63,7 +64,7 @@ def _select(store: ArtifactStore, attempt_ids: Iterable[str], run_id: str | None
         wanted = quote(run_id)
         attempts.update(json.loads(a) for a, r in zip(view.aids, view.runs) if r == wanted)
         return attempts, inputs
-    src = os.path.abspath(source_path)
+    src = canonical_path(source_path)
     for body in store.iter_manifests():
         if "error" in body:
             continue
@@ -72,7 +73,8 @@ def _select(store: ArtifactStore, attempt_ids: Iterable[str], run_id: str | None
         if src is not None:
             for item in body.get("items", ()) or ():
                 path = item.get("source_path")
-                if isinstance(path, str) and (path == src or path.startswith(src.rstrip("/") + "/")):
+                path = safe_text(path) if isinstance(path, str) else None
+                if path is not None and (path == src or path.startswith(src.rstrip("/") + "/")):
                     inputs.add((body["attempt_id"], item["input_id"]))
     return attempts, inputs
 
@@ -114,7 +116,7 @@ def _remove_parts(store: ArtifactStore, attempt_id: str) -> None:
     """Exchange-part evidence of a purged attempt goes with it (after the tombstone)."""
     import shutil
 
-    from otel_inputs._store import attempt_key
+    from otel_inputs.store._store import attempt_key
 
     shutil.rmtree(store.root / "parts" / attempt_key(attempt_id), ignore_errors=True)
 

@@ -1,4 +1,4 @@
-"""The domain types of otel-inputs: every enum value here is a WIRE.md value, spelled exactly."""
+"""The public domain types of otel-inputs: every enum value here is a wire value, spelled exactly."""
 
 from __future__ import annotations
 
@@ -44,6 +44,18 @@ class ArtifactStatus(_StrEnum):
     AVAILABLE = "available"
     EVICTED = "evicted"
     NEVER_CAPTURED = "never_captured"
+
+
+class ReadbackOutcome(_StrEnum):
+    """The answer to one read of stored evidence: ``ok`` or the owner-facing refusal reason."""
+
+    OK = "ok"
+    PERMISSION_DENIED = "permission_denied"
+    NOT_FOUND = "not_found"
+    RETENTION_EXPIRED = "retention_expired"
+    INTEGRITY_MISMATCH = "integrity_mismatch"
+    SOURCE_UNAVAILABLE = "source_unavailable"
+    TOO_LARGE = "too_large"
 
 
 class Coverage(_StrEnum):

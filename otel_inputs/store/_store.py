@@ -7,9 +7,9 @@ Layout under the store root::
     manifests/<key>.json             the committed, durable record of one attempt
     ended/<pid>-<rand>.log           per process: ids of attempts that ended since their manifest was written
     evictions/<time>-<pid>-<rand>.log  per retention pass: the manifests it evicted, applied by every reader
-                                     (see :mod:`otel_inputs._store_evictions`)
+                                     (see :mod:`otel_inputs.store._store_evictions`)
     index/manifests.idx              derived: what retention needs from every manifest, validated on use
-                                     against the manifests directory (see :mod:`otel_inputs._store_index`)
+                                     against the manifests directory (see :mod:`otel_inputs.store._store_index`)
     store.lock, gc.lock              manifest read-modify-write; one retention pass at a time
 
 ``<key>`` is the SHA-256 of the attempt id, so no caller-supplied id ever becomes a path.
@@ -34,46 +34,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from otel_inputs._store_evictions import journal_for
-from otel_inputs._store_index import identity
-from otel_inputs._store_index_sweep import (
+from otel_inputs.store._store_evictions import journal_for
+from otel_inputs.store._store_index import identity
+from otel_inputs.store._store_index_sweep import (
     MTIME_SLACK_NS,
     digests_in_manifests_since,
     reconcile,
     referenced_digests,
     remove_objects,
 )
-from otel_inputs._store_io import EndedLog, _background_sync, _SpareFiles, fsync_path, read_ended, syncfs
+from otel_inputs.store._store_io import EndedLog, _background_sync, _SpareFiles, fsync_path, read_ended, syncfs
+
+from otel_inputs.store._errors import ReadbackError, StoreCleanupError, StoreError, StoreWriteError
 
 MANIFEST_VERSION = 1
 SNAPSHOT_REF_PREFIX = "sha256:"
 DEFAULT_RECONCILE_AGE_S = 3600.0
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-
-
-class StoreError(Exception):
-    """Base class of artifact-store failures."""
-
-
-class StoreCleanupError(StoreError):
-    """Cleanup of a failed capture itself failed; ``orphan_path`` names what was left behind."""
-
-    def __init__(self, orphan_path: str, cause: BaseException) -> None:
-        super().__init__(f"could not remove orphan capture staging {orphan_path}: {cause}")
-        self.orphan_path = orphan_path
-
-
-class StoreWriteError(StoreError):
-    """The store could not accept bytes (read-only, full, vanished): a store gap, not a source problem."""
-
-
-class ReadbackError(StoreError):
-    """A snapshot cannot be returned; ``outcome`` is the owner-facing refusal reason."""
-
-    def __init__(self, outcome: str, message: str) -> None:
-        super().__init__(message)
-        self.outcome = outcome
 
 
 def available_digests(manifest: dict[str, Any]) -> Iterator[str]:
@@ -96,6 +74,17 @@ def sha256_from_ref(ref: str | None) -> str | None:
         return None
     digest = ref[len(SNAPSHOT_REF_PREFIX) :]
     return digest if _HEX64.match(digest) else None
+
+
+def write_all(fh: BinaryIO, data: bytes | memoryview) -> None:
+    """Write every byte of ``data`` to an unbuffered file: a raw write may write less than asked
+    (a nearly full disk, a file-size limit) and says so only by its return value."""
+    view = memoryview(data)
+    while view:
+        n = fh.write(view)
+        if not n:
+            raise OSError(errno.ENOSPC, "short write")
+        view = view[n:]
 
 
 @dataclass(frozen=True)
@@ -123,7 +112,8 @@ class AttemptStaging:
         self.store = store
         self.attempt_id = attempt_id
         self.path = path
-        self._blobs: dict[str, Path | None] = {}  # None: already stored, only its age is refreshed
+        # digest -> (temp file, its expected size); None: already stored, only its age is refreshed
+        self._blobs: dict[str, tuple[Path, int] | None] = {}
         self._closed = False
         self._created = False
 
@@ -163,10 +153,10 @@ class AttemptStaging:
                 tmp, fh = self.open_temp()
                 try:
                     with fh:
-                        fh.write(data)
+                        write_all(fh, data)
                 except OSError as exc:
                     raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
-                self._blobs[digest] = tmp
+                self._blobs[digest] = (tmp, len(data))
         return StagedBlob(digest, len(data), snapshot_ref_for(digest))
 
     def adopt(self, tmp: Path, sha256: str, size_bytes: int) -> StagedBlob:
@@ -176,7 +166,7 @@ class AttemptStaging:
         if sha256 in self._blobs and self._blobs[sha256] is not None:
             tmp.unlink(missing_ok=True)
         else:
-            self._blobs[sha256] = tmp
+            self._blobs[sha256] = (tmp, size_bytes)
         return StagedBlob(sha256, size_bytes, snapshot_ref_for(sha256))
 
     def reference_existing(self, digest: str) -> StagedBlob | None:
@@ -198,8 +188,8 @@ class AttemptStaging:
         """
         if self._closed:
             raise StoreError("staging already closed")
-        for digest, tmp in self._blobs.items():
-            self.store._install_object(digest, tmp)
+        for digest, staged in self._blobs.items():
+            self.store._install_object(digest, staged)
         path = self.store._write_manifest(self.attempt_id, manifest, spare=True)
         self._closed = True
         self._remove_dir()
@@ -327,8 +317,9 @@ class ArtifactStore:
         """Whether the store holds bytes for ``sha256`` (string paths: this runs several times per attempt)."""
         return bool(_HEX64.match(sha256)) and os.path.isfile(self._objects_prefix + sha256)
 
-    def _install_object(self, digest: str, tmp: Path | None) -> None:
+    def _install_object(self, digest: str, staged: tuple[Path, int] | None) -> None:
         final = self.object_path(digest)
+        tmp = None if staged is None else staged[0]
         if tmp is None or self.has_object(digest):
             # Already stored: refresh its age so reconciliation cannot take it before our manifest lands.
             try:
@@ -341,6 +332,9 @@ class ArtifactStore:
             if tmp is not None:
                 tmp.unlink(missing_ok=True)
             return
+        if os.stat(tmp).st_size != staged[1]:  # never name a short file by the full content's hash
+            tmp.unlink(missing_ok=True)
+            raise StoreWriteError(f"staged snapshot {digest} is incomplete (short write)")
         os.chmod(tmp, 0o444)
         os.replace(tmp, final)
 
@@ -578,7 +572,7 @@ class ArtifactStore:
         """Delete objects that a scan started at ``scan_started_ns`` found unreferenced; (count, bytes).
 
         Manifests written since the scan (by mtime) are re-read after the objects are moved aside;
-        see :mod:`otel_inputs._store_index_sweep` for the protocol.
+        see :mod:`otel_inputs.store._store_index_sweep` for the protocol.
         """
         since = scan_started_ns - MTIME_SLACK_NS
         deleted = remove_objects(self, digests, lambda: digests_in_manifests_since(self, since))

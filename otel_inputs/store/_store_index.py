@@ -17,7 +17,7 @@ A manifest gc rewrites itself is recorded with the identity of its own descripto
 taken under the store lock: a later writer replaces the file by rename, which cannot reuse that
 inode while it is still linked.
 
-Evictions recorded in the eviction journal (:mod:`otel_inputs._store_evictions`) change no manifest
+Evictions recorded in the eviction journal (:mod:`otel_inputs.store._store_evictions`) change no manifest
 file, so the index also names the journal files its rows reflect; a journal file it has not seen is
 applied to the rows it keeps, and every manifest read from disk is read with the journal applied.
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otel_inputs._store_evictions import EvictionJournal, committed_key, journal_for
+from otel_inputs.store._store_evictions import EvictionJournal, committed_key, journal_for
 
 INDEX_DIR = "index"
 INDEX_FILE = "manifests.idx"

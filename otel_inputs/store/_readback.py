@@ -31,16 +31,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otel_inputs._store import ArtifactStore, ReadbackError, VerifiedSnapshot
+from otel_inputs import names
+from otel_inputs._text import canonical_path, safe_text
+from otel_inputs.store._store import ArtifactStore, ReadbackError, VerifiedSnapshot
 
-ENV_ACCESS_POLICY = "OTEL_INPUTS_ACCESS_POLICY"
-ENV_REVOCATIONS = "OTEL_INPUTS_REVOCATIONS"
 
 OUTCOMES = ("permission_denied", "not_found", "retention_expired", "integrity_mismatch", "source_unavailable")
 
 
 class PolicyError(ValueError):
     """The access policy or revocation file cannot be used; reads are refused until it is fixed."""
+
+
+def _viewers(raw: Any) -> dict[str, tuple[str, ...]]:
+    """``{"name": {"runs": ["pattern", ...]}}`` exactly; any other shape is refused, never read
+    leniently (a string iterated as a list of characters would grant ``*``)."""
+    if not isinstance(raw, dict):
+        raise ValueError("'viewers' must be an object of viewer name -> {\"runs\": [patterns]}")
+    viewers: dict[str, tuple[str, ...]] = {}
+    for name, spec in raw.items():
+        if not isinstance(spec, dict):
+            raise ValueError(f"viewer {name!r} must be an object like {{\"runs\": [\"run-*\"]}}")
+        runs = spec.get("runs", [])
+        if not isinstance(runs, list) or not all(isinstance(r, str) for r in runs):
+            raise ValueError(f"viewer {name!r}: 'runs' must be a list of strings, not {type(runs).__name__}")
+        viewers[str(name)] = tuple(runs)
+    return viewers
 
 
 @dataclass(frozen=True)
@@ -51,18 +67,17 @@ class AccessPolicy:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str] | None = None) -> AccessPolicy:
-        path = path or os.environ.get(ENV_ACCESS_POLICY)
+        path = path or os.environ.get(names.ENV_ACCESS_POLICY)
         if not path:
             return cls()
         try:
             body = json.loads(Path(path).read_text(encoding="utf-8"))
+            if not isinstance(body, dict):
+                raise ValueError("the policy must be a JSON object")
             default = body.get("default", "deny")
             if default not in ("allow", "deny"):
                 raise ValueError("'default' must be 'allow' or 'deny'")
-            viewers = {
-                str(name): tuple(str(r) for r in (spec or {}).get("runs", ()))
-                for name, spec in (body.get("viewers") or {}).items()
-            }
+            viewers = _viewers(body.get("viewers", {}))
         except (OSError, ValueError, AttributeError, TypeError) as exc:
             raise PolicyError(f"access policy {path} is unusable: {exc}") from exc
         return cls(default == "allow", viewers, str(path))
@@ -81,7 +96,7 @@ class RevocationList:
 
     @classmethod
     def load(cls, store: ArtifactStore, path: str | os.PathLike[str] | None = None) -> RevocationList:
-        path = Path(path or os.environ.get(ENV_REVOCATIONS) or store.root / "revocations.json")
+        path = Path(path or os.environ.get(names.ENV_REVOCATIONS) or store.root / "revocations.json")
         try:
             raw = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -90,7 +105,7 @@ class RevocationList:
             raise PolicyError(f"revocation list {path} is unreadable: {exc.strerror}") from exc
         try:
             body = json.loads(raw)
-            paths = tuple(os.path.abspath(str(s["path"])) for s in body.get("sources", ()))
+            paths = tuple(canonical_path(str(s["path"])) for s in body.get("sources", ()))
             digests = frozenset(str(d).lower() for d in body.get("sha256", ()))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise PolicyError(f"revocation list {path} is malformed: {exc}") from exc
@@ -102,6 +117,7 @@ class RevocationList:
         src = item.get("source_path")
         if not isinstance(src, str):
             return False
+        src = safe_text(src)
         return any(src == p or src.startswith(p.rstrip("/") + "/") for p in self.paths)
 
 
@@ -112,7 +128,7 @@ def revoke_source(store: ArtifactStore, path: str, reason: str = "") -> Path:
         body = json.loads(target.read_text(encoding="utf-8"))
     except FileNotFoundError:
         body = {"sources": [], "sha256": []}
-    body.setdefault("sources", []).append({"path": os.path.abspath(path), "reason": reason})
+    body.setdefault("sources", []).append({"path": canonical_path(path), "reason": reason})
     tmp = target.with_suffix(".tmp")
     tmp.write_text(json.dumps(body, indent=2), encoding="utf-8")
     os.replace(tmp, target)
@@ -162,7 +178,7 @@ class EvidenceReader:
 
     def read_part(self, viewer: str, attempt_id: str, part: str) -> ReadResult:
         """An exchange part's bytes, with the same permission and purge checks as inputs."""
-        from otel_inputs._part_readback import read_part, read_part_receipt
+        from otel_inputs.store._part_readback import read_part, read_part_receipt
 
         try:
             receipt = read_part_receipt(self.store.root, attempt_id, part)

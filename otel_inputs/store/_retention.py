@@ -6,7 +6,7 @@ run.  When a limit is crossed, the oldest terminal attempts' snapshots are marke
 (reason ``disk_budget``) in their manifests, and bytes are deleted only once no available item
 references them.  Running attempts (a live owner) and staged captures are protected.  Metadata,
 hashes and provenance always stay.  A pass reads the manifests through the derived manifest index
-(:mod:`otel_inputs._store_index`), so only manifests changed since the last pass are read.
+(:mod:`otel_inputs.store._store_index`), so only manifests changed since the last pass are read.
 
 Limits come from the environment (sizes accept K/M/G suffixes) or from flags of
 ``otel-inputs store gc``:
@@ -31,16 +31,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_inputs._retention_evict import GcReport, _candidates, _evict, _Plan, still_running
-from otel_inputs._store import ArtifactStore
-from otel_inputs._store_evictions import mark_evicted
-from otel_inputs._store_index import ManifestView, refresh
-from otel_inputs._store_index import save as save_index
-from otel_inputs._store_io import read_ended_quoted
+from otel_inputs import names
+from otel_inputs.store._retention_evict import GcReport, _candidates, _evict, _Plan, still_running
+from otel_inputs.store._store import ArtifactStore
+from otel_inputs.store._store_evictions import mark_evicted
+from otel_inputs.store._store_index import ManifestView, refresh
+from otel_inputs.store._store_index import save as save_index
+from otel_inputs.store._store_io import read_ended_quoted
 
-ENV_BUDGET = "OTEL_INPUTS_STORE_BUDGET"
-ENV_MIN_FREE = "OTEL_INPUTS_STORE_MIN_FREE"
-ENV_RUN_BUDGET = "OTEL_INPUTS_RUN_BUDGET"
 
 _log = logging.getLogger(__name__)
 
@@ -71,8 +69,8 @@ class RetentionPolicy:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RetentionPolicy:
         env = os.environ if env is None else env
-        return cls(parse_size(env.get(ENV_BUDGET)), parse_size(env.get(ENV_MIN_FREE)),
-                   parse_size(env.get(ENV_RUN_BUDGET)))
+        return cls(parse_size(env.get(names.ENV_STORE_BUDGET)), parse_size(env.get(names.ENV_STORE_MIN_FREE)),
+                   parse_size(env.get(names.ENV_RUN_BUDGET)))
 
     @property
     def active(self) -> bool:

@@ -6,12 +6,22 @@ import errno
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-from otel_inputs._parts import _HEX64, PARTS_DIR, KiB, _part
-from otel_inputs._store import ReadbackError, attempt_key
-from otel_inputs._types import PartName, PartPersistence
+from otel_inputs.store._store import ReadbackError, attempt_key
+from otel_inputs.types import PartName, PartPersistence
+
+PARTS_DIR = "parts"  # <store>/parts/<attempt_key>/<part>.{bin,json}, written by otel_inputs._parts
+_RECEIPT_MAX = 64 * 1024
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _part(value: PartName | str) -> PartName:
+    if not isinstance(value, str):
+        raise ValueError(f"unknown exchange part {value!r}")
+    return PartName(value)
 
 
 def _part_paths(store_root: str | os.PathLike[str], attempt_id: str, part_name: PartName | str) -> tuple[Path, Path]:
@@ -29,7 +39,7 @@ def read_part_receipt(store_root: str | os.PathLike[str], attempt_id: str, part_
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as fh:
-            raw = fh.read(64 * KiB + 1)
+            raw = fh.read(_RECEIPT_MAX + 1)
     except FileNotFoundError as exc:
         raise ReadbackError("not_found", "no stored receipt for this part") from exc
     except OSError as exc:
