@@ -230,7 +230,7 @@ def _vm_hwm_kib(pid: int) -> int:
 
 def run_sink(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
     cli = Path(sys.executable).with_name("otel-inputs")
-    proc = subprocess.Popen([str(cli), "collect", "--db", str(db), "--port", "0"], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([str(cli), "collect", "--db", str(db), "--port", "0", "--grpc-port", "0"], stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline() if proc.stderr else ""
         if "listening on " not in line:
@@ -269,7 +269,7 @@ def run_sink_prebuilt(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
 
     bodies = [encode_spans(b).SerializeToString() for b in _batches(spans)]
     cli = Path(sys.executable).with_name("otel-inputs")
-    proc = subprocess.Popen([str(cli), "collect", "--db", str(db), "--port", "0"], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([str(cli), "collect", "--db", str(db), "--port", "0", "--grpc-port", "0"], stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline() if proc.stderr else ""
         url = urlsplit(line.split("listening on ")[1].split(" ")[0])
