@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from otel_inputs.exporter._arrow import BatchTables
 from otel_inputs.exporter._columns import Fallback, build_chunk
-from otel_inputs.exporter._db import SINK_WRITER_SETTINGS, connect_with_retry, file_lock
+from otel_inputs.exporter._db import SINK_WRITER_SETTINGS
 from otel_inputs.exporter._grpc import GRPCServer
 from otel_inputs.exporter._http import LOGS_PATH, TRACES_PATH, HTTPServer
 from otel_inputs.exporter._logs import check_logs, logs_batch, logs_response, parse_logs_json, parse_logs_protobuf
@@ -46,9 +46,8 @@ from otel_inputs.exporter._manifests import ManifestScanner
 from otel_inputs.exporter._otlp import (
     DecodeError, check_request, iter_valid, parse_json, parse_protobuf, record_of, response_body,
 )  # fmt: skip
-from otel_inputs.exporter._schema import migrate
 from otel_inputs.exporter._wal import Kind, WALUnavailable, WriteAheadLog, wal_dir
-from otel_inputs.exporter._writer import DuckDBWriter, Progress, coalesce, landed_seq
+from otel_inputs.exporter._writer import DuckDBWriter, Progress, coalesce
 
 _log = logging.getLogger(__name__)
 
@@ -299,7 +298,8 @@ class OTLPSink:
         self._in_flight = 0
         self._stopped = False
         self._db_error: str | None = None  # the last failed write, until one succeeds
-        self.replayed = 0  # records replayed from the write-ahead log at start
+        self.replayed = 0  # records read back from the write-ahead log at start
+        self._landed: int | None = None  # the database's landed mark, read by the writer's first batch
 
     # -- addresses -------------------------------------------------------------------------------
     @property
@@ -341,7 +341,7 @@ class OTLPSink:
         try:
             self.writer = DuckDBWriter(self.db_path, source=f"collect:{self.address[1]}",
                                        settings=SINK_WRITER_SETTINGS)  # fmt: skip
-            self._replay()
+            self._replay()  # no database access: a busy or broken file cannot stop the sink from starting
         except BaseException:
             http.sock.close()
             if grpc_server is not None:
@@ -358,15 +358,9 @@ class OTLPSink:
         return self
 
     def _replay(self) -> None:
-        """Queue every write-ahead record the database has not landed (acknowledged before a crash)."""
-        with file_lock(self.db_path, exclusive=True, timeout_s=30):
-            con = connect_with_retry(self.db_path, read_only=False, settings=SINK_WRITER_SETTINGS)
-            try:
-                migrate(con)
-                landed = landed_seq(con, WAL_KEY)
-            finally:
-                con.close()
-        for rec in self.wal.open(landed):
+        """Queue every record of the write-ahead log (acknowledged, maybe not landed before a crash);
+        the writer skips those the database has already landed (it reads the mark first)."""
+        for rec in self.wal.open():
             try:
                 if rec.kind is Kind.TRACES:
                     count = check_request(parse_protobuf(rec.payload)).accepted
@@ -376,9 +370,6 @@ class OTLPSink:
                 count = 0  # converted (and counted as unconvertible) by the writer, never silently
             self._queue.put(_Item(rec.seq, rec.kind, rec.payload, count, len(rec.payload)))
             self.replayed += 1
-        if self.replayed:
-            _log.warning("otel-inputs collect: replaying %d acknowledged requests not yet landed in %s",
-                         self.replayed, self.db_path)  # fmt: skip
 
     # -- the one way in ------------------------------------------------------------------------
     def busy_message(self) -> str:
@@ -544,7 +535,21 @@ class OTLPSink:
     def _land(self, items: list[_Item]) -> bool:
         """One transaction of ``items`` and their write-ahead position; False to retry later."""
         assert self.writer is not None
+        if self._landed is None:  # first batch: which replayed records did the database already land?
+            try:
+                self._landed = self.writer.read_landed(WAL_KEY)
+            except Exception as exc:  # noqa: BLE001 - retried like a failed write
+                self._db_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                return False
+            skipped = sum(1 for i in items if i.seq <= self._landed)
+            if self.replayed:
+                _log.warning("otel-inputs collect: %d acknowledged requests in %s were not yet landed; landing them",
+                             self.replayed - skipped, self.wal.directory)  # fmt: skip
         last = items[-1].seq
+        items = [i for i in items if i.seq > self._landed]
+        if not items:
+            self.wal.landed(last)
+            return True
         # Converted while written: only one chunk's Arrow tables exist at a time, and the
         # parsed requests stay until the commit so a retry can convert again.
         outcome = self.writer.write_lazy(lambda: self._produce(items), progress=Progress(WAL_KEY, last), spill=False)

@@ -78,8 +78,8 @@ class WriteAheadLog:
         self._failed: OSError | None = None  # a failed fsync poisons the fd: never trust it again
 
     # -- life cycle -----------------------------------------------------------------------------
-    def open(self, landed: int) -> list[Record]:
-        """Take ownership, read every record past ``landed`` (to replay) and start a new segment."""
+    def open(self, landed: int = 0) -> list[Record]:
+        """Take ownership and read every record past ``landed`` (to replay); appends go to a new segment."""
         self.directory.mkdir(parents=True, exist_ok=True)
         owner = os.open(self.directory / "owner.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:

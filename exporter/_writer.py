@@ -232,6 +232,20 @@ class DuckDBWriter:
                              f"{type(exc).__name__}: {exc}", len(self.spooled_batches()), self.spool_dir)
         return not self.spooled_batches()
 
+    def read_landed(self, log: str) -> int:
+        """The highest write-ahead record of ``log`` landed in the database (migrating it first);
+        raises when the database cannot be opened."""
+        with self._lock, file_lock(self.db_path, exclusive=True, timeout_s=self.lock_timeout_s):
+            con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts,
+                                     settings=self.settings)  # fmt: skip
+            try:
+                if not self._migrated:
+                    migrate(con)
+                    self._migrated = True
+                return landed_seq(con, log)
+            finally:
+                con.close()
+
     def spooled_batches(self) -> list[Path]:
         try:
             return sorted(p for p in self.spool_dir.iterdir() if p.is_dir() and p.name[0].isdigit())
