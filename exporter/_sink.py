@@ -65,6 +65,9 @@ class SinkConfig:
     max_queued_bytes: int = 12 * 1024 * 1024
     max_queued_spans: int = 16_384  # spans and log records
     max_batch_spans: int = 512  # the writer coalesces queued requests up to this many spans
+    # A request finding the queue full waits this long for room before it is answered 503: the
+    # writer frees room at every batch, so a short wait spares the sender a Retry-After pause.
+    queue_wait_s: float = 2.0
     # Request bodies held while being read and decoded (wire bytes, then decompressed bytes).  One
     # request up to max_body_bytes is always admitted when nothing else is in flight.
     max_inflight_bytes: int = 16 * 1024 * 1024
@@ -134,6 +137,12 @@ class _Queue:
             # An oversized single request is still taken when the queue is empty, so it can land.
             return not self._items or (self._spans + spans <= self.max_spans and self._bytes + nbytes <= self.max_bytes)
 
+    def wait_for_room(self, spans: int, nbytes: int, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for room (the writer taking a batch makes it): a sender held a
+        moment is far cheaper than one told to come back in a whole Retry-After second."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.has_room(spans, nbytes), timeout_s)
+
     def put(self, item: _Item) -> None:
         with self._cond:
             self._items.append(item)
@@ -161,6 +170,8 @@ class _Queue:
                 self._bytes -= item.nbytes
                 spans += item.spans
                 out.append(item)
+            if out:
+                self._cond.notify_all()  # room for requests waiting in wait_for_room
             return out
 
     def wake(self) -> None:
@@ -414,7 +425,7 @@ class OTLPSink:
         with self._order_lock:
             if not self._accepting:
                 return Answer(False, "sink is stopping; retry later", 503, _RPC_UNAVAILABLE, retry=True, unavailable=True)
-            if not self._queue.has_room(item.spans, item.nbytes):
+            if not self._queue.wait_for_room(item.spans, item.nbytes, self.config.queue_wait_s):
                 return Answer(False, self.busy_message(), 503, _RPC_RESOURCE_EXHAUSTED, retry=True)
             try:
                 item.seq = self.wal.write(kind, wire)

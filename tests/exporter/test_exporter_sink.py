@@ -138,8 +138,8 @@ def test_size_caps_and_gzip_bombs_get_413(db_path: Path) -> None:
 
 
 @pytest.mark.parametrize("config, requests, items", [
-    (SinkConfig(max_queued_spans=2, max_batch_spans=1), 6, 0),
-    (SinkConfig(max_queued_bytes=1, max_batch_spans=1), 5, 2),  # one byte: one request waits at a time
+    (SinkConfig(max_queued_spans=2, max_batch_spans=1, queue_wait_s=0.1), 6, 0),
+    (SinkConfig(max_queued_bytes=1, max_batch_spans=1, queue_wait_s=0.1), 5, 2),  # one byte: one request waits at a time
 ], ids=["span-bound", "byte-bound"])
 def test_full_buffer_answers_503_with_retry_after_then_everything_lands(
         spans: SpanFactory, db_path: Path, config: SinkConfig, requests: int, items: int) -> None:

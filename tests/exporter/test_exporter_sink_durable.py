@@ -141,7 +141,7 @@ def test_large_attributes_do_not_wedge_the_sink(spans: SpanFactory, db_path: Pat
 
 def test_busy_database_answers_503_with_reason_then_accepted_spans_land(spans: SpanFactory, db_path: Path) -> None:
     """While the database cannot be written the queue fills and new requests get 503 + Retry-After; every 200 lands later."""
-    sink = OTLPSink(db_path, port=0, config=SinkConfig(max_queued_spans=3, max_batch_spans=1)).start()
+    sink = OTLPSink(db_path, port=0, config=SinkConfig(max_queued_spans=3, max_batch_spans=1, queue_wait_s=0.1)).start()
     codes: list[int] = []
     try:
         with file_lock(db_path, exclusive=True, timeout_s=5):
@@ -205,3 +205,24 @@ def test_full_disk_answers_503_never_200_and_acknowledged_spans_land(spans: Span
     finally:
         sink.stop()
     assert query(db_path, "SELECT count(*) FROM agent_attempts WHERE attempt_id = 'att-99'") == [(1,)]
+
+
+def test_request_finding_the_queue_full_waits_for_room_instead_of_503(spans: SpanFactory, db_path: Path) -> None:
+    """A request arriving at a full queue is held until the writer frees room (within queue_wait_s) and then gets 200."""
+    import threading
+
+    sink = OTLPSink(db_path, port=0, config=SinkConfig(max_queued_spans=1, max_batch_spans=1, queue_wait_s=20)).start()
+    try:
+        assert post(sink.endpoint, proto_request([spans.attempt(0)]).SerializeToString())[0] == 200  # creates the file
+        assert sink.flush(30)
+        lock = file_lock(db_path, exclusive=True, timeout_s=5)
+        lock.__enter__()
+        release = threading.Timer(1.5, lock.__exit__, args=(None, None, None))
+        release.start()
+        t0 = time.monotonic()
+        codes = [post(sink.endpoint, proto_request([spans.attempt(i)]).SerializeToString())[0] for i in range(1, 4)]
+        release.join()
+        assert codes == [200, 200, 200] and time.monotonic() - t0 >= 1.0  # the last one waited for the lock's end
+    finally:
+        sink.stop()
+    assert query(db_path, "SELECT count(*) FROM agent_attempts") == [(4,)]

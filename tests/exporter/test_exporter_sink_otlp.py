@@ -262,7 +262,7 @@ def test_grpc_full_sink_is_resource_exhausted_with_retry_info(spans: SpanFactory
 
     from otel_inputs.exporter._db import file_lock
 
-    s = OTLPSink(db_path, port=0, grpc_port=0, config=SinkConfig(max_queued_spans=1, max_batch_spans=1)).start()
+    s = OTLPSink(db_path, port=0, grpc_port=0, config=SinkConfig(max_queued_spans=1, max_batch_spans=1, queue_wait_s=0.1)).start()
     ok = 0
     try:
         with file_lock(db_path, exclusive=True, timeout_s=5):
