@@ -169,11 +169,14 @@ def run_raw(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
     return {"spans_per_s": len(spans) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(spans), **_storage(db, len(spans))}
 
 
+ANCHORS = Path(os.environ.get("OTEL_INPUTS_ANCHORS") or Path(__file__).resolve().parents[2] / "shared" / "anchors")
+
+
 @functools.cache
 def _anchor_module() -> Any | None:
-    """The anchors' DuckDB ingest script (``../shared/anchors`` beside the repository), if present;
-    loaded once per process."""
-    folder = Path(__file__).resolve().parents[2] / "shared" / "anchors"
+    """The anchors' DuckDB ingest script (``../shared/anchors`` beside the repository, or the
+    folder ``OTEL_INPUTS_ANCHORS`` names), if present; loaded once per process."""
+    folder = ANCHORS
     script = folder / "duckdb_ingest.py"
     if not script.is_file():
         return None
@@ -228,15 +231,35 @@ def _vm_hwm_kib(pid: int) -> int:
     return int(m.group(1)) if m else 0
 
 
-def run_sink(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
+def _start_sink(db: Path) -> tuple[subprocess.Popen[str], str, str]:
+    """``otel-inputs collect`` in its own process: the process, its HTTP traces endpoint and gRPC target."""
     cli = Path(sys.executable).with_name("otel-inputs")
-    proc = subprocess.Popen([str(cli), "collect", "--db", str(db), "--port", "0"], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([str(cli), "collect", "--db", str(db), "--port", "0", "--grpc-port", "0"],
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    line = proc.stderr.readline() if proc.stderr else ""
+    if "listening on " not in line:
+        proc.kill()
+        raise RuntimeError(f"sink did not start: {line!r}")
+    return proc, line.split("listening on ")[1].split(" ")[0], line.split("OTLP/gRPC on ")[1].split()[0]
+
+
+def run_sink(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
+    return _run_sink_with(spans, db, grpc=False)
+
+
+def run_sink_grpc(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
+    return _run_sink_with(spans, db, grpc=True)
+
+
+def _run_sink_with(spans: list[ReadableSpan], db: Path, *, grpc: bool) -> dict[str, float]:
+    proc, endpoint, grpc_target = _start_sink(db)
     try:
-        line = proc.stderr.readline() if proc.stderr else ""
-        if "listening on " not in line:
-            raise RuntimeError(f"sink did not start: {line!r}")
-        endpoint = line.split("listening on ")[1].split(" ")[0]
-        sender = OTLPSpanExporter(endpoint=endpoint, timeout=60)
+        if grpc:
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+
+            sender: Any = GrpcSpanExporter(endpoint=grpc_target, insecure=True, timeout=60)
+        else:
+            sender = OTLPSpanExporter(endpoint=endpoint, timeout=60)
         t0 = time.perf_counter()
         for batch in _batches(spans):
             sender.export(batch)
@@ -268,11 +291,9 @@ def run_sink_prebuilt(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     bodies = [encode_spans(b).SerializeToString() for b in _batches(spans)]
-    cli = Path(sys.executable).with_name("otel-inputs")
-    proc = subprocess.Popen([str(cli), "collect", "--db", str(db), "--port", "0"], stderr=subprocess.PIPE, text=True)
+    proc, endpoint, _ = _start_sink(db)
     try:
-        line = proc.stderr.readline() if proc.stderr else ""
-        url = urlsplit(line.split("listening on ")[1].split(" ")[0])
+        url = urlsplit(endpoint)
         t0 = time.perf_counter()
         conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
         for body in bodies:
@@ -310,6 +331,91 @@ def run_encode(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
     return {"spans_per_s": len(spans) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(spans)}
 
 
+GENAI_EVENT = "gen_ai.client.inference.operation.details"  # OpenTelemetry's GenAI event, not an otel_inputs name
+
+
+def make_log_records(count: int) -> list[Any]:
+    """GenAI content events as opentelemetry-instrumentation-openai-v2 emits them with EVENT_ONLY:
+    ten attributes and the exchanged messages as a structured body, under a span context."""
+    from opentelemetry import trace
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    memory = InMemoryLogRecordExporter()
+    provider = LoggerProvider(resource=Resource.create({"service.name": "bench-agent"}))
+    provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
+    logger = provider.get_logger("opentelemetry.instrumentation.openai_v2", "2.1b0")
+    for i in range(count):
+        ctx = trace.set_span_in_context(trace.NonRecordingSpan(trace.SpanContext(
+            int(_hex(f"t{i // 8}")[:32], 16), int(_hex(f"s{i}")[:16], 16), is_remote=False)))  # fmt: skip
+        body = {
+            n.GEN_AI_SYSTEM_INSTRUCTIONS: [{"type": "text", "content": "You are a careful developer agent."}],
+            n.GEN_AI_INPUT_MESSAGES: [{"role": "user", "parts": [{"type": "text", "content": f"Fix test {i}: " + "x" * 400}]},
+                                      {"role": "assistant", "parts": [{"type": "text", "content": "Looking." * 20}]}],
+            n.GEN_AI_OUTPUT_MESSAGES: [{"role": "assistant", "finish_reason": "stop",
+                                        "parts": [{"type": "text", "content": "Done. " * 30}]}],
+        }  # fmt: skip
+        attrs = {n.GEN_AI_OPERATION_NAME: "chat", n.GEN_AI_PROVIDER_NAME: "openai", n.GEN_AI_REQUEST_MODEL: "gpt-4o-mini",
+                 "gen_ai.response.model": "gpt-4o-mini-2024-07-18", "gen_ai.response.id": f"chatcmpl-{i:010d}",
+                 "gen_ai.usage.input_tokens": 120 + i % 50, "gen_ai.usage.output_tokens": 40 + i % 20,
+                 "gen_ai.response.finish_reasons": ["stop"], "server.address": "api.openai.com", "server.port": 443}  # fmt: skip
+        logger.emit(timestamp=1764460800000000000 + i, event_name=GENAI_EVENT, body=body, attributes=attrs, context=ctx)
+    records = list(memory.get_finished_logs())
+    provider.shutdown()
+    return records
+
+
+def run_raw_logs(records: list[Any], db: Path) -> dict[str, float]:
+    """The raw bar for log records: the reference conversion, one INSERT per 512 records, one connection."""
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+
+    from otel_inputs.exporter._logs import logs_table
+
+    con = duckdb.connect(str(db))
+    migrate(con)
+    t0, c0 = time.perf_counter(), time.process_time()
+    for i in range(0, len(records), BATCH):
+        table = logs_table(encode_logs(records[i : i + BATCH]))
+        con.execute("BEGIN TRANSACTION")
+        con.register("b", table)
+        con.execute("INSERT INTO otel_logs SELECT * FROM b")
+        con.unregister("b")
+        con.execute("COMMIT")
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+    con.close()
+    return {"spans_per_s": len(records) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(records), **_storage(db, len(records))}
+
+
+def run_sink_logs(records: list[Any], db: Path) -> dict[str, float]:
+    """The stock OTLP/HTTP log exporter posting 512-record batches to ``otel-inputs collect``,
+    timed until every record is queryable (durable 200s)."""
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+
+    proc, endpoint, _ = _start_sink(db)
+    try:
+        sender = OTLPLogExporter(endpoint=endpoint.replace("/v1/traces", "/v1/logs"), timeout=60)
+        t0 = time.perf_counter()
+        for i in range(0, len(records), BATCH):
+            if sender.export(records[i : i + BATCH]).name != "SUCCESS":
+                raise RuntimeError("log export failed")
+        stored = 0
+        while stored < len(records):
+            time.sleep(0.05)
+            with read_connection(db, timeout_s=60) as con:
+                stored = con.execute("SELECT count(*) FROM otel_logs").fetchone()[0]
+            if time.perf_counter() - t0 > 600:
+                raise RuntimeError(f"sink stored only {stored} of {len(records)} log records")
+        elapsed = time.perf_counter() - t0
+        rss_kib = _vm_hwm_kib(proc.pid)
+        cpu = _proc_cpu_s(proc.pid)
+        sender.shutdown()
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    return {"spans_per_s": len(records) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(records),
+            "peak_rss_mib": rss_kib / 1024, **_storage(db, len(records))}  # fmt: skip
+
+
 def _median(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
@@ -320,26 +426,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spans", type=int, default=None)
     parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--paths", default=None,
-                        help="comma-separated subset of exporter,sink,sink_pre,encode (the raw paths always run: they are the bar)")
+                        help="comma-separated subset of exporter,sink,sink_grpc,sink_pre,encode,logs "
+                             "(the raw paths always run: they are the bar)")
     args = parser.parse_args(argv)
     count = args.spans or (2048 if args.quick else 10_240)
     runs = args.runs or (1 if args.quick else 3)
     print(f"building {count} rich spans (20 attributes, 20 input events x 15 attributes) ...", flush=True)
     spans = make_spans(count)
     paths: dict[str, Callable[[list[ReadableSpan], Path], dict[str, float]]] = {
-        "raw_arrow": run_raw, "raw_anchor": run_raw_anchor, "exporter": run_exporter, "sink": run_sink, "sink_pre": run_sink_prebuilt,
-        "encode": run_encode,
+        "raw_arrow": run_raw, "raw_anchor": run_raw_anchor, "exporter": run_exporter, "sink": run_sink,
+        "sink_grpc": run_sink_grpc, "sink_pre": run_sink_prebuilt, "encode": run_encode,
     }  # fmt: skip
     if args.paths:
         wanted = {"raw_arrow", "raw_anchor", *args.paths.split(",")}
-        unknown = wanted - set(paths)
+        unknown = wanted - set(paths) - {"logs"}
         if unknown:
             parser.error(f"unknown paths: {', '.join(sorted(unknown))}")
         paths = {k: v for k, v in paths.items() if k in wanted}
     if _anchor_module() is None:
         print("../shared/anchors not found: the bar is raw_arrow alone", flush=True)
         paths.pop("raw_anchor")
-    results: dict[str, list[dict[str, float]]] = {k: [] for k in paths}
+    log_paths: dict[str, Callable[[list[Any], Path], dict[str, float]]] = {}
+    if not args.paths or "logs" in args.paths.split(","):
+        log_paths = {"raw_logs": run_raw_logs, "sink_logs": run_sink_logs}
+    paths.pop("logs", None)
+    records = make_log_records(count) if log_paths else []
+    results: dict[str, list[dict[str, float]]] = {k: [] for k in [*paths, *log_paths]}
     tmp = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     try:
         for r in range(runs):
@@ -347,6 +459,10 @@ def main(argv: list[str] | None = None) -> int:
                 db = tmp / f"{name}-{r}.duckdb"
                 results[name].append(fn(spans, db))
                 print(f"  run {r + 1}/{runs} {name:9s} {results[name][-1]['spans_per_s']:8.0f} spans/s", flush=True)
+            for name, log_fn in log_paths.items():
+                db = tmp / f"{name}-{r}.duckdb"
+                results[name].append(log_fn(records, db))
+                print(f"  run {r + 1}/{runs} {name:9s} {results[name][-1]['spans_per_s']:8.0f} records/s", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     med = {k: _median(v) for k, v in results.items()}
@@ -358,9 +474,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ratios against the fastest raw path: {fastest}")
     print(f"{'path':10s} {'spans/s':>9s} {'x raw':>7s} {'CPU ms/span':>12s} {'x raw CPU':>10s} {'B/span':>8s} {'used B/sp':>10s}  notes")
     for name, m in med.items():
+        if name in log_paths:
+            continue
         notes = ""
-        if name == "sink":
-            notes = f"stock OTLP exporter; sink peak RSS {m['peak_rss_mib']:.0f} MiB, sender side {m['sender_spans_per_s']:.0f} spans/s"
+        if name in ("sink", "sink_grpc"):
+            notes = (f"stock OTLP/{'gRPC' if name == 'sink_grpc' else 'HTTP'} exporter, durable 200; sink peak RSS "
+                     f"{m['peak_rss_mib']:.0f} MiB, sender side {m['sender_spans_per_s']:.0f} spans/s")  # fmt: skip
         elif name == "sink_pre":
             notes = f"pre-encoded bodies (sink capacity); sink peak RSS {m['peak_rss_mib']:.0f} MiB"
         elif name == "encode":
@@ -374,6 +493,13 @@ def main(argv: list[str] | None = None) -> int:
         limiter = "the sender's encoding" if enc > pre else "the sink"
         print(f"\nend to end: the sender spends {enc:.2f} CPU-ms/span encoding, the sink {pre:.2f}: {limiter} limits "
               f"(on 2 cores they also share CPU, so neither runs alone)")  # fmt: skip
+    if "sink_logs" in med:
+        raw_logs, sink_logs = med["raw_logs"], med["sink_logs"]
+        print(f"\nGenAI log events ({GENAI_EVENT}, structured body, 10 attributes), records/s:")
+        print(f"  raw_logs  {raw_logs['spans_per_s']:9.0f}  (reference conversion + INSERT into otel_logs, one connection)")
+        print(f"  sink_logs {sink_logs['spans_per_s']:9.0f}  {sink_logs['spans_per_s'] / raw_logs['spans_per_s']:.2f}x raw_logs, "
+              f"{sink_logs['spans_per_s'] / bar:.2f}x the span bar; stock OTLP/HTTP log exporter, durable 200; "
+              f"sink peak RSS {sink_logs['peak_rss_mib']:.0f} MiB")  # fmt: skip
     phoenix = 98.2
     print("vs Phoenix (98 spans/s, 1,717 MiB, ~21 KB/span): " + ", ".join(
         f"{name} {med[name]['spans_per_s'] / phoenix:.0f}x" for name in ("exporter", "sink", "sink_pre") if name in med))

@@ -22,6 +22,7 @@ ATTEMPTS = "agent_attempts"
 INPUTS = "agent_attempt_inputs"
 ARTIFACTS = "agent_artifacts"
 PARTS = "agent_exchange_parts"
+LOGS = "otel_logs"
 
 TS_TYPE = _TS = pa.timestamp("ns")
 _MAP = pa.map_(pa.string(), pa.string())
@@ -52,15 +53,20 @@ class BatchTables:
     inputs: pa.Table | None
     artifacts: pa.Table | None = None
     parts: pa.Table | None = None
+    logs: pa.Table | None = None  # otel_logs rows (OTLP log records); no key, appended as they come
 
     @property
     def span_count(self) -> int:
         return self.traces.num_rows if self.traces is not None else 0
 
+    @property
+    def log_count(self) -> int:
+        return self.logs.num_rows if self.logs is not None else 0
+
     def items(self) -> list[tuple[str, pa.Table]]:
         # PARTS after ATTEMPTS: an attempt's replace clears its old part rows first.
         pairs = [(TRACES, self.traces), (ATTEMPTS, self.attempts), (INPUTS, self.inputs),
-                 (ARTIFACTS, self.artifacts), (PARTS, self.parts)]  # fmt: skip
+                 (ARTIFACTS, self.artifacts), (PARTS, self.parts), (LOGS, self.logs)]  # fmt: skip
         return [(name, t) for name, t in pairs if t is not None and t.num_rows]
 
 

@@ -11,6 +11,7 @@ from types import FrameType
 import click
 
 from otel_inputs.exporter._sink import OTLPSink, skip_pandas_probe, use_system_memory_pool
+from otel_inputs.exporter._wal import WALBusy
 
 
 @click.command("collect")
@@ -20,9 +21,14 @@ from otel_inputs.exporter._sink import OTLPSink, skip_pandas_probe, use_system_m
               help="Artifact store whose manifests are landed in agent_artifacts.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to bind; loopback by default, so nothing is exposed unless asked.")
-@click.option("--port", default=4318, show_default=True, type=click.IntRange(0, 65535))
-def collect(db_path: Path, store: Path | None, host: str, port: int) -> None:
-    """Receive OTLP/HTTP traces on /v1/traces (protobuf or JSON, gzip) and land them in DuckDB."""
+@click.option("--port", default=4318, show_default=True, type=click.IntRange(0, 65535),
+              help="OTLP/HTTP port (0 picks a free one).")
+@click.option("--grpc-port", default=4317, show_default=True, type=click.IntRange(0, 65535),
+              help="OTLP/gRPC port (0 picks a free one).")
+@click.option("--no-grpc", is_flag=True, help="Do not serve OTLP/gRPC.")
+def collect(db_path: Path, store: Path | None, host: str, port: int, grpc_port: int, no_grpc: bool) -> None:
+    """Receive OTLP traces and logs (HTTP /v1/traces and /v1/logs, protobuf or JSON, gzip; gRPC
+    TraceService and LogsService) and land them in DuckDB; a 200 / OK means the request is durable."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     done = threading.Event()
 
@@ -32,13 +38,16 @@ def collect(db_path: Path, store: Path | None, host: str, port: int) -> None:
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     skip_pandas_probe()  # this process is only a sink: no pandas, ~45 MiB less
     use_system_memory_pool()  # freed Arrow memory goes back to the OS between batches
-    sink = OTLPSink(db_path, store=store, host=host, port=port)
+    sink = OTLPSink(db_path, store=store, host=host, port=port, grpc_port=None if no_grpc else grpc_port)
     try:
         sink.start()
+    except WALBusy as exc:
+        raise click.ClickException(str(exc)) from exc
     except OSError as exc:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    # The actual endpoint (port 0 picks a free one); tests and scripts read this line.
-    click.echo(f"otel-inputs collect listening on {sink.endpoint} -> {db_path}", err=True)
+        raise click.ClickException(f"cannot listen on {host}: {exc.strerror or exc}") from exc
+    # The actual endpoints (port 0 picks a free one); tests and scripts read these lines.
+    grpc_note = f"; OTLP/gRPC on {sink.grpc_endpoint}" if sink.grpc_endpoint else ""
+    click.echo(f"otel-inputs collect listening on {sink.endpoint} -> {db_path}{grpc_note}", err=True)
     try:
         while not done.wait(0.5):
             pass

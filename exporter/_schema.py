@@ -259,6 +259,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    # The sink's write-ahead log (<db>.ingest/): the highest record landed, written in the same
+    # transaction as the record's rows, so a restart replays exactly the records not yet landed
+    # (log rows have no key to replace by, so a replayed record must never land twice).
+    Migration(
+        14,
+        "ingest_write_ahead_progress",
+        """
+        CREATE TABLE otel_inputs_ingest_progress (
+            log VARCHAR PRIMARY KEY,
+            landed_seq UBIGINT NOT NULL,
+            updated_at TIMESTAMP
+        );
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

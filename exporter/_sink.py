@@ -1,16 +1,21 @@
-"""``OTLPSink``: an OTLP/HTTP trace receiver that lands spans through the same DuckDB write path.
+"""``OTLPSink``: the OTLP receiver (HTTP and gRPC, traces and logs) landing through the DuckDB write path.
 
-Request threads only parse (protobuf is parsed in C) and validate each request, answer at once
-(with ``partial_success`` for rejected spans) and queue the request's protobuf wire bytes (the
-parsed message takes ~2.5x its wire size, so it is dropped once validated); ONE writer thread
-parses each queued request again (~14 ms per 512 rich spans), converts it to Arrow (``decode_chunk_spans`` spans at a time, see
-:mod:`otel_inputs.exporter._columns`) and owns every DuckDB write (and the periodic landing of store
-manifests), so the file sees one regular writer and the sender never waits for the conversion.
-Memory is bounded in bytes at both ends: request bodies being read or parsed
-(``max_inflight_bytes``) and requests waiting for the writer (``max_queued_bytes``, their wire
-bytes).  When either is full the client gets 503 + Retry-After and
-retries later, so nothing accepted is dropped.  ``stop()`` stops accepting, then flushes
-everything already accepted before returning.
+Every request, whichever transport brought it, goes through :meth:`OTLPSink.ingest`: parse and
+validate it (rejected items are answered in ``partial_success``), reserve room in the writer's
+queue (full: 503 + Retry-After / ``RESOURCE_EXHAUSTED``), append its protobuf wire bytes to the
+write-ahead log and wait for the group fsync (cannot: 503 / ``UNAVAILABLE``), and only then
+answer 200 / OK.  So an acknowledged request survives ``kill -9``: the next start replays every
+record the database has not landed.
+
+ONE writer thread parses each queued request again, converts it to Arrow (``decode_chunk_spans``
+spans at a time, see :mod:`otel_inputs.exporter._columns`) and owns every DuckDB write (and the
+periodic landing of store manifests); the write-ahead position is committed in the same
+transaction as the rows, then the landed log segments are deleted.  A write that fails stays in
+the queue and the log and is retried on a reopened database; while it fails the queue fills and
+senders are told to retry.  Memory is bounded in bytes at both ends: request bodies being read or
+parsed (``max_inflight_bytes``) and requests waiting for the writer (``max_queued_bytes``, their
+wire bytes).  ``stop()`` stops accepting, then lands everything already accepted before returning
+(what it cannot land stays in the log for the next start).
 """
 
 from __future__ import annotations
@@ -23,36 +28,33 @@ import os
 import sys
 import threading
 import time
-import zlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pyarrow as pa
 
-from otel_inputs.exporter._db import SINK_WRITER_SETTINGS
-from otel_inputs.exporter._manifests import ManifestScanner
 from otel_inputs.exporter._arrow import BatchTables
 from otel_inputs.exporter._columns import Fallback, build_chunk
+from otel_inputs.exporter._db import SINK_WRITER_SETTINGS
+from otel_inputs.exporter._grpc import GRPCServer
+from otel_inputs.exporter._http import LOGS_PATH, TRACES_PATH, HTTPServer
+from otel_inputs.exporter._logs import check_logs, logs_batch, logs_response, parse_logs_json, parse_logs_protobuf
+from otel_inputs.exporter._manifests import ManifestScanner
 from otel_inputs.exporter._otlp import (
-    DecodedRequest, DecodeError, check_request, iter_valid, parse_json, parse_protobuf, record_of, response_body,
-    status_body,
+    DecodeError, check_request, iter_valid, parse_json, parse_protobuf, record_of, response_body,
 )  # fmt: skip
-from otel_inputs.exporter._writer import DuckDBWriter, coalesce
+from otel_inputs.exporter._wal import Kind, WALUnavailable, WriteAheadLog, wal_dir
+from otel_inputs.exporter._writer import DuckDBWriter, Progress, coalesce
 
 _log = logging.getLogger(__name__)
 
-TRACES_PATH = "/v1/traces"
-_PROTOBUF_TYPES = frozenset({"application/x-protobuf", "application/protobuf"})
-_JSON_TYPE = "application/json"
-# google.rpc.Code values used in error bodies.
+WAL_KEY = "collect"  # this sink's row in otel_inputs_ingest_progress (one receiving sink per file)
 _RPC_INVALID_ARGUMENT = 3
 _RPC_RESOURCE_EXHAUSTED = 8
 _RPC_UNAVAILABLE = 14
-_RPC_NOT_FOUND = 5
-_RPC_UNIMPLEMENTED = 12
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,11 @@ class SinkConfig:
     # The queue holds accepted requests' protobuf wire bytes (~18 KB per 20-item packet span),
     # bounded in bytes; a full queue answers 503 + Retry-After.
     max_queued_bytes: int = 12 * 1024 * 1024
-    max_queued_spans: int = 16_384
+    max_queued_spans: int = 16_384  # spans and log records
     max_batch_spans: int = 512  # the writer coalesces queued requests up to this many spans
+    # A request finding the queue full waits this long for room before it is answered 503: the
+    # writer frees room at every batch, so a short wait spares the sender a Retry-After pause.
+    queue_wait_s: float = 2.0
     # Request bodies held while being read and decoded (wire bytes, then decompressed bytes).  One
     # request up to max_body_bytes is always admitted when nothing else is in flight.
     max_inflight_bytes: int = 16 * 1024 * 1024
@@ -71,28 +76,53 @@ class SinkConfig:
     # memory: ~14 MiB per 64 rich spans), and inserted per statement (fewer, larger inserts cost less CPU).
     decode_chunk_spans: int = 64
     insert_spans: int = 256
-    socket_timeout_s: float = 10.0  # a silent client loses its thread after this, others are unaffected
-    request_deadline_s: float = 30.0  # a client trickling bytes cannot hold a thread longer than this
+    header_timeout_s: float = 10.0  # request line and headers must arrive within this
+    request_deadline_s: float = 30.0  # a client trickling its body cannot hold a connection longer
+    keep_alive_s: float = 5.0  # an idle keep-alive connection is closed after this
+    max_connections: int = 64  # open HTTP connections (more are answered 503 at once); gRPC RPCs
+    http_workers: int = 8  # threads parsing and making durable HTTP requests
+    grpc_workers: int = 8
     store_interval_s: float = 5.0
     retry_after_s: int = 1
 
 
 @dataclass
 class _Item:
-    """One accepted request: its protobuf wire bytes, rejected positions, span count and bytes.
+    """One accepted request: its write-ahead sequence number, signal and protobuf wire bytes.
 
     Only the wire bytes wait in the queue: the writer parses them again when it converts, and the
     parsed message is released as soon as the last chunk is converted, before the commit."""
 
+    seq: int
+    kind: Kind
     wire: bytes | bytearray | None
-    skip: set[tuple[int, int, int]]
-    spans: int
+    spans: int  # spans or log records
     nbytes: int
     unconverted: int = 0  # spans whose conversion failed (logged once, counted after the write)
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What :meth:`OTLPSink.ingest` decided; each transport renders it in its own terms."""
+
+    ok: bool
+    message: str = ""
+    http_status: int = 200
+    rpc_code: int = 0
+    retry: bool = False  # 503 + Retry-After / RESOURCE_EXHAUSTED or UNAVAILABLE with RetryInfo
+    unavailable: bool = False  # cannot be made durable (vs. merely full)
+    render: Callable[[bool], bytes] | None = None
+
+    def body(self, as_json: bool) -> bytes:
+        return self.render(as_json) if self.render is not None else b""
+
+
+def _invalid(message: str) -> Answer:
+    return Answer(False, message, 400, _RPC_INVALID_ARGUMENT)
+
+
 class _Queue:
-    """A FIFO of accepted requests, bounded by the spans and the Arrow bytes it holds."""
+    """A FIFO of accepted requests, bounded by the spans and the wire bytes it holds."""
 
     def __init__(self, max_spans: int, max_bytes: int) -> None:
         self.max_spans = max_spans
@@ -102,16 +132,31 @@ class _Queue:
         self._bytes = 0
         self._cond = threading.Condition(threading.RLock())  # re-entered by the writer's take
 
-    def offer(self, item: _Item) -> bool:
+    def has_room(self, spans: int, nbytes: int) -> bool:
         with self._cond:
             # An oversized single request is still taken when the queue is empty, so it can land.
-            if self._items and (self._spans + item.spans > self.max_spans or self._bytes + item.nbytes > self.max_bytes):
-                return False
+            return not self._items or (self._spans + spans <= self.max_spans and self._bytes + nbytes <= self.max_bytes)
+
+    def wait_for_room(self, spans: int, nbytes: int, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for room (the writer taking a batch makes it): a sender held a
+        moment is far cheaper than one told to come back in a whole Retry-After second."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.has_room(spans, nbytes), timeout_s)
+
+    def put(self, item: _Item) -> None:
+        with self._cond:
             self._items.append(item)
             self._spans += item.spans
             self._bytes += item.nbytes
             self._cond.notify()
-            return True
+
+    def put_back(self, items: list[_Item]) -> None:
+        """Return items the writer could not land to the front, in order."""
+        with self._cond:
+            for item in reversed(items):
+                self._items.appendleft(item)
+                self._spans += item.spans
+                self._bytes += item.nbytes
 
     def take(self, max_spans: int, timeout_s: float) -> list[_Item]:
         with self._cond:
@@ -125,6 +170,8 @@ class _Queue:
                 self._bytes -= item.nbytes
                 spans += item.spans
                 out.append(item)
+            if out:
+                self._cond.notify_all()  # room for requests waiting in wait_for_room
             return out
 
     def wake(self) -> None:
@@ -164,160 +211,6 @@ class _Budget:
     def used(self) -> int:
         with self._lock:
             return self._used
-
-
-class _BodyTooLarge(Exception):
-    pass
-
-
-def _gunzip_bounded(data: bytes, cap: int) -> bytes:
-    """Decompress gzip without ever producing more than ``cap`` bytes (gzip bombs stop here)."""
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = d.decompress(data, cap + 1)
-    if len(out) > cap or d.unconsumed_tail:
-        raise _BodyTooLarge
-    out += d.flush()
-    if len(out) > cap:
-        raise _BodyTooLarge
-    if not d.eof:
-        raise zlib.error("truncated gzip stream")
-    return out
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-    server_version = "otel-inputs-collect"
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.settimeout(self.server.sink.config.socket_timeout_s)
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
-        _log.debug("collect: " + format, *args)
-
-    def _reply(self, code: int, body: bytes, *, as_json: bool, headers: dict[str, str] | None = None,
-               close: bool = False) -> None:  # fmt: skip
-        self.send_response(code)
-        self.send_header("Content-Type", _JSON_TYPE if as_json else "application/x-protobuf")
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        if close:
-            self.send_header("Connection", "close")
-            self.close_connection = True
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _error(self, code: int, rpc: int, message: str, *, as_json: bool, close: bool = False,
-               headers: dict[str, str] | None = None) -> None:  # fmt: skip
-        self._reply(code, status_body(rpc, message, as_json=as_json), as_json=as_json, close=close, headers=headers)
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        self._error(405, _RPC_UNIMPLEMENTED, "use POST", as_json=True, headers={"Allow": "POST"})
-
-    def _read_body(self, length: int, *, keep: bool = True) -> bytearray:
-        """Read exactly ``length`` bytes into one buffer (no chunk list, no join copy); with
-        ``keep=False`` the body is read and discarded through a small buffer."""
-        deadline = time.monotonic() + self.server.sink.config.request_deadline_s
-        buf = bytearray(length if keep else min(length, 1 << 16))
-        view = memoryview(buf)
-        pos = 0
-        try:
-            while pos < length:
-                if time.monotonic() > deadline:
-                    raise TimeoutError("request body too slow")
-                target = view[pos : pos + min(length - pos, 1 << 20)] if keep else view[: min(length - pos, len(buf))]
-                got = self.rfile.readinto1(target)
-                if not got:
-                    raise ConnectionError("client closed before the body was complete")
-                pos += got
-        finally:
-            view.release()
-        return buf if keep else bytearray()
-
-    def _busy(self, as_json: bool) -> None:
-        cfg = self.server.sink.config
-        self._error(503, _RPC_UNAVAILABLE, "sink buffer full; retry later", as_json=as_json,
-                    headers={"Retry-After": str(cfg.retry_after_s)})  # fmt: skip
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-        sink = self.server.sink
-        cfg = sink.config
-        media = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-        as_json = media == _JSON_TYPE
-        if self.path.split("?")[0] != TRACES_PATH:
-            self._error(404, _RPC_NOT_FOUND, f"only {TRACES_PATH} is served", as_json=as_json, close=True)
-            return
-        if media not in _PROTOBUF_TYPES and not as_json:
-            self._error(415, _RPC_INVALID_ARGUMENT, "Content-Type must be application/x-protobuf or application/json",
-                        as_json=False, close=True)  # fmt: skip
-            return
-        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
-        if encoding not in ("identity", "gzip"):
-            self._error(415, _RPC_INVALID_ARGUMENT, "Content-Encoding must be gzip or identity", as_json=as_json, close=True)
-            return
-        try:
-            length = int(self.headers.get("Content-Length", ""))
-            if length < 0:
-                raise ValueError
-        except ValueError:
-            self._error(411, _RPC_INVALID_ARGUMENT, "a valid Content-Length is required", as_json=as_json, close=True)
-            return
-        if length > cfg.max_body_bytes:
-            # Not read at all: closing the connection discards it without buffering.
-            self._error(413, _RPC_RESOURCE_EXHAUSTED, f"body over {cfg.max_body_bytes} bytes", as_json=as_json, close=True)
-            return
-        if not sink.inflight.try_take(length):
-            # Too many bodies in memory already: read this one through a small buffer, then 503.
-            try:
-                self._read_body(length, keep=False)
-            except (TimeoutError, OSError, ConnectionError):
-                self.close_connection = True
-                return
-            self._busy(as_json)
-            return
-        held = length
-        try:
-            try:
-                body: bytes | bytearray = self._read_body(length)
-            except (TimeoutError, OSError, ConnectionError):
-                self.close_connection = True
-                return
-            if encoding == "gzip":
-                try:
-                    body = _gunzip_bounded(body, cfg.max_body_bytes)
-                except _BodyTooLarge:
-                    self._error(413, _RPC_RESOURCE_EXHAUSTED, f"decompressed body over {cfg.max_body_bytes} bytes",
-                                as_json=as_json, close=True)  # fmt: skip
-                    return
-                except zlib.error:
-                    self._error(400, _RPC_INVALID_ARGUMENT, "body is not valid gzip", as_json=as_json)
-                    return
-                if len(body) > held:
-                    if not sink.inflight.try_take(len(body) - held):
-                        del body
-                        self._busy(as_json)
-                        return
-                    held = len(body)
-            if not sink.decode_slots.acquire(timeout=cfg.socket_timeout_s):
-                del body
-                self._busy(as_json)
-                return
-            try:
-                item, decoded = sink.decode(body, as_json=as_json)
-            except DecodeError as exc:
-                self._error(400, _RPC_INVALID_ARGUMENT, str(exc), as_json=as_json)
-                return
-            finally:
-                sink.decode_slots.release()
-                del body
-        finally:
-            sink.inflight.give(held)
-        if not sink.accept(item, decoded):
-            self._busy(as_json)
-            return
-        self._reply(200, response_body(decoded, as_json=as_json), as_json=as_json)
 
 
 def _load_libc() -> ctypes.CDLL | None:
@@ -368,18 +261,19 @@ def use_system_memory_pool() -> None:
     pa.set_memory_pool(pa.system_memory_pool())
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 64
+def _remove_rejected_spans(req: object, skip: set[tuple[int, int, int]]) -> None:
+    for i, j, k in sorted(skip, reverse=True):
+        del req.resource_spans[i].scope_spans[j].spans[k]  # type: ignore[attr-defined]
 
-    def __init__(self, address: tuple[str, int], sink: OTLPSink) -> None:
-        self.sink = sink
-        super().__init__(address, _Handler)
+
+def _remove_rejected_logs(req: object, skip: set[tuple[int, int, int]]) -> None:
+    for i, j, k in sorted(skip, reverse=True):
+        del req.resource_logs[i].scope_logs[j].log_records[k]  # type: ignore[attr-defined]
 
 
 class OTLPSink:
-    """OTLP/HTTP receiver on ``/v1/traces`` writing into one DuckDB file (and store metadata)."""
+    """OTLP receiver: HTTP ``/v1/traces`` and ``/v1/logs``, and (when ``grpc_port`` is given)
+    gRPC TraceService and LogsService, writing into one DuckDB file (and store metadata)."""
 
     def __init__(
         self,
@@ -388,63 +282,168 @@ class OTLPSink:
         store: str | os.PathLike[str] | None = None,
         host: str = "127.0.0.1",
         port: int = 4318,
+        grpc_port: int | None = None,
         config: SinkConfig | None = None,
     ) -> None:
         self.config = config or SinkConfig()
         self.host = host
         self.port = port
+        self.grpc_port = grpc_port
         self.store = Path(store) if store is not None else None
         self.writer: DuckDBWriter | None = None
         self.db_path = Path(db_path)
+        self.wal = WriteAheadLog(wal_dir(self.db_path))
         self._queue = _Queue(self.config.max_queued_spans, self.config.max_queued_bytes)
         self.inflight = _Budget(self.config.max_inflight_bytes)
         self.decode_slots = threading.BoundedSemaphore(max(1, self.config.max_concurrent_decodes))
-        self._server: _Server | None = None
+        self.http_pool = ThreadPoolExecutor(max_workers=self.config.http_workers,
+                                            thread_name_prefix="otel-inputs-collect-ingest")  # fmt: skip
+        self._http: HTTPServer | None = None
+        self._grpc: GRPCServer | None = None
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._accepting = False
         self._scanner = ManifestScanner(self.store) if self.store is not None else None
         self._stop_lock = threading.Lock()
-        self._accept_lock = threading.Lock()
+        self._order_lock = threading.Lock()  # log order == queue order, so a landed mark covers all before it
         self._in_flight = 0
         self._stopped = False
+        self._db_error: str | None = None  # the last failed write, until one succeeds
+        self.replayed = 0  # records read back from the write-ahead log at start
+        self._landed: int | None = None  # the database's landed mark, read by the writer's first batch
 
+    # -- addresses -------------------------------------------------------------------------------
     @property
     def address(self) -> tuple[str, int]:
-        if self._server is None:
+        if self._http is None:
             raise RuntimeError("sink not started")
-        host, port = self._server.server_address[:2]
-        return str(host), int(port)
+        return self._http.address
 
     @property
     def endpoint(self) -> str:
         host, port = self.address
         return f"http://{host}:{port}{TRACES_PATH}"
 
+    @property
+    def logs_endpoint(self) -> str:
+        host, port = self.address
+        return f"http://{host}:{port}{LOGS_PATH}"
+
+    @property
+    def grpc_address(self) -> tuple[str, int] | None:
+        return self._grpc.address if self._grpc is not None else None
+
+    @property
+    def grpc_endpoint(self) -> str | None:
+        if self._grpc is None:
+            return None
+        host, port = self._grpc.address
+        return f"{host}:{port}"
+
+    # -- life cycle ------------------------------------------------------------------------------
     def start(self) -> OTLPSink:
-        self._server = _Server((self.host, self.port), self)
-        self.writer = DuckDBWriter(self.db_path, source=f"collect:{self.address[1]}", settings=SINK_WRITER_SETTINGS)
+        http = HTTPServer(self, self.host, self.port)
+        try:
+            grpc_server = GRPCServer(self, self.host, self.grpc_port) if self.grpc_port is not None else None
+        except (RuntimeError, OSError) as exc:
+            http.sock.close()
+            raise OSError(f"cannot listen on {self.host}:{self.grpc_port} for OTLP/gRPC: {exc}") from exc
+        self._http, self._grpc = http, grpc_server
+        try:
+            self.writer = DuckDBWriter(self.db_path, source=f"collect:{self.address[1]}",
+                                       settings=SINK_WRITER_SETTINGS)  # fmt: skip
+            self._replay()  # no database access: a busy or broken file cannot stop the sink from starting
+        except BaseException:
+            http.sock.close()
+            if grpc_server is not None:
+                grpc_server.stop()
+            raise
         self._land_store()  # at startup, before the first span, so metadata is there early
         self._accepting = True
         writer_thread = threading.Thread(target=self._write_loop, name="otel-inputs-collect-writer", daemon=True)
-        server_thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
-                                         name="otel-inputs-collect-http", daemon=True)  # fmt: skip
-        self._threads = [writer_thread, server_thread]
-        for t in self._threads:
-            t.start()
+        self._threads = [writer_thread]
+        writer_thread.start()
+        http.start()
+        if grpc_server is not None:
+            grpc_server.start()
         return self
 
-    def decode(self, body: bytes | bytearray, *, as_json: bool) -> tuple[_Item, DecodedRequest]:
-        """Parse and validate a request body (no conversion yet); raises DecodeError for an
-        undecodable body.  The item keeps the protobuf wire bytes (a JSON body is re-encoded as
-        protobuf), not the parsed message, so a queued request costs its wire size."""
-        req = parse_json(body) if as_json else parse_protobuf(body)
-        decoded = check_request(req)
-        if not decoded.accepted:
-            return _Item(None, decoded.skip, 0, 0), decoded
-        wire = req.SerializeToString() if as_json else body
-        return _Item(wire, decoded.skip, decoded.accepted, len(wire)), decoded
+    def _replay(self) -> None:
+        """Queue every record of the write-ahead log (acknowledged, maybe not landed before a crash);
+        the writer skips those the database has already landed (it reads the mark first)."""
+        for rec in self.wal.open():
+            try:
+                if rec.kind is Kind.TRACES:
+                    count = check_request(parse_protobuf(rec.payload)).accepted
+                else:
+                    count = check_logs(parse_logs_protobuf(rec.payload)).accepted
+            except DecodeError:
+                count = 0  # converted (and counted as unconvertible) by the writer, never silently
+            self._queue.put(_Item(rec.seq, rec.kind, rec.payload, count, len(rec.payload)))
+            self.replayed += 1
 
+    # -- the one way in ------------------------------------------------------------------------
+    def busy_message(self) -> str:
+        if self._db_error is not None:
+            return f"sink cannot write the database ({self._db_error}); retry later"
+        return "sink buffer full; retry later"
+
+    def ingest(self, signal: str, body: bytes | bytearray, as_json: bool) -> Answer:
+        """Validate, make durable and queue one request body of ``signal`` ('traces' or 'logs')."""
+        if not self._accepting:
+            return Answer(False, "sink is stopping; retry later", 503, _RPC_UNAVAILABLE, retry=True, unavailable=True)
+        if not self.decode_slots.acquire(timeout=self.config.request_deadline_s):
+            return Answer(False, self.busy_message(), 503, _RPC_RESOURCE_EXHAUSTED, retry=True)
+        try:
+            kind = Kind.TRACES if signal == "traces" else Kind.LOGS
+            try:
+                if kind is Kind.TRACES:
+                    req = parse_json(body) if as_json else parse_protobuf(body)
+                    checked = check_request(req)
+                    accepted, rejected, skip = checked.accepted, checked.rejected, checked.skip
+                    render: Callable[[bool], bytes] = lambda j, c=checked: response_body(c, as_json=j)  # noqa: E731
+                    if skip and accepted:
+                        _remove_rejected_spans(req, skip)
+                else:
+                    req = parse_logs_json(body) if as_json else parse_logs_protobuf(body)
+                    checked_logs = check_logs(req)
+                    accepted, rejected, skip = checked_logs.accepted, checked_logs.rejected, checked_logs.skip
+                    render = lambda j, c=checked_logs: logs_response(c, as_json=j)  # noqa: E731
+                    if skip and accepted:
+                        _remove_rejected_logs(req, skip)
+            except DecodeError as exc:
+                return _invalid(str(exc))
+            wire = req.SerializeToString() if (as_json or skip) and accepted else body
+            del req
+        finally:
+            self.decode_slots.release()
+        if rejected and self.writer is not None:
+            self.writer.count("spans_rejected" if kind is Kind.TRACES else "logs_rejected", rejected)
+        if not accepted:
+            return Answer(True, render=render)
+        item = _Item(0, kind, wire, accepted, len(wire))
+        with self._order_lock:
+            if not self._accepting:
+                return Answer(False, "sink is stopping; retry later", 503, _RPC_UNAVAILABLE, retry=True, unavailable=True)
+            if not self._queue.wait_for_room(item.spans, item.nbytes, self.config.queue_wait_s):
+                return Answer(False, self.busy_message(), 503, _RPC_RESOURCE_EXHAUSTED, retry=True)
+            try:
+                item.seq = self.wal.write(kind, wire)
+            except WALUnavailable as exc:
+                return self._not_durable(exc)
+            self._queue.put(item)
+        try:
+            self.wal.sync(item.seq)
+        except WALUnavailable as exc:
+            return self._not_durable(exc)
+        return Answer(True, render=render)
+
+    def _not_durable(self, exc: WALUnavailable) -> Answer:
+        _log.error("otel-inputs collect: refusing a request: %s", exc)
+        return Answer(False, f"sink cannot make the request durable ({exc}); retry later", 503, _RPC_UNAVAILABLE,
+                      retry=True, unavailable=True)  # fmt: skip
+
+    # -- the writer ----------------------------------------------------------------------------
     def _produce(self, items: list[_Item]) -> Iterator[BatchTables]:
         """The taken requests' Arrow chunks, merged into inserts of about ``insert_spans`` spans
         (split where a span or attempt repeats, as :func:`coalesce` does)."""
@@ -453,7 +452,7 @@ class OTLPSink:
         for item in items:
             for tables in self._iter_tables(item):
                 group.append(tables)
-                spans += tables.span_count
+                spans += tables.span_count + tables.log_count
                 if spans >= self.config.insert_spans:
                     yield from coalesce(group)
                     group, spans = [], 0
@@ -463,14 +462,25 @@ class OTLPSink:
     def _iter_tables(self, item: _Item) -> Iterator[BatchTables]:
         """Convert one queued request into Arrow chunks, lazily and in request order (so a duplicate
         span later in the request still replaces an earlier copy).  Never raises; may run again
-        for a retry or a spill, and yields the same chunks each time."""
+        for a retry, and yields the same chunks each time."""
         if item.wire is None or self.writer is None:
+            return
+        if item.kind is Kind.LOGS:
+            try:
+                tables = logs_batch(parse_logs_protobuf(item.wire))
+            except Exception:  # noqa: BLE001 - counted, never kills the writer
+                if not item.unconverted:
+                    item.unconverted = item.spans
+                    _log.exception("otel-inputs collect: %d log records of an accepted request cannot be converted",
+                                   item.spans)  # fmt: skip
+                return
+            yield tables
             return
         size = max(1, self.config.decode_chunk_spans)
         converted = 0
         try:
             # Parsed here, a local of this generator: freed when the last chunk is converted.
-            valid = iter_valid(parse_protobuf(item.wire), item.skip)
+            valid = iter_valid(parse_protobuf(item.wire), frozenset())
             while chunk := list(itertools.islice(valid, size)):
                 try:
                     tables = build_chunk(chunk)
@@ -489,24 +499,12 @@ class OTLPSink:
                 _log.exception("otel-inputs collect: %d spans of an accepted request cannot be converted; dropped",
                                item.unconverted)  # fmt: skip
 
-    def accept(self, item: _Item, decoded: DecodedRequest) -> bool:
-        """Queue a converted request; False means "full, come back later"."""
-        # Under the lock stop() takes, so no batch can slip in after the writer's final drain.
-        with self._accept_lock:
-            if not self._accepting:
-                return False
-            if item.spans and not self._queue.offer(item):
-                return False
-        if decoded.rejected and self.writer is not None:
-            self.writer.count("spans_rejected", decoded.rejected)
-        return True
-
     @property
     def queued_spans(self) -> int:
         return len(self._queue)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
-        """Wait until every span accepted so far is written (or spilled); False on timeout."""
+        """Wait until every span accepted so far is written; False on timeout."""
         deadline = time.monotonic() + timeout_s
         while len(self._queue) or self._in_flight:
             if time.monotonic() >= deadline:
@@ -516,18 +514,26 @@ class OTLPSink:
 
     def _write_loop(self) -> None:
         last_store = time.monotonic()
+        backoff = 0.0
+        failures_at_stop = 0
         while True:
             with self._queue._cond:  # take and mark in flight atomically, so flush() never sees a gap
                 items = self._queue.take(self.config.max_batch_spans, timeout_s=0.2)
-                self._in_flight = sum(i.spans for i in items)
+                self._in_flight = sum(i.spans for i in items) or (1 if items else 0)
             if items and self.writer is not None:
-                # Converted while written: only one chunk's Arrow tables exist at a time, and the
-                # parsed requests stay until the commit so a retry or spill can convert again.
-                self.writer.write_lazy(lambda: self._produce(items))
-                for item in items:  # counted once, however often the batch was produced
-                    if item.unconverted:
-                        self.writer.count("spans_unconvertible", item.unconverted)
-                        self.writer.count("spans_dropped", item.unconverted)
+                if self._land(items):
+                    backoff = 0.0
+                else:
+                    self._queue.put_back(items)
+                    if self._stopping.is_set():
+                        failures_at_stop += 1
+                        if failures_at_stop >= 3:
+                            _log.error("otel-inputs collect: stopping with %d accepted spans not landed; they stay "
+                                       "in %s for the next start", len(self._queue), self.wal.directory)  # fmt: skip
+                            self._in_flight = 0
+                            return
+                    backoff = min(max(backoff * 2, 0.1), 2.0)
+                    self._stopping.wait(backoff)
             del items  # release the parsed requests before waiting for the next batch
             _release_free_memory()
             self._in_flight = 0
@@ -536,6 +542,40 @@ class OTLPSink:
                 last_store = time.monotonic()
             if self._stopping.is_set() and not len(self._queue):
                 return
+
+    def _land(self, items: list[_Item]) -> bool:
+        """One transaction of ``items`` and their write-ahead position; False to retry later."""
+        assert self.writer is not None
+        if self._landed is None:  # first batch: which replayed records did the database already land?
+            try:
+                self._landed = self.writer.read_landed(WAL_KEY)
+            except Exception as exc:  # noqa: BLE001 - retried like a failed write
+                self._db_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                return False
+            skipped = sum(1 for i in items if i.seq <= self._landed)
+            if self.replayed:
+                _log.warning("otel-inputs collect: %d acknowledged requests in %s were not yet landed; landing them",
+                             self.replayed - skipped, self.wal.directory)  # fmt: skip
+        last = items[-1].seq
+        items = [i for i in items if i.seq > self._landed]
+        if not items:
+            self.wal.landed(last)
+            return True
+        # Converted while written: only one chunk's Arrow tables exist at a time, and the
+        # parsed requests stay until the commit so a retry can convert again.
+        outcome = self.writer.write_lazy(lambda: self._produce(items), progress=Progress(WAL_KEY, last), spill=False)
+        if outcome.error is not None:
+            self._db_error = outcome.error.splitlines()[0][:300]
+            return False
+        self._db_error = None
+        for item in items:  # counted once, however often the batch was produced
+            if item.unconverted and item.kind is Kind.TRACES:
+                self.writer.count("spans_unconvertible", item.unconverted)
+                self.writer.count("spans_dropped", item.unconverted)
+            elif item.unconverted:
+                self.writer.count("logs_dropped", item.unconverted)
+        self.wal.landed(last)
+        return True
 
     def _land_store(self) -> None:
         if self._scanner is None or self.writer is None:
@@ -552,21 +592,24 @@ class OTLPSink:
             _log.exception("otel-inputs collect: landing store manifests failed")
 
     def stop(self) -> None:
-        """Stop accepting, flush every accepted span, land the store one last time.  Idempotent."""
+        """Stop accepting, land every accepted span, land the store one last time.  Idempotent."""
         with self._stop_lock:
             if self._stopped:
                 return
             self._stopped = True
-        with self._accept_lock:
+        with self._order_lock:
             self._accepting = False
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        if self._http is not None:
+            self._http.stop()
+        if self._grpc is not None:
+            self._grpc.stop()
+        self.http_pool.shutdown(wait=True)
         self._stopping.set()
         self._queue.wake()
         for t in self._threads:
             t.join()
         self._land_store()
+        self.wal.close()
 
     def __enter__(self) -> OTLPSink:
         return self.start()
@@ -575,4 +618,4 @@ class OTLPSink:
         self.stop()
 
 
-__all__ = ["OTLPSink", "SinkConfig", "TRACES_PATH"]
+__all__ = ["LOGS_PATH", "OTLPSink", "SinkConfig", "TRACES_PATH"]

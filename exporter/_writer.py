@@ -27,8 +27,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from otel_inputs.exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, PARTS, TRACES, BatchTables, build_batch
-from otel_inputs.exporter._db import LockTimeout, connect_with_retry, file_lock, spool_path
+from otel_inputs.exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, LOGS, PARTS, TRACES, BatchTables, build_batch
+from otel_inputs.exporter._db import WRITER_SETTINGS, LockTimeout, connect_with_retry, file_lock, spool_path
 from otel_inputs.exporter._manifests import artifacts_table
 from otel_inputs.exporter._schema import migrate
 from otel_inputs.exporter._spans import SpanRecord
@@ -37,10 +37,12 @@ _log = logging.getLogger(__name__)
 
 HEALTH_METRICS = ("spans_written", "spans_spilled", "spans_dropped", "batches_failed",
                   "spans_drained", "spans_rejected", "spans_unconvertible", "spool_quarantined",
-                  "artifact_rows_written")  # fmt: skip
+                  "artifact_rows_written", "logs_written", "logs_rejected", "logs_dropped",
+                  "spool_drain_failed")  # fmt: skip
 _TABLE_FILES = {TRACES: "otel_traces.arrow", ATTEMPTS: "agent_attempts.arrow",
                 INPUTS: "agent_attempt_inputs.arrow", ARTIFACTS: "agent_artifacts.arrow",
-                PARTS: "agent_exchange_parts.arrow"}  # fmt: skip
+                PARTS: "agent_exchange_parts.arrow", LOGS: "otel_logs.arrow"}  # fmt: skip
+_PROGRESS_TABLE = "otel_inputs_ingest_progress"
 _BATCH_VIEW = "_otel_inputs_batch"
 _KEYS_VIEW = "_otel_inputs_keys"
 
@@ -50,11 +52,20 @@ def default_source(prefix: str = "exporter") -> str:
 
 
 @dataclass(frozen=True)
+class Progress:
+    """A write-ahead log position landed in the same transaction as the rows it covers."""
+
+    log: str
+    seq: int
+
+
+@dataclass(frozen=True)
 class WriteOutcome:
     written: int = 0
     spilled: int = 0
     dropped: int = 0
     error: str | None = None
+    logs_written: int = 0
 
     @property
     def durable(self) -> bool:
@@ -170,19 +181,25 @@ class DuckDBWriter:
             merged = [b for b in batches if b.items()]
         return self.write_lazy(lambda: merged)
 
-    def write_lazy(self, produce: Callable[[], Iterable[BatchTables]]) -> WriteOutcome:
+    def write_lazy(self, produce: Callable[[], Iterable[BatchTables]], *, progress: Progress | None = None,
+                   spill: bool = True) -> WriteOutcome:  # fmt: skip
         """Land every batch ``produce()`` yields in ONE transaction, inserting each as it is made,
         so only one batch's Arrow tables exist at a time (the sink converts while it writes).
         ``produce`` is called again to retry or to spill, so it must yield the same batches each
-        time and never raise.  Never raises."""
+        time and never raise.  ``progress`` is recorded in the same transaction (the sink's
+        write-ahead log position); with ``spill=False`` a failed batch is not spooled, only
+        reported (the sink keeps it in its write-ahead log and retries).  Never raises."""
         with self._lock:
             self._take_pending()
             try:
-                n = self._commit(produce)
-                return WriteOutcome(written=n)
+                n, logs = self._commit(produce, progress)
+                return WriteOutcome(written=n, logs_written=logs)
             except Exception as exc:  # noqa: BLE001 - every failure ends in the spool, not the caller
                 error = f"{type(exc).__name__}: {exc}"
                 self.counters["batches_failed"] += 1
+                if not spill:
+                    _log.warning("otel-inputs: DuckDB write failed (%s); kept for a retry", error)
+                    return WriteOutcome(error=error)
                 spilled = 0
                 n = 0
                 for tables in produce():
@@ -192,6 +209,7 @@ class DuckDBWriter:
                         spilled += tables.span_count
                     except Exception as spill_exc:  # noqa: BLE001
                         self.counters["spans_dropped"] += tables.span_count
+                        self.counters["logs_dropped"] += tables.log_count
                         _log.error("otel-inputs: batch of %d spans LOST: write failed (%s) and spool failed (%s)",
                                    tables.span_count, error, spill_exc)  # fmt: skip
                 self.counters["spans_spilled"] += spilled
@@ -208,11 +226,25 @@ class DuckDBWriter:
         with self._lock:
             self._take_pending()
             try:
-                self._commit(list)
+                self._commit(list, None)
             except Exception as exc:  # noqa: BLE001 - the spool stays for the next writer of this file
                 _log.warning("otel-inputs: spool not drained (%s); %d batches wait in %s",
                              f"{type(exc).__name__}: {exc}", len(self.spooled_batches()), self.spool_dir)
         return not self.spooled_batches()
+
+    def read_landed(self, log: str) -> int:
+        """The highest write-ahead record of ``log`` landed in the database (migrating it first);
+        raises when the database cannot be opened."""
+        with self._lock, file_lock(self.db_path, exclusive=True, timeout_s=self.lock_timeout_s):
+            con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts,
+                                     settings=self.settings)  # fmt: skip
+            try:
+                if not self._migrated:
+                    migrate(con)
+                    self._migrated = True
+                return landed_seq(con, log)
+            finally:
+                con.close()
 
     def spooled_batches(self) -> list[Path]:
         try:
@@ -221,33 +253,53 @@ class DuckDBWriter:
             return []
 
     # -- internals -----------------------------------------------------------------------------
-    def _commit(self, produce: Callable[[], Iterable[BatchTables]]) -> int:
-        """One transaction of the produced batches (then drain the spool); returns spans written."""
+    def _commit(self, produce: Callable[[], Iterable[BatchTables]], progress: Progress | None) -> tuple[int, int]:
+        """One transaction of the produced batches (then drain the spool); returns spans and log
+        records written.
+
+        A failed transaction is retried once on a NEW connection without the memory limit:
+        DuckDB invalidates a database after a fatal error (e.g. a checkpoint that could not pin a
+        buffer), and only a reopen recovers it.  When ``progress`` shows the failed transaction
+        did commit (a checkpoint failing after a durable COMMIT), it is not landed again."""
         with file_lock(self.db_path, exclusive=True, timeout_s=self.lock_timeout_s):
-            con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts,
-                                     settings=self.settings)
+            before = self.counters["spans_written"], self.counters["logs_written"]
             try:
-                if not self._migrated:
-                    migrate(con)
-                    self._migrated = True
-                before = self.counters["spans_written"]
-                self.counters = _transaction(con, produce, self.source, self.counters, "spans_written")
-                written = self.counters["spans_written"] - before
-                self._drain(con)
-                return written
-            finally:
-                con.close()
+                self._commit_on(produce, progress, self.settings)
+            except duckdb.Error as exc:
+                _log.warning("otel-inputs: DuckDB transaction failed (%s: %s); reopening the database to retry "
+                             "without the memory limit", type(exc).__name__, str(exc).splitlines()[0][:200])
+                unbounded = {k: v for k, v in (self.settings or WRITER_SETTINGS).items() if k != "memory_limit"}
+                self._commit_on(produce, progress, unbounded, after_failure=True)
+            return self.counters["spans_written"] - before[0], self.counters["logs_written"] - before[1]
+
+    def _commit_on(self, produce: Callable[[], Iterable[BatchTables]], progress: Progress | None,
+                   settings: Mapping[str, str] | None, *, after_failure: bool = False) -> None:  # fmt: skip
+        con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts, settings=settings)
+        try:
+            if not self._migrated:
+                migrate(con)
+                self._migrated = True
+            if after_failure and progress is not None and landed_seq(con, progress.log) >= progress.seq:
+                # The COMMIT was durable; only what came after it (the checkpoint) failed.
+                con.execute("CHECKPOINT")
+            else:
+                self.counters = _transaction(con, produce, self.source, self.counters, "spans_written", progress)
+            self._drain(con)
+        finally:
+            con.close()
 
     def _drain(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Land spooled batches, each in its own transaction so one bad entry cannot block the rest."""
+        """Land spooled batches, each in its own transaction.  An entry that reads back but does not
+        land stays where it is: the failure may be the database's (memory, a fatal error), not the
+        entry's, so only an entry that cannot be read at all is quarantined (in _load_spool)."""
         for path, batch in self._load_spool():
             try:
                 counters = _transaction(con, lambda b=batch: [b], self.source, self.counters, "spans_drained")
-            except (duckdb.IOException, duckdb.TransactionException):
-                return  # the file itself is in trouble: leave the spool for the next batch
-            except Exception as exc:  # noqa: BLE001 - a poison entry is quarantined, never retried forever
-                self._quarantine(path, exc)
-                continue
+            except Exception as exc:  # noqa: BLE001 - kept for the next drain; the batch already landed
+                self.counters["spool_drain_failed"] = self.counters.get("spool_drain_failed", 0) + 1
+                _log.warning("otel-inputs: spool entry %s not landed (%s: %s); kept for the next drain",
+                             path, type(exc).__name__, str(exc).splitlines()[0][:200])  # fmt: skip
+                return
             self.counters = counters
             # Only after the commit: a crash before this re-drains, and keyed replace makes that a no-op.
             shutil.rmtree(path, ignore_errors=True)
@@ -273,7 +325,7 @@ class DuckDBWriter:
                 self._quarantine(path, exc)
                 continue
             out.append((path, BatchTables(loaded[TRACES], loaded[ATTEMPTS], loaded[INPUTS], loaded[ARTIFACTS],
-                                          loaded.get(PARTS))))
+                                          loaded.get(PARTS), loaded.get(LOGS))))
         return out
 
     def _spill(self, tables: BatchTables) -> Path:
@@ -315,7 +367,7 @@ def _concat(group: list[BatchTables]) -> BatchTables:
 
     return BatchTables(cat([b.traces for b in group]), cat([b.attempts for b in group]),
                        cat([b.inputs for b in group]), cat([b.artifacts for b in group]),
-                       cat([b.parts for b in group]))  # fmt: skip
+                       cat([b.parts for b in group]), cat([b.logs for b in group]))  # fmt: skip
 
 
 def coalesce(batches: Sequence[BatchTables]) -> list[BatchTables]:
@@ -346,19 +398,26 @@ def coalesce(batches: Sequence[BatchTables]) -> list[BatchTables]:
     return out
 
 
+def landed_seq(con: duckdb.DuckDBPyConnection, log: str) -> int:
+    """The highest write-ahead record of ``log`` landed in this database (0: none)."""
+    row = con.execute(f"SELECT landed_seq FROM {_PROGRESS_TABLE} WHERE log = ?", [log]).fetchone()
+    return int(row[0]) if row else 0
+
+
 def _transaction(con: duckdb.DuckDBPyConnection, produce: Callable[[], Iterable[BatchTables]], source: str,
-                 counters: Mapping[str, int], count_as: str) -> dict[str, int]:  # fmt: skip
+                 counters: Mapping[str, int], count_as: str, progress: Progress | None = None) -> dict[str, int]:  # fmt: skip
     """One transaction; if WRITER_SETTINGS' memory_limit is too small for an unusually large batch,
     lift it for this connection and retry once instead of spilling (or quarantining) good data.
+    A fatal error (the database invalidated) is not retried here: only a reopen recovers it.
     Returns the counters including this transaction's spans (under ``count_as``)."""
     try:
-        return _transaction_once(con, produce(), source, counters, count_as)
+        return _transaction_once(con, produce(), source, counters, count_as, progress)
     except duckdb.Error as exc:
-        if not _out_of_memory(exc):
+        if isinstance(exc, duckdb.FatalException) or not _out_of_memory(exc):
             raise
         _log.info("otel-inputs: batch exceeds the writer memory_limit; retrying with DuckDB's default")
         con.execute("RESET memory_limit")
-        return _transaction_once(con, produce(), source, counters, count_as)
+        return _transaction_once(con, produce(), source, counters, count_as, progress)
 
 
 def _out_of_memory(exc: BaseException) -> bool:
@@ -369,16 +428,25 @@ def _out_of_memory(exc: BaseException) -> bool:
 
 
 def _transaction_once(con: duckdb.DuckDBPyConnection, batches: Iterable[BatchTables], source: str,
-                      counters: Mapping[str, int], count_as: str) -> dict[str, int]:  # fmt: skip
+                      counters: Mapping[str, int], count_as: str, progress: Progress | None) -> dict[str, int]:  # fmt: skip
     out = dict(counters)
     con.execute("BEGIN TRANSACTION")
     try:
         for tables in batches:
             _insert(con, tables)
             out[count_as] += tables.span_count
+            out["logs_written"] = out.get("logs_written", 0) + tables.log_count
             if count_as == "spans_written" and tables.artifacts is not None:
                 out["artifact_rows_written"] += tables.artifacts.num_rows
+        if progress is not None:
+            con.execute(f"DELETE FROM {_PROGRESS_TABLE} WHERE log = ?", [progress.log])
+            con.execute(f"INSERT INTO {_PROGRESS_TABLE} VALUES (?, ?, now())", [progress.log, progress.seq])
         _write_health(con, source, out)
+        # The commit checkpoints (checkpoint_threshold '1B'), and a checkpoint rewrites whole row
+        # groups: with large values that needs more than the insert's bounded buffer pool, and a
+        # checkpoint that cannot pin a buffer invalidates the database.  The limit bounds the
+        # inserts' transient memory; the checkpoint gets DuckDB's default.
+        con.execute("RESET memory_limit")
         con.execute("COMMIT")
         return out
     except BaseException:
@@ -456,4 +524,4 @@ def _write_health(con: duckdb.DuckDBPyConnection, source: str, counters: Mapping
     con.execute(f"INSERT INTO exporter_health VALUES {values_sql}", params)
 
 
-__all__ = ["DuckDBWriter", "LockTimeout", "WriteOutcome", "default_source"]
+__all__ = ["DuckDBWriter", "LockTimeout", "Progress", "WriteOutcome", "default_source", "landed_seq"]

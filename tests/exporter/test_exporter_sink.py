@@ -131,15 +131,15 @@ def test_size_caps_and_gzip_bombs_get_413(db_path: Path) -> None:
         bomb = gzip.compress(b"\0" * 50_000_000)  # ~50 KB on the wire, 50 MB inflated
         assert len(bomb) < 100_000
         assert post(sink.endpoint, bomb, content_encoding="gzip")[0] == 413
-        assert post(sink.endpoint, b"", path="/v1/logs")[0] == 404
+        assert post(sink.endpoint, b"", path="/v1/metrics")[0] == 404
         assert post(sink.endpoint, proto_request([]).SerializeToString())[0] == 200
     finally:
         sink.stop()
 
 
 @pytest.mark.parametrize("config, requests, items", [
-    (SinkConfig(max_queued_spans=2, max_batch_spans=1), 6, 0),
-    (SinkConfig(max_queued_bytes=1, max_batch_spans=1), 5, 2),  # one byte: one request waits at a time
+    (SinkConfig(max_queued_spans=2, max_batch_spans=1, queue_wait_s=0.1), 6, 0),
+    (SinkConfig(max_queued_bytes=1, max_batch_spans=1, queue_wait_s=0.1), 5, 2),  # one byte: one request waits at a time
 ], ids=["span-bound", "byte-bound"])
 def test_full_buffer_answers_503_with_retry_after_then_everything_lands(
         spans: SpanFactory, db_path: Path, config: SinkConfig, requests: int, items: int) -> None:
@@ -162,7 +162,7 @@ def test_slow_client_does_not_block_others(spans: SpanFactory, db_path: Path) ->
     """A client that sends half a request and stalls does not delay another client's export."""
     import socket
 
-    sink = _sink(db_path, config=SinkConfig(socket_timeout_s=5))
+    sink = _sink(db_path, config=SinkConfig(request_deadline_s=5))
     try:
         host, port = sink.address
         slow = socket.create_connection((host, port))
@@ -206,7 +206,7 @@ def test_store_manifests_land_at_start_periodically_and_on_stop(tmp_path: Path, 
 def test_collect_command_flushes_on_sigterm_and_exits_zero(spans: SpanFactory, tmp_path: Path, db_path: Path) -> None:
     """`otel-inputs collect` lands posted spans, and on SIGTERM flushes them and exits 0."""
     exe = Path(sys.executable).with_name("otel-inputs")
-    proc = subprocess.Popen([str(exe), "collect", "--db", str(db_path), "--port", "0"],
+    proc = subprocess.Popen([str(exe), "collect", "--db", str(db_path), "--port", "0", "--grpc-port", "0"],
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         line = proc.stderr.readline() if proc.stderr else ""

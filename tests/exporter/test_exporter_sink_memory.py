@@ -16,24 +16,30 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from sink_client import post, proto_request, span_json
 
 from otel_inputs.exporter import OTLPSink, migrate
-from otel_inputs.exporter._db import SINK_WRITER_SETTINGS, connect_with_retry
+from otel_inputs.exporter._db import SINK_WRITER_SETTINGS, connect_with_retry, file_lock
+from otel_inputs.exporter._wal import wal_dir
 from otel_inputs.exporter._schema import MIGRATIONS
 from otel_inputs.exporter._writer import DuckDBWriter
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def test_queued_request_is_its_protobuf_wire_bytes(spans: SpanFactory, db_path: Path) -> None:
-    """A protobuf request is queued as its own body and a JSON one as its (smaller) protobuf re-encoding, each costing its wire size."""
-    sink = OTLPSink(db_path, port=0)
+def test_accepted_request_is_logged_as_its_protobuf_wire_bytes(spans: SpanFactory, db_path: Path) -> None:
+    """A protobuf request is made durable as its own body and a JSON one as its (smaller) protobuf re-encoding."""
     body = proto_request([spans.attempt(0, items=2)]).SerializeToString()
-    item, decoded = sink.decode(body, as_json=False)
-    assert item.wire is body and item.nbytes == len(body) and decoded.accepted == 1
     doc = {"resourceSpans": [{"scopeSpans": [{"spans": [span_json("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")]}]}]}
     text = json.dumps(doc).encode()
-    item, _ = sink.decode(text, as_json=True)
-    assert isinstance(item.wire, bytes) and item.nbytes == len(item.wire) < len(text)
-    assert ExportTraceServiceRequest.FromString(item.wire).resource_spans[0].scope_spans[0].spans[0].name
+    sink = OTLPSink(db_path, port=0).start()
+    try:
+        with file_lock(db_path, exclusive=True, timeout_s=5):  # the writer waits: both stay in the log
+            assert post(sink.endpoint, body)[0] == 200
+            assert post(sink.endpoint, text, content_type="application/json")[0] == 200
+            records = [r for p in sorted(wal_dir(db_path).glob("wal-*.log")) for r in sink.wal._read_segment(p)]
+    finally:
+        sink.stop()
+    assert [r.payload for r in records][0] == body and len(records) == 2
+    assert len(records[1].payload) < len(text)
+    assert ExportTraceServiceRequest.FromString(records[1].payload).resource_spans[0].scope_spans[0].spans[0].name
 
 
 def test_requests_queued_as_wire_bytes_land_with_rejected_spans_skipped(spans: SpanFactory, db_path: Path) -> None:

@@ -333,7 +333,7 @@ def test_sec_sink_binds_loopback_by_default(tmp_path: Path) -> None:
     """`otel-inputs collect` without --host listens on 127.0.0.1 only: the printed endpoint, the
     kernel's socket table and a refused connection on this machine's other addresses agree."""
     proc = subprocess.Popen([sys.executable, "-m", "otel_inputs.exporter.cli", "collect", "--db", str(tmp_path / "s.duckdb"),
-                             "--port", "0"], cwd=ROOT, stderr=subprocess.PIPE, start_new_session=True,
+                             "--port", "0", "--grpc-port", "0"], cwd=ROOT, stderr=subprocess.PIPE, start_new_session=True,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
         deadline = time.monotonic() + 30

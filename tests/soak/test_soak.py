@@ -148,7 +148,7 @@ def run_soak(seconds: float, tmp_path: Path, chromium) -> dict:  # noqa: ANN001 
     report: dict = {"seconds": seconds}
     try:
         sink = soak.start("sink", [py, "-m", "otel_inputs.exporter.cli", "collect", "--db", str(db2), "--store", str(store2),
-                                   "--port", "0"])
+                                   "--port", "0", "--grpc-port", "0"])
         endpoint = _wait_for(lambda: (m := re.search(r"listening on (http://\S+/v1/traces)", soak.log("sink")))
                              and m.group(1), 30, "sink start", soak, "sink")
         t0 = time.monotonic()

@@ -1,0 +1,268 @@
+"""OTLP log records → ``otel_logs`` rows (the Collector ClickHouse exporter's columns), and the
+in-process ``duckdb`` log exporter.
+
+One conversion serves every way in: the sink's ``/v1/logs`` (protobuf or OTLP/JSON) and gRPC
+LogsService hand it the request, and :class:`DuckDBLogExporter` encodes the SDK's records with the
+stock OTLP encoder first.  As that exporter does: ``Timestamp`` is the record's time, or its
+observed time when the record has none; ``Body`` and attribute values are pdata ``AsString``
+(structured values as JSON text, bytes as base64); ids as lowercase hex, empty when the record has
+no trace context.  A record that cannot be stored faithfully (ids of the wrong length, a timestamp
+past int64) is rejected alone and counted for ``partial_success``; the rest of its request lands.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator, Sequence, Set as AbstractSet
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError as _PbDecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsPartialSuccess,
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+from opentelemetry.sdk._logs import export as _sdk_logs_export
+
+from otel_inputs import names
+from otel_inputs.exporter._arrow import TS_TYPE, BatchTables, _MapBuilder
+from otel_inputs.exporter._otlp import DecodeError, _attrs, _hex_to_b64, value_of
+from otel_inputs.exporter._spans import SERVICE_NAME_KEY, stringify
+from otel_inputs.exporter._writer import DuckDBWriter
+
+_log = logging.getLogger(__name__)
+
+_INT64_MAX = 2**63 - 1
+_MAX_ERROR_MESSAGES = 5
+# Position of one record in its request: (resource, scope, record).
+Position = tuple[int, int, int]
+
+LOG_COLUMNS = ("Timestamp", "TimestampTime", "TraceId", "SpanId", "TraceFlags", "SeverityText", "SeverityNumber",
+               "ServiceName", "Body", "ResourceSchemaUrl", "ResourceAttributes", "ScopeSchemaUrl", "ScopeName",
+               "ScopeVersion", "ScopeAttributes", "LogAttributes", "EventName")  # fmt: skip
+
+
+@dataclass
+class CheckedLogs:
+    """How many records of a request can be stored, and why the others cannot."""
+
+    accepted: int = 0
+    rejected: int = 0
+    problems: list[str] = field(default_factory=list)
+    skip: set[Position] = field(default_factory=set)
+
+    def reject(self, position: Position, problem: str) -> None:
+        self.rejected += 1
+        self.skip.add(position)
+        if len(self.problems) < _MAX_ERROR_MESSAGES and problem not in self.problems:
+            self.problems.append(problem)
+
+    @property
+    def error_message(self) -> str:
+        return f"{self.rejected} log records rejected: " + "; ".join(self.problems)
+
+
+def record_problem(rec: LogRecord) -> str | None:
+    """Why one log record cannot be stored faithfully, or ``None`` when it can."""
+    if len(rec.trace_id) not in (0, 16):
+        return f"trace_id must be 16 bytes or absent, got {len(rec.trace_id)}"
+    if len(rec.span_id) not in (0, 8):
+        return f"span_id must be 8 bytes or absent, got {len(rec.span_id)}"
+    if max(rec.time_unix_nano, rec.observed_time_unix_nano) > _INT64_MAX:
+        return "timestamp beyond the int64 nanosecond range"
+    return None
+
+
+def check_logs(req: ExportLogsServiceRequest) -> CheckedLogs:
+    out = CheckedLogs()
+    for i, rl in enumerate(req.resource_logs):
+        for j, sl in enumerate(rl.scope_logs):
+            for k, rec in enumerate(sl.log_records):
+                problem = record_problem(rec)
+                if problem is None:
+                    out.accepted += 1
+                else:
+                    out.reject((i, j, k), problem)
+    return out
+
+
+def _as_string(v: AnyValue) -> str:
+    which = v.WhichOneof("value")
+    return v.string_value if which == "string_value" else stringify(value_of(v, which))
+
+
+def logs_table(req: ExportLogsServiceRequest, skip: AbstractSet[Position] = frozenset()) -> pa.Table | None:
+    """The request's storable records as ``otel_logs`` rows, or ``None`` when there are none."""
+    cols: dict[str, list[Any]] = {c: [] for c in LOG_COLUMNS if c not in _MAP_COLUMNS}
+    maps = {c: _MapBuilder() for c in _MAP_COLUMNS}
+    for i, rl in enumerate(req.resource_logs):
+        resource = _attrs(rl.resource.attributes)
+        service = resource.get(SERVICE_NAME_KEY)
+        service_name = service if isinstance(service, str) else ("" if service is None else stringify(service))
+        for j, sl in enumerate(rl.scope_logs):
+            scope_attrs = _attrs(sl.scope.attributes)
+            for k, rec in enumerate(sl.log_records):
+                if skip and (i, j, k) in skip:
+                    continue
+                ts = rec.time_unix_nano or rec.observed_time_unix_nano
+                cols["Timestamp"].append(ts)
+                cols["TimestampTime"].append(ts // 1000 // 1_000_000 * 1_000_000)
+                cols["TraceId"].append(rec.trace_id.hex())
+                cols["SpanId"].append(rec.span_id.hex())
+                cols["TraceFlags"].append(rec.flags & 0xFF)
+                cols["SeverityText"].append(rec.severity_text)
+                cols["SeverityNumber"].append(max(0, min(int(rec.severity_number), 255)))
+                cols["ServiceName"].append(service_name)
+                cols["Body"].append(_as_string(rec.body) if rec.HasField("body") else "")
+                cols["ResourceSchemaUrl"].append(rl.schema_url)
+                cols["ScopeSchemaUrl"].append(sl.schema_url)
+                cols["ScopeName"].append(sl.scope.name)
+                cols["ScopeVersion"].append(sl.scope.version)
+                cols["EventName"].append(rec.event_name)
+                maps["ResourceAttributes"].add(resource)
+                maps["ScopeAttributes"].add(scope_attrs)
+                maps["LogAttributes"].add(_attrs(rec.attributes))
+    if not cols["Timestamp"]:
+        return None
+    arrays: dict[str, pa.Array] = {}
+    for c in LOG_COLUMNS:
+        if c in _MAP_COLUMNS:
+            arrays[c] = maps[c].build()
+        else:
+            arrays[c] = pa.array(cols[c], _LOG_TYPES.get(c, pa.string()))
+    return pa.table(arrays)
+
+
+_MAP_COLUMNS = ("ResourceAttributes", "ScopeAttributes", "LogAttributes")
+_LOG_TYPES: dict[str, pa.DataType] = {
+    "Timestamp": TS_TYPE, "TimestampTime": pa.timestamp("us"), "TraceFlags": pa.uint8(), "SeverityNumber": pa.uint8(),
+}  # fmt: skip
+
+
+def logs_batch(req: ExportLogsServiceRequest, skip: AbstractSet[Position] = frozenset()) -> BatchTables:
+    return BatchTables(None, None, None, logs=logs_table(req, skip))
+
+
+# --- decoding -------------------------------------------------------------------------------------
+
+
+def parse_logs_protobuf(body: bytes | bytearray) -> ExportLogsServiceRequest:
+    try:
+        return ExportLogsServiceRequest.FromString(body)
+    except (_PbDecodeError, RecursionError, ValueError) as exc:
+        raise DecodeError(f"body is not a valid protobuf ExportLogsServiceRequest ({type(exc).__name__})") from None
+
+
+def _fix_log_ids(doc: Any) -> None:
+    # OTLP/JSON carries ids as hex; the protobuf JSON mapping expects base64.
+    for rl in _list(doc, "resourceLogs"):
+        for sl in _list(rl, "scopeLogs"):
+            for rec in _list(sl, "logRecords"):
+                for key in ("traceId", "spanId"):
+                    if key in rec:
+                        rec[key] = _hex_to_b64(rec[key])
+
+
+def _list(doc: Any, key: str) -> Iterator[dict[str, Any]]:
+    value = doc.get(key) if isinstance(doc, dict) else None
+    return (x for x in value if isinstance(x, dict)) if isinstance(value, list) else iter(())
+
+
+def parse_logs_json(body: bytes | bytearray) -> ExportLogsServiceRequest:
+    try:
+        doc = json.loads(body)
+        if not isinstance(doc, dict):
+            raise TypeError("top level must be a JSON object")
+        _fix_log_ids(doc)
+        return json_format.ParseDict(doc, ExportLogsServiceRequest(), ignore_unknown_fields=True)
+    except (ValueError, TypeError, RecursionError, json_format.ParseError, UnicodeError) as exc:
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise DecodeError(f"body is not a valid OTLP/JSON ExportLogsServiceRequest: {reason}") from None
+    except Exception as exc:  # noqa: BLE001 - protobuf raises assorted types for bad field values
+        raise DecodeError(f"body is not a valid OTLP/JSON ExportLogsServiceRequest ({type(exc).__name__})") from None
+
+
+def logs_response(checked: CheckedLogs | None, *, as_json: bool) -> bytes:
+    resp = ExportLogsServiceResponse()
+    if checked is not None and checked.rejected:
+        resp.partial_success.CopyFrom(
+            ExportLogsPartialSuccess(rejected_log_records=checked.rejected, error_message=checked.error_message)
+        )
+    if as_json:
+        return json_format.MessageToJson(resp, indent=None).encode("utf-8")
+    return resp.SerializeToString()
+
+
+# --- the in-process exporter ---------------------------------------------------------------------
+
+_LogExporterBase: Any = getattr(_sdk_logs_export, "LogRecordExporter", None) or _sdk_logs_export.LogExporter
+_LogResult: Any = getattr(_sdk_logs_export, "LogRecordExportResult", None) or _sdk_logs_export.LogExportResult
+
+
+class DuckDBLogExporter(_LogExporterBase):  # type: ignore[misc]
+    """Lands the SDK's log records in ``otel_logs`` (``OTEL_LOGS_EXPORTER=duckdb``, ``OTEL_INPUTS_DB``).
+
+    Records are encoded with the stock OTLP encoder and converted exactly as the sink converts a
+    request, so both ways in give the same rows.  Never raises into the application."""
+
+    def __init__(self, db_path: str | os.PathLike[str] | None = None, *, source: str | None = None,
+                 lock_timeout_s: float = 10.0) -> None:  # fmt: skip
+        from otel_inputs.exporter._exporter import DEFAULT_DB
+
+        env_db = os.environ.get(names.ENV_DB)
+        path = db_path if db_path is not None else (env_db or DEFAULT_DB)
+        if db_path is None and not env_db:
+            _log.warning("otel-inputs: %s not set; writing log records to %s", names.ENV_DB, os.path.abspath(path))
+        self.writer = DuckDBWriter(path, source=source, source_prefix="logs-exporter", lock_timeout_s=lock_timeout_s)
+        self._shutdown = False
+
+    @property
+    def db_path(self) -> Path:
+        return self.writer.db_path
+
+    def export(self, batch: Sequence[Any]) -> Any:
+        if self._shutdown:
+            return _LogResult.FAILURE
+        try:
+            from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+
+            req = encode_logs(list(batch))
+            checked = check_logs(req)
+            if checked.rejected:
+                _log.warning("otel-inputs: %s", checked.error_message)
+                self.writer.count("logs_rejected", checked.rejected)
+            tables = logs_batch(req, checked.skip)
+            if tables.logs is None:
+                return _LogResult.SUCCESS
+            outcome = self.writer.write_tables(tables)
+        except Exception:  # noqa: BLE001 - the application must never see an exporter error
+            _log.exception("otel-inputs: exporting %d log records failed", len(batch))
+            return _LogResult.FAILURE
+        return _LogResult.SUCCESS if outcome.error is None else _LogResult.FAILURE
+
+    def shutdown(self) -> None:
+        if self._shutdown:
+            return
+        self._shutdown = True
+        try:
+            self.writer.drain_spool()
+        except Exception:  # noqa: BLE001 - shutdown never raises into the application
+            _log.exception("otel-inputs: draining the spool at shutdown failed")
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        try:
+            return self.writer.drain_spool()
+        except Exception:  # noqa: BLE001
+            return False
+
+
+__all__ = ["DuckDBLogExporter", "CheckedLogs", "check_logs", "logs_batch", "logs_response", "logs_table",
+           "parse_logs_json", "parse_logs_protobuf"]  # fmt: skip
