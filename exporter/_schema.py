@@ -25,6 +25,150 @@ class Migration:
 
 _MAP = "MAP(VARCHAR, VARCHAR)"
 
+# Event names and roles of the GenAI content log events the messages view reads (docs/encodings.md).
+_EV_DETAILS = "gen_ai.client.inference.operation.details"
+_EV_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
+             "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}  # fmt: skip
+_EV_ROLE_CASE = " ".join(f"WHEN '{ev}' THEN '{role}'" for ev, role in _EV_ROLES.items())
+_EV_LIST = ", ".join(f"'{ev}'" for ev in (_EV_DETAILS, *_EV_ROLES))
+_NL2 = "chr(10) || chr(10)"
+
+_MIGRATION_11 = f"""
+ALTER TABLE agent_attempts ADD COLUMN parent_span_id VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN span_name VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN operation_name VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN step_kind VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN response_model VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN input_tokens BIGINT;
+ALTER TABLE agent_attempts ADD COLUMN output_tokens BIGINT;
+ALTER TABLE agent_attempts ADD COLUMN tool_name VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN tool_call_id VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN tool_arguments VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN input_messages_json VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN messages_note VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN step_system_prompt VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN step_user_prompt VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN step_input_messages_json VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN step_messages_span_id VARCHAR;
+CREATE INDEX agent_attempts_trace ON agent_attempts (trace_id);
+CREATE TABLE agent_attempt_steps (
+    attempt_id VARCHAR NOT NULL,
+    span_id VARCHAR NOT NULL,
+    trace_id VARCHAR,
+    parent_span_id VARCHAR,
+    seq INTEGER,
+    step_kind VARCHAR,
+    operation_name VARCHAR,
+    span_name VARCHAR,
+    provider_name VARCHAR,
+    request_model VARCHAR,
+    response_model VARCHAR,
+    started_at TIMESTAMP_NS,
+    ended_at TIMESTAMP_NS,
+    input_tokens BIGINT,
+    output_tokens BIGINT,
+    tool_name VARCHAR,
+    tool_call_id VARCHAR,
+    tool_arguments VARCHAR,
+    status VARCHAR,
+    attempt_started_at TIMESTAMP_NS
+);
+CREATE MACRO otel_inputs_parts_text(parts) AS (
+    CASE
+        WHEN parts IS NULL THEN NULL
+        WHEN json_type(parts) = 'VARCHAR' THEN json_extract_string(parts, '$')
+        WHEN json_type(parts) = 'ARRAY' THEN nullif(array_to_string(list_filter(list_transform(
+            json_extract(parts, '$[*]'),
+            lambda p: CASE
+                WHEN json_type(p) = 'VARCHAR' THEN json_extract_string(p, '$')
+                WHEN coalesce(json_extract_string(p, '$.type'), 'text') = 'text'
+                THEN coalesce(json_extract_string(p, '$.content'), json_extract_string(p, '$.text'))
+            END), lambda x: x IS NOT NULL), {_NL2}), '')
+    END
+);
+CREATE MACRO otel_inputs_role_text(doc, want) AS (
+    CASE
+        WHEN doc IS NULL THEN NULL
+        WHEN NOT json_valid(doc) THEN CASE WHEN want = 'user' THEN doc END
+        WHEN json_type(doc::JSON) NOT IN ('ARRAY', 'OBJECT') THEN NULL
+        ELSE nullif(array_to_string(list_filter(list_transform(
+            list_filter(CASE WHEN json_type(doc::JSON) = 'ARRAY' THEN json_extract(doc, '$[*]') ELSE [doc::JSON] END,
+                        lambda m: json_extract_string(m, '$.role') = want),
+            lambda m: otel_inputs_parts_text(coalesce(json_extract(m, '$.parts'), json_extract(m, '$.content')))),
+            lambda x: x IS NOT NULL), {_NL2}), '')
+    END
+);
+CREATE VIEW agent_attempt_genai_log_messages AS
+WITH ev AS (
+    SELECT "TraceId" AS trace_id, "SpanId" AS span_id, "Timestamp" AS ts, "Body" AS body,
+           "LogAttributes" AS attrs,
+           coalesce(nullif("EventName", ''), "LogAttributes"['event.name']) AS event_name
+    FROM otel_logs
+    WHERE "TraceId" <> '' AND "SpanId" <> ''
+      AND coalesce(nullif("EventName", ''), "LogAttributes"['event.name']) IN ({_EV_LIST})
+)
+SELECT trace_id, span_id,
+       coalesce(
+           arg_max(attrs['gen_ai.input.messages'], ts)
+               FILTER (WHERE event_name = '{_EV_DETAILS}' AND attrs['gen_ai.input.messages'] IS NOT NULL),
+           '[' || string_agg(json_object(
+                   'role', CASE event_name {_EV_ROLE_CASE} END,
+                   'content', CASE WHEN json_valid(body) AND json_type(body::JSON) = 'OBJECT'
+                                   THEN json_extract(body, '$.content') ELSE to_json(body) END)::VARCHAR,
+               ',' ORDER BY ts) FILTER (WHERE event_name <> '{_EV_DETAILS}') || ']'
+       ) AS input_messages_json,
+       arg_max(attrs['gen_ai.system_instructions'], ts)
+           FILTER (WHERE event_name = '{_EV_DETAILS}' AND attrs['gen_ai.system_instructions'] IS NOT NULL)
+           AS system_instructions_json
+FROM ev
+GROUP BY trace_id, span_id;
+CREATE VIEW agent_attempt_messages AS
+WITH lg AS (
+    SELECT trace_id, span_id, input_messages_json,
+           coalesce(otel_inputs_parts_text(system_instructions_json::JSON),
+                    otel_inputs_role_text(input_messages_json, 'system')) AS system_prompt,
+           otel_inputs_role_text(input_messages_json, 'user') AS user_prompt
+    FROM agent_attempt_genai_log_messages
+),
+m AS (
+    SELECT a.attempt_id,
+           (a.system_prompt IS NOT NULL OR a.user_prompt IS NOT NULL OR a.input_messages_json IS NOT NULL) AS own,
+           (a.step_system_prompt IS NOT NULL OR a.step_user_prompt IS NOT NULL
+               OR a.step_input_messages_json IS NOT NULL) AS step_own,
+           a.system_prompt, a.user_prompt, a.input_messages_json, a.messages_note,
+           a.step_system_prompt, a.step_user_prompt, a.step_input_messages_json, a.step_messages_span_id,
+           la.span_id IS NOT NULL AS has_la, la.system_prompt AS la_system, la.user_prompt AS la_user,
+           la.input_messages_json AS la_json,
+           ls.span_id IS NOT NULL AS has_ls, ls.system_prompt AS ls_system, ls.user_prompt AS ls_user,
+           ls.input_messages_json AS ls_json
+    FROM agent_attempts a
+    LEFT JOIN lg la ON la.trace_id = a.trace_id AND la.span_id = a.span_id
+    LEFT JOIN lg ls ON ls.trace_id = a.trace_id AND ls.span_id = a.step_messages_span_id
+)
+SELECT attempt_id,
+       CASE WHEN own THEN system_prompt WHEN has_la THEN la_system WHEN step_own THEN step_system_prompt
+            ELSE ls_system END AS system_prompt,
+       CASE WHEN own THEN user_prompt WHEN has_la THEN la_user WHEN step_own THEN step_user_prompt
+            ELSE ls_user END AS user_prompt,
+       CASE WHEN own THEN input_messages_json WHEN has_la THEN la_json WHEN step_own THEN step_input_messages_json
+            ELSE ls_json END AS input_messages_json,
+       CASE WHEN own THEN 'attempt_span' WHEN has_la THEN 'log_event' ELSE 'model_step' END AS messages_source,
+       nullif(concat_ws('; ',
+           messages_note,
+           CASE WHEN own AND has_la AND ((la_user IS NOT NULL AND la_user IS DISTINCT FROM user_prompt)
+                                          OR (la_system IS NOT NULL AND la_system IS DISTINCT FROM system_prompt))
+                THEN 'a GenAI log event for this span recorded different messages; the span''s are shown' END,
+           CASE WHEN NOT own AND NOT has_la AND step_own
+                THEN 'the attempt span recorded no messages: these are what its first model step (span '
+                     || step_messages_span_id || ') sent' END,
+           CASE WHEN NOT own AND NOT has_la AND NOT step_own
+                THEN 'the attempt span recorded no messages: these are from the GenAI log event of its first model step (span '
+                     || step_messages_span_id || ')' END
+       ), '') AS messages_note
+FROM m
+WHERE own OR has_la OR step_own OR has_ls;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -259,6 +403,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    # Attempts and their steps, and the attempt's exact messages (docs/encodings.md).  Every GenAI
+    # span first lands as an agent_attempts row; the writer then moves a span nested under an
+    # attempt into agent_attempt_steps (contract C1).  The trace_id index finds a trace's landed
+    # rows when a later span of it arrives (an ancestor may come after its descendants).  Messages
+    # (C2) are a view, so a GenAI log event counts whether it arrived before or after its span.
+    Migration(11, "attempt_steps_and_messages", _MIGRATION_11),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
