@@ -33,6 +33,24 @@ _EV_ROLE_CASE = " ".join(f"WHEN '{ev}' THEN '{role}'" for ev, role in _EV_ROLES.
 _EV_LIST = ", ".join(f"'{ev}'" for ev in (_EV_DETAILS, *_EV_ROLES))
 _NL2 = "chr(10) || chr(10)"
 
+
+def _log_json(which: str) -> str:
+    """The input messages of the ``which`` span's log records: the latest inference-details event's
+    gen_ai.input.messages, else the per-message events in time order as GenAI-style messages."""
+    return f"""coalesce(
+        arg_max(attrs['gen_ai.input.messages'], ts)
+            FILTER (WHERE {which} AND event_name = '{_EV_DETAILS}' AND attrs['gen_ai.input.messages'] IS NOT NULL),
+        '[' || string_agg(json_object(
+                'role', CASE event_name {_EV_ROLE_CASE} END,
+                'content', CASE WHEN json_valid(body) AND json_type(body::JSON) = 'OBJECT'
+                                THEN json_extract(body, '$.content') ELSE to_json(body) END)::VARCHAR,
+            ',' ORDER BY ts) FILTER (WHERE {which} AND event_name <> '{_EV_DETAILS}') || ']')"""
+
+
+def _log_system(which: str) -> str:
+    return (f"arg_max(attrs['gen_ai.system_instructions'], ts) FILTER (WHERE {which} AND "
+            f"event_name = '{_EV_DETAILS}' AND attrs['gen_ai.system_instructions'] IS NOT NULL)")
+
 _MIGRATION_11 = f"""
 ALTER TABLE agent_attempts ADD COLUMN parent_span_id VARCHAR;
 ALTER TABLE agent_attempts ADD COLUMN span_name VARCHAR;
@@ -98,37 +116,26 @@ CREATE MACRO otel_inputs_role_text(doc, want) AS (
             lambda x: x IS NOT NULL), {_NL2}), '')
     END
 );
-CREATE VIEW agent_attempt_genai_log_messages AS
-WITH ev AS (
-    SELECT "TraceId" AS trace_id, "SpanId" AS span_id, "Timestamp" AS ts, "Body" AS body,
-           "LogAttributes" AS attrs,
-           coalesce(nullif("EventName", ''), "LogAttributes"['event.name']) AS event_name
-    FROM otel_logs
-    WHERE "TraceId" <> '' AND "SpanId" <> ''
-      AND coalesce(nullif("EventName", ''), "LogAttributes"['event.name']) IN ({_EV_LIST})
-)
-SELECT trace_id, span_id,
-       coalesce(
-           arg_max(attrs['gen_ai.input.messages'], ts)
-               FILTER (WHERE event_name = '{_EV_DETAILS}' AND attrs['gen_ai.input.messages'] IS NOT NULL),
-           '[' || string_agg(json_object(
-                   'role', CASE event_name {_EV_ROLE_CASE} END,
-                   'content', CASE WHEN json_valid(body) AND json_type(body::JSON) = 'OBJECT'
-                                   THEN json_extract(body, '$.content') ELSE to_json(body) END)::VARCHAR,
-               ',' ORDER BY ts) FILTER (WHERE event_name <> '{_EV_DETAILS}') || ']'
-       ) AS input_messages_json,
-       arg_max(attrs['gen_ai.system_instructions'], ts)
-           FILTER (WHERE event_name = '{_EV_DETAILS}' AND attrs['gen_ai.system_instructions'] IS NOT NULL)
-           AS system_instructions_json
-FROM ev
-GROUP BY trace_id, span_id;
 CREATE VIEW agent_attempt_messages AS
-WITH lg AS (
-    SELECT trace_id, span_id, input_messages_json,
-           coalesce(otel_inputs_parts_text(system_instructions_json::JSON),
-                    otel_inputs_role_text(input_messages_json, 'system')) AS system_prompt,
-           otel_inputs_role_text(input_messages_json, 'user') AS user_prompt
-    FROM agent_attempt_genai_log_messages
+WITH ev AS (
+    -- The GenAI content log records of the attempt span and of its first model step.  A record
+    -- counts when emitted while its span was open, as instrumentations emit them; that bound lets
+    -- the Timestamp zone maps of otel_logs prune the scan to the attempt's own time.
+    SELECT a.attempt_id, l."SpanId" = a.span_id AS on_attempt, l."Timestamp" AS ts, l."Body" AS body,
+           l."LogAttributes" AS attrs,
+           coalesce(nullif(l."EventName", ''), l."LogAttributes"['event.name']) AS event_name
+    FROM agent_attempts a
+    JOIN otel_logs l
+      ON l."TraceId" = a.trace_id AND l."Timestamp" BETWEEN a.started_at AND a.ended_at
+     AND (l."SpanId" = a.span_id OR l."SpanId" = a.step_messages_span_id)
+),
+lj AS (
+    SELECT attempt_id, bool_or(on_attempt) AS has_la, bool_or(NOT on_attempt) AS has_ls,
+           {_log_json("on_attempt")} AS la_json, {_log_json("NOT on_attempt")} AS ls_json,
+           {_log_system("on_attempt")} AS la_sys, {_log_system("NOT on_attempt")} AS ls_sys
+    FROM ev
+    WHERE event_name IN ({_EV_LIST})
+    GROUP BY attempt_id
 ),
 m AS (
     SELECT a.attempt_id,
@@ -137,26 +144,30 @@ m AS (
                OR a.step_input_messages_json IS NOT NULL) AS step_own,
            a.system_prompt, a.user_prompt, a.input_messages_json, a.messages_note,
            a.step_system_prompt, a.step_user_prompt, a.step_input_messages_json, a.step_messages_span_id,
-           la.span_id IS NOT NULL AS has_la, la.system_prompt AS la_system, la.user_prompt AS la_user,
-           la.input_messages_json AS la_json,
-           ls.span_id IS NOT NULL AS has_ls, ls.system_prompt AS ls_system, ls.user_prompt AS ls_user,
-           ls.input_messages_json AS ls_json
+           coalesce(l.has_la, false) AS has_la, coalesce(l.has_ls, false) AS has_ls,
+           CASE WHEN l.has_la THEN l.la_json ELSE l.ls_json END AS log_json,
+           CASE WHEN l.has_la THEN l.la_sys ELSE l.ls_sys END AS log_sys_json
     FROM agent_attempts a
-    LEFT JOIN lg la ON la.trace_id = a.trace_id AND la.span_id = a.span_id
-    LEFT JOIN lg ls ON ls.trace_id = a.trace_id AND ls.span_id = a.step_messages_span_id
+    LEFT JOIN lj l ON l.attempt_id = a.attempt_id
+),
+t AS (
+    SELECT *, otel_inputs_role_text(log_json, 'user') AS log_user,
+           coalesce(CASE WHEN json_valid(log_sys_json) THEN otel_inputs_parts_text(log_sys_json::JSON) END,
+                    otel_inputs_role_text(log_json, 'system')) AS log_system
+    FROM m
 )
 SELECT attempt_id,
-       CASE WHEN own THEN system_prompt WHEN has_la THEN la_system WHEN step_own THEN step_system_prompt
-            ELSE ls_system END AS system_prompt,
-       CASE WHEN own THEN user_prompt WHEN has_la THEN la_user WHEN step_own THEN step_user_prompt
-            ELSE ls_user END AS user_prompt,
-       CASE WHEN own THEN input_messages_json WHEN has_la THEN la_json WHEN step_own THEN step_input_messages_json
-            ELSE ls_json END AS input_messages_json,
+       CASE WHEN own THEN system_prompt WHEN has_la THEN log_system WHEN step_own THEN step_system_prompt
+            ELSE log_system END AS system_prompt,
+       CASE WHEN own THEN user_prompt WHEN has_la THEN log_user WHEN step_own THEN step_user_prompt
+            ELSE log_user END AS user_prompt,
+       CASE WHEN own THEN input_messages_json WHEN has_la THEN log_json WHEN step_own THEN step_input_messages_json
+            ELSE log_json END AS input_messages_json,
        CASE WHEN own THEN 'attempt_span' WHEN has_la THEN 'log_event' ELSE 'model_step' END AS messages_source,
        nullif(concat_ws('; ',
            messages_note,
-           CASE WHEN own AND has_la AND ((la_user IS NOT NULL AND la_user IS DISTINCT FROM user_prompt)
-                                          OR (la_system IS NOT NULL AND la_system IS DISTINCT FROM system_prompt))
+           CASE WHEN own AND has_la AND ((log_user IS NOT NULL AND log_user IS DISTINCT FROM user_prompt)
+                                          OR (log_system IS NOT NULL AND log_system IS DISTINCT FROM system_prompt))
                 THEN 'a GenAI log event for this span recorded different messages; the span''s are shown' END,
            CASE WHEN NOT own AND NOT has_la AND step_own
                 THEN 'the attempt span recorded no messages: these are what its first model step (span '
@@ -165,7 +176,7 @@ SELECT attempt_id,
                 THEN 'the attempt span recorded no messages: these are from the GenAI log event of its first model step (span '
                      || step_messages_span_id || ')' END
        ), '') AS messages_note
-FROM m
+FROM t
 WHERE own OR has_la OR step_own OR has_ls;
 """
 

@@ -240,8 +240,22 @@ def test_a_disagreeing_log_event_loses_to_the_span(tmp_path: Path) -> None:
     (m,) = query_dicts(db, "SELECT * FROM agent_attempt_messages")
     assert (m["user_prompt"], m["system_prompt"], m["messages_source"]) == ("span text", None, "attempt_span")
     assert "recorded different messages" in m["messages_note"]
-    (lm,) = query_dicts(db, "SELECT * FROM agent_attempt_genai_log_messages")
-    assert [x["role"] for x in json.loads(lm["input_messages_json"])] == ["user", "system"]
+
+
+def test_per_message_log_events_are_the_messages(tmp_path: Path) -> None:
+    """OpenLLMetry-style gen_ai.system.message / gen_ai.user.message log records of a span without
+    content on it become its messages, in emission order (source log_event)."""
+    tp, memory, lp, logs = _providers()
+    with tp.get_tracer("app").start_as_current_span("chat", attributes={n.GEN_AI_OPERATION_NAME: "chat"}):
+        lp.get_logger("openllmetry").emit(event_name=n.EVENT_SYSTEM_MESSAGE, body={"content": "be exact"})
+        lp.get_logger("openllmetry").emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "ask <1>"})
+        lp.get_logger("openllmetry").emit(event_name=n.EVENT_CHOICE, body={"message": {"content": "answer"}})
+    db = tmp_path / "t.duckdb"
+    DuckDBWriter(db).write_spans([from_readable(s) for s in memory.get_finished_spans()])
+    land_logs(db, logs.get_finished_logs())
+    (m,) = query_dicts(db, "SELECT * FROM agent_attempt_messages")
+    assert (m["system_prompt"], m["user_prompt"], m["messages_source"]) == ("be exact", "ask <1>", "log_event")
+    assert [x["role"] for x in json.loads(m["input_messages_json"])] == ["system", "user"]  # the choice is output
 
 
 def test_log_records_without_trace_context_are_ignored(tmp_path: Path, spans: SpanFactory) -> None:
