@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from otel_inputs.exporter._rows import ATTEMPT_COLUMNS, INPUT_COLUMNS, PART_COLUMNS, SpanRows, derive
+from otel_inputs.exporter._rows import ATTEMPT_COLUMNS, INPUT_COLUMNS, PART_COLUMNS, STEP_COLUMNS, SpanRows, derive
 from otel_inputs.exporter._spans import SpanRecord, stringify
 
 TRACES = "otel_traces"
@@ -23,6 +23,7 @@ INPUTS = "agent_attempt_inputs"
 ARTIFACTS = "agent_artifacts"
 PARTS = "agent_exchange_parts"
 LOGS = "otel_logs"
+STEPS = "agent_attempt_steps"
 
 TS_TYPE = _TS = pa.timestamp("ns")
 _MAP = pa.map_(pa.string(), pa.string())
@@ -33,6 +34,7 @@ _ATTEMPT_TYPES.update(
     declared_input_count=pa.int32(), captured_input_count=pa.int32(),
     omitted_input_count=pa.int32(), item_count=pa.int32(), started_at=_TS, ended_at=_TS,
     dropped_events_count=pa.int32(), dropped_attributes_count=pa.int32(),
+    input_tokens=pa.int64(), output_tokens=pa.int64(),
 )  # fmt: skip
 _INPUT_TYPES: dict[str, pa.DataType] = {c: pa.string() for c in INPUT_COLUMNS}
 _INPUT_TYPES.update(seq=pa.int32(), size_bytes=pa.int64(), captured_at=_TS, attempt_started_at=_TS)
@@ -42,6 +44,10 @@ _PART_TYPES.update(size_bytes=pa.int64(), recorded_at=_TS, attempt_started_at=_T
 ATTEMPT_SCHEMA = pa.schema([(c, _ATTEMPT_TYPES[c]) for c in ATTEMPT_COLUMNS])
 INPUT_SCHEMA = pa.schema([(c, _INPUT_TYPES[c]) for c in INPUT_COLUMNS])
 PART_SCHEMA = pa.schema([(c, _PART_TYPES[c]) for c in PART_COLUMNS])
+_STEP_TYPES: dict[str, pa.DataType] = {c: pa.string() for c in STEP_COLUMNS}
+_STEP_TYPES.update(seq=pa.int32(), started_at=_TS, ended_at=_TS, input_tokens=pa.int64(), output_tokens=pa.int64(),
+                   attempt_started_at=_TS)  # fmt: skip
+STEP_SCHEMA = pa.schema([(c, _STEP_TYPES[c]) for c in STEP_COLUMNS])
 
 
 @dataclass(frozen=True)

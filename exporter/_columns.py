@@ -24,8 +24,8 @@ from otel_inputs.exporter._arrow import (
 )  # fmt: skip
 from otel_inputs.exporter._otlp import ValidSpan, value_of
 from otel_inputs.exporter._rows import (
-    INPUT_COLUMNS, INPUT_STR_FIELDS, SOURCE_OTEL_INPUTS, attempt_kind, attempt_row, finish_coverage,
-    input_rows, part_rows,
+    CONTENT_EVENTS, INPUT_COLUMNS, INPUT_STR_FIELDS, SOURCE_OTEL_INPUTS, attempt_kind, attempt_row,
+    finish_coverage, input_rows, part_rows,
 )  # fmt: skip
 from otel_inputs.exporter._spans import SERVICE_NAME_KEY, SPAN_KINDS, STATUS_CODES, EventRecord, SpanRecord, stringify
 
@@ -143,7 +143,7 @@ def build_chunk(spans: Sequence[ValidSpan]) -> BatchTables:
     inputs: list[tuple[Any, ...]] = []
     parts: list[dict[str, Any]] = []
     resources: dict[int, tuple[dict[str, Any], list[str], list[str], str]] = {}
-    input_event, part_event = n.INPUT_EVENT, n.EXCHANGE_PART_EVENT
+    input_event, part_event, content_events = n.INPUT_EVENT, n.EXCHANGE_PART_EVENT, CONTENT_EVENTS
 
     for resource, scope_name, scope_version, sp in spans:
         cached = resources.get(id(resource))
@@ -178,7 +178,7 @@ def build_chunk(spans: Sequence[ValidSpan]) -> BatchTables:
         sp_off.append(len(sp_keys))
 
         input_events: list[tuple[int, dict[str, Any]]] = []
-        part_events: list[EventRecord] = []
+        part_events: list[EventRecord] = []  # and GenAI content events: what the row derivation reads
         for e in sp.events:
             name = e.name
             time_ns = e.time_unix_nano
@@ -188,7 +188,7 @@ def build_chunk(spans: Sequence[ValidSpan]) -> BatchTables:
             ev_map_off.append(len(ev_keys))
             if name == input_event:
                 input_events.append((time_ns, ev_attrs))
-            elif name == part_event:
+            elif name == part_event or name in content_events:
                 part_events.append(EventRecord(name, time_ns, ev_attrs))
         ev_off.append(len(ev_names))
         for lk in sp.links:
@@ -204,7 +204,7 @@ def build_chunk(spans: Sequence[ValidSpan]) -> BatchTables:
             continue
         # Only what the row derivation reads; events other than input/part events are not needed.
         record = SpanRecord(
-            trace_id=trace_id, span_id=span_id, parent_span_id="", trace_state="", name="", kind="",
+            trace_id=trace_id, span_id=span_id, parent_span_id=parent_ids[-1], trace_state="", name=sp.name, kind="",
             start_ns=start, end_ns=end, status_code=status_code, status_message=status.message,
             attributes=attrs, resource_attributes=resource, events=part_events,
             dropped_attributes=sp.dropped_attributes_count, dropped_events=sp.dropped_events_count,
@@ -266,7 +266,8 @@ def build_chunk(spans: Sequence[ValidSpan]) -> BatchTables:
 
 def _with_events(record: SpanRecord, events: Sequence[EventRecord]) -> SpanRecord:
     return SpanRecord(
-        trace_id=record.trace_id, span_id=record.span_id, parent_span_id="", trace_state="", name="", kind="",
+        trace_id=record.trace_id, span_id=record.span_id, parent_span_id=record.parent_span_id, trace_state="",
+        name=record.name, kind="",
         start_ns=record.start_ns, end_ns=record.end_ns, status_code=record.status_code,
         status_message=record.status_message, attributes=record.attributes,
         resource_attributes=record.resource_attributes, events=tuple(events),

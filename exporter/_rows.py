@@ -16,13 +16,20 @@ from typing import Any
 from otel_inputs import names as n
 from otel_inputs.types import ArtifactStatus, CaptureStatus, Coverage
 
-from otel_inputs.exporter._spans import SpanRecord
+from otel_inputs.exporter._spans import SpanRecord, stringify
 
 OPENINFERENCE_INPUT_MESSAGES = n.OPENINFERENCE_INPUT_MESSAGES
 OPENINFERENCE_MESSAGE_ROLE = n.OPENINFERENCE_MESSAGE_ROLE
 OPENINFERENCE_MESSAGE_CONTENT = n.OPENINFERENCE_MESSAGE_CONTENT
 
-_OI_ATTEMPT_KINDS = frozenset(n.OPENINFERENCE_LLM_KINDS)
+_OI_ATTEMPT_KINDS = frozenset(n.OPENINFERENCE_LLM_KINDS + n.OPENINFERENCE_STEP_KINDS)
+_MODEL_CALL_OPERATIONS = frozenset(n.OPERATIONS_MODEL_CALL)
+# OpenLLMetry's llm.request.type → the GenAI operation it corresponds to (for the step kind only:
+# operation_name stays what the span sent, i.e. NULL for these spans).
+_OPENLLMETRY_OPERATIONS = {"chat": "chat", "completion": "text_completion", "embedding": "embeddings"}
+_OPENLLMETRY_MARKERS = tuple(f"{prefix}.0.{field}" for prefix in (n.OPENLLMETRY_PROMPT_PREFIX, n.OPENLLMETRY_COMPLETION_PREFIX)
+                             for field in ("role", "content"))  # fmt: skip
+CONTENT_EVENTS = frozenset({n.EVENT_INFERENCE_DETAILS, n.EVENT_CONTENT_PROMPT})
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
@@ -33,11 +40,22 @@ _ROLE_USER = "user"
 SOURCE_OTEL_INPUTS = "otel_inputs"
 SOURCE_GEN_AI = "gen_ai"
 SOURCE_OPENINFERENCE = "openinference"
+SOURCE_OPENLLMETRY = "openllmetry"
+
+STEP_MODEL_CALL = "model_call"
+STEP_TOOL_CALL = "tool_call"
+STEP_AGENT = "agent"
+STEP_OTHER = "other"
+
+MESSAGES_ATTEMPT_SPAN = "attempt_span"
+MESSAGES_LOG_EVENT = "log_event"
+MESSAGES_MODEL_STEP = "model_step"
 
 _OI_MSG = re.compile(
     re.escape(OPENINFERENCE_INPUT_MESSAGES) + r"\.(\d+)\.(" + re.escape(OPENINFERENCE_MESSAGE_ROLE)
     + "|" + re.escape(OPENINFERENCE_MESSAGE_CONTENT) + r")$"
 )
+_OPENLLMETRY_MSG = re.compile(re.escape(n.OPENLLMETRY_PROMPT_PREFIX) + r"\.(\d+)\.(role|content)$")
 
 # Input-event string fields: (wire name, row column).
 INPUT_STR_FIELDS = (
@@ -63,6 +81,20 @@ ATTEMPT_COLUMNS = (
     "capture_decision", "capture_gap_reason", "started_at", "ended_at", "status",
     "status_message", "trace_id", "span_id", "service_name", "source_format",
     "dropped_events_count", "dropped_attributes_count",
+    # Migration 11: what the span is as a possible step, and where its messages came from.
+    "parent_span_id", "span_name", "operation_name", "step_kind", "response_model", "input_tokens",
+    "output_tokens", "tool_name", "tool_call_id", "tool_arguments", "input_messages_json", "messages_note",
+)  # fmt: skip
+
+# Filled by the writer once the attempt's steps are known (the first model step's messages).
+ATTEMPT_STEP_MESSAGE_COLUMNS = ("step_system_prompt", "step_user_prompt", "step_input_messages_json",
+                                "step_messages_span_id")  # fmt: skip
+
+STEP_COLUMNS = (
+    "attempt_id", "span_id", "trace_id", "parent_span_id", "seq", "step_kind", "operation_name",
+    "span_name", "provider_name", "request_model", "response_model", "started_at", "ended_at",
+    "input_tokens", "output_tokens", "tool_name", "tool_call_id", "tool_arguments", "status",
+    "attempt_started_at",
 )  # fmt: skip
 
 INPUT_COLUMNS = (
@@ -138,12 +170,21 @@ def _part_texts(parts: Any) -> list[str] | None:
     return texts
 
 
+def _text(value: Any) -> str | None:
+    """A content attribute as text: strings as sent, structured AnyValues (SDK >= 1.45 sends maps and
+    arrays) as the compact JSON the otel_traces map holds for them, so both readings agree."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple, Mapping)):
+        return stringify(value)
+    return None
+
+
 def _messages_text(raw: Any, role: str | None) -> str | None:
     """Text of the messages with ``role`` (or of a bare parts list); the exact JSON if unparseable."""
+    raw = _text(raw)
     if raw is None:
         return None
-    if not isinstance(raw, str):
-        return json.dumps(raw, ensure_ascii=False) if isinstance(raw, (list, dict)) else str(raw)
     try:
         doc = json.loads(raw)
     except ValueError:
@@ -166,50 +207,93 @@ def _messages_text(raw: Any, role: str | None) -> str | None:
     return "\n\n".join(texts) if texts else (None if doc else raw)
 
 
-def _openinference_messages(attrs: Mapping[str, Any]) -> dict[str, list[str]]:
+def _has_role(raw: str, role: str) -> bool:
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(doc, list) and any(isinstance(m, Mapping) and m.get("role") == role for m in doc)
+
+
+def _indexed_messages(attrs: Mapping[str, Any], pattern: re.Pattern[str], role_key: str,
+                      content_key: str) -> list[tuple[str, str]]:
+    """(role, content) of flattened ``<prefix>.<i>.<role|content>`` attributes, in index order."""
     by_index: dict[int, dict[str, Any]] = {}
     for key, value in attrs.items():
-        m = _OI_MSG.match(key)
+        m = pattern.match(key)
         if m:
             by_index.setdefault(int(m.group(1)), {})[m.group(2)] = value
-    out: dict[str, list[str]] = {}
+    out: list[tuple[str, str]] = []
     for _, msg in sorted(by_index.items()):
-        role = msg.get(OPENINFERENCE_MESSAGE_ROLE)
-        content = msg.get(OPENINFERENCE_MESSAGE_CONTENT)
-        if isinstance(role, str) and isinstance(content, str):
-            out.setdefault(role, []).append(content)
+        role, content = msg.get(role_key), _text(msg.get(content_key))
+        if isinstance(role, str) and content is not None:
+            out.append((role, content))
     return out
 
 
-def _prompts(attrs: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """(system_prompt, user_prompt) from whichever message convention the span carries."""
-    system = _messages_text(attrs.get(n.GEN_AI_SYSTEM_INSTRUCTIONS), None)
+def _genai_json(messages: Sequence[tuple[str, str]]) -> str:
+    """Flattened (role, content) messages as GenAI input-message JSON, content kept as sent."""
+    return json.dumps([{"role": r, "parts": [{"type": "text", "content": c}]} for r, c in messages],
+                      ensure_ascii=False, separators=(",", ":"))  # fmt: skip
+
+
+@dataclass(slots=True)
+class Messages:
+    """A span's own record of what it sent: texts by role, the messages as JSON, and a note."""
+
+    system: str | None = None
     user: str | None = None
-    raw_input = attrs.get(n.GEN_AI_INPUT_MESSAGES)
-    if raw_input is not None:
-        user = _messages_text(raw_input, _ROLE_USER)
-        if system is None and isinstance(raw_input, str):
-            try:
-                has_system = any(
-                    isinstance(m, Mapping) and m.get("role") == _ROLE_SYSTEM for m in json.loads(raw_input)
-                )
-            except (ValueError, TypeError):
-                has_system = False
-            if has_system:
-                system = _messages_text(raw_input, _ROLE_SYSTEM)
-    if user is None and n.GEN_AI_PROMPT in attrs:
-        user = _messages_text(attrs.get(n.GEN_AI_PROMPT), _ROLE_USER)
-    if user is None or system is None:
-        oi = _openinference_messages(attrs)
-        if user is None and oi.get(_ROLE_USER):
-            user = "\n\n".join(oi[_ROLE_USER])
-        if system is None and oi.get(_ROLE_SYSTEM):
-            system = "\n\n".join(oi[_ROLE_SYSTEM])
-    if user is None:
-        value = attrs.get(n.OPENINFERENCE_INPUT_VALUE)
-        if isinstance(value, str):
-            user = value
-    return system, user
+    json: str | None = None
+    note: str | None = None
+
+
+def _from_genai(system_raw: Any, input_raw: Any) -> Messages:
+    system = _messages_text(system_raw, None)
+    raw_input = _text(input_raw)
+    user = _messages_text(raw_input, _ROLE_USER) if raw_input is not None else None
+    if system is None and raw_input is not None and _has_role(raw_input, _ROLE_SYSTEM):
+        system = _messages_text(raw_input, _ROLE_SYSTEM)
+    return Messages(system, user, raw_input)
+
+
+def _from_flat(messages: Sequence[tuple[str, str]], note: str | None = None) -> Messages:
+    def joined(role: str) -> str | None:
+        texts = [c for r, c in messages if r == role]
+        return "\n\n".join(texts) if texts else None
+
+    return Messages(joined(_ROLE_SYSTEM), joined(_ROLE_USER), _genai_json(messages), note)
+
+
+def span_messages(span: SpanRecord) -> Messages:
+    """The messages the span itself records, from the first encoding it carries (docs/encodings.md)."""
+    attrs = span.attributes
+    if n.GEN_AI_SYSTEM_INSTRUCTIONS in attrs or n.GEN_AI_INPUT_MESSAGES in attrs:
+        return _from_genai(attrs.get(n.GEN_AI_SYSTEM_INSTRUCTIONS), attrs.get(n.GEN_AI_INPUT_MESSAGES))
+    for event in span.events:
+        # Content recorded as span events (older instrumentations, or a log event bridged onto the span).
+        if event.name not in CONTENT_EVENTS:
+            continue
+        ev = event.attributes
+        if n.GEN_AI_SYSTEM_INSTRUCTIONS in ev or n.GEN_AI_INPUT_MESSAGES in ev:
+            return _from_genai(ev.get(n.GEN_AI_SYSTEM_INSTRUCTIONS), ev.get(n.GEN_AI_INPUT_MESSAGES))
+        if n.GEN_AI_PROMPT in ev:
+            return Messages(None, _messages_text(ev.get(n.GEN_AI_PROMPT), _ROLE_USER), _text(ev.get(n.GEN_AI_PROMPT)))
+    if n.GEN_AI_PROMPT in attrs:
+        return Messages(None, _messages_text(attrs.get(n.GEN_AI_PROMPT), _ROLE_USER), _text(attrs.get(n.GEN_AI_PROMPT)))
+    flat = _indexed_messages(attrs, _OPENLLMETRY_MSG, "role", "content")
+    if flat:
+        return _from_flat(flat)
+    flat = _indexed_messages(attrs, _OI_MSG, OPENINFERENCE_MESSAGE_ROLE, OPENINFERENCE_MESSAGE_CONTENT)
+    if flat:
+        return _from_flat(flat)
+    if n.PYDANTIC_AI_ALL_MESSAGES in attrs:
+        got = _from_genai(None, attrs.get(n.PYDANTIC_AI_ALL_MESSAGES))
+        got.note = "from pydantic_ai.all_messages: the whole agent run, its replies and tool results included"
+        return got
+    value = attrs.get(n.OPENINFERENCE_INPUT_VALUE)
+    if isinstance(value, str):
+        return Messages(None, value, None, "from OpenInference input.value (the span's input as one text)")
+    return Messages()
 
 
 # --- input events ---------------------------------------------------------------------------------
@@ -310,13 +394,45 @@ def part_rows(span: SpanRecord, attempt_id: str) -> list[dict[str, Any]]:
 
 
 def attempt_kind(attrs: Mapping[str, Any]) -> str | None:
-    """Which source format makes this span an attempt, or ``None`` for an ordinary span."""
+    """Which source format makes this span an attempt (or a step, once nested under one), or
+    ``None`` for an ordinary span."""
     if n.PACKET_VERSION_ATTR in attrs:
         return SOURCE_OTEL_INPUTS
     if n.GEN_AI_OPERATION_NAME in attrs:
         return SOURCE_GEN_AI
     if attrs.get(n.OPENINFERENCE_SPAN_KIND) in _OI_ATTEMPT_KINDS:
         return SOURCE_OPENINFERENCE
+    if n.OPENLLMETRY_REQUEST_TYPE in attrs or (
+        n.GEN_AI_SYSTEM in attrs and any(k in attrs for k in _OPENLLMETRY_MARKERS)
+    ):
+        return SOURCE_OPENLLMETRY
+    return None
+
+
+def step_kind(attrs: Mapping[str, Any], kind: str) -> str:
+    """model_call | tool_call | agent | other, from the operation the span says it performed."""
+    if kind == SOURCE_OTEL_INPUTS:
+        return STEP_AGENT
+    operation = attrs.get(n.GEN_AI_OPERATION_NAME)
+    if kind == SOURCE_OPENINFERENCE:
+        oi = attrs.get(n.OPENINFERENCE_SPAN_KIND)
+        operation = {"LLM": "chat", "EMBEDDING": "embeddings", "AGENT": n.OPERATION_INVOKE_AGENT,
+                     "TOOL": n.OPERATION_EXECUTE_TOOL}.get(oi)  # fmt: skip
+    elif kind == SOURCE_OPENLLMETRY:
+        operation = _OPENLLMETRY_OPERATIONS.get(attrs.get(n.OPENLLMETRY_REQUEST_TYPE), "chat")
+    if operation in _MODEL_CALL_OPERATIONS:
+        return STEP_MODEL_CALL
+    if operation == n.OPERATION_EXECUTE_TOOL:
+        return STEP_TOOL_CALL
+    if operation == n.OPERATION_INVOKE_AGENT:
+        return STEP_AGENT
+    return STEP_OTHER
+
+
+def _first_int(attrs: Mapping[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        if key in attrs:
+            return _int(attrs[key], hi=_INT64_MAX)
     return None
 
 
@@ -339,15 +455,33 @@ def attempt_row(span: SpanRecord, kind: str) -> dict[str, Any]:
     Split from :func:`derive` so a caller that builds the input rows another way (the sink's
     column-wise path) still derives the attempt row and coverage by exactly this code."""
     attrs = span.attributes
-    system_prompt, user_prompt = _prompts(attrs)
+    messages = span_messages(span)
     row: dict[str, Any] = dict.fromkeys(ATTEMPT_COLUMNS)
     row.update(
         session_id=_str(attrs, n.GEN_AI_CONVERSATION_ID) or _str(attrs, n.OPENINFERENCE_SESSION_ID),
         agent_name=_str(attrs, n.GEN_AI_AGENT_NAME),
-        provider_name=_str(attrs, n.GEN_AI_PROVIDER_NAME) or _str(attrs, n.GEN_AI_SYSTEM),
+        provider_name=(_str(attrs, n.GEN_AI_PROVIDER_NAME) or _str(attrs, n.GEN_AI_SYSTEM)
+                       or _str(attrs, n.OPENINFERENCE_LLM_PROVIDER) or _str(attrs, n.OPENINFERENCE_LLM_SYSTEM)),
         request_model=_str(attrs, n.GEN_AI_REQUEST_MODEL) or _str(attrs, n.OPENINFERENCE_MODEL_NAME),
-        system_prompt=system_prompt,
-        user_prompt=user_prompt,
+        system_prompt=messages.system,
+        user_prompt=messages.user,
+        input_messages_json=messages.json,
+        messages_note=messages.note,
+        parent_span_id=span.parent_span_id or None,
+        span_name=span.name or None,
+        operation_name=_str(attrs, n.GEN_AI_OPERATION_NAME),
+        step_kind=step_kind(attrs, kind),
+        response_model=_str(attrs, n.GEN_AI_RESPONSE_MODEL),
+        input_tokens=_first_int(attrs, n.GEN_AI_USAGE_INPUT_TOKENS, n.GEN_AI_USAGE_PROMPT_TOKENS,
+                                n.OPENINFERENCE_PROMPT_TOKENS),
+        output_tokens=_first_int(attrs, n.GEN_AI_USAGE_OUTPUT_TOKENS, n.GEN_AI_USAGE_COMPLETION_TOKENS,
+                                 n.OPENINFERENCE_COMPLETION_TOKENS),
+        tool_name=_str(attrs, n.GEN_AI_TOOL_NAME) or (
+            _str(attrs, n.OPENINFERENCE_TOOL_NAME) if kind == SOURCE_OPENINFERENCE else None),
+        tool_call_id=_str(attrs, n.GEN_AI_TOOL_CALL_ID),
+        tool_arguments=_text(attrs.get(n.GEN_AI_TOOL_CALL_ARGUMENTS)) if n.GEN_AI_TOOL_CALL_ARGUMENTS in attrs else (
+            _text(attrs.get(n.OPENINFERENCE_INPUT_VALUE))
+            if attrs.get(n.OPENINFERENCE_SPAN_KIND) == "TOOL" else None),
         started_at=span.start_ns or None,
         ended_at=span.end_ns or None,
         status=span.status_code,

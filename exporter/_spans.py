@@ -78,14 +78,22 @@ def _json_default(value: Any) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    """Nested values as JSON-ready Python (tuples from the SDK become lists)."""
+    """Nested values as JSON-ready Python (tuples from the SDK become lists), numbers as Go's
+    encoding/json writes them: an integral double has no fraction ("1", not "1.0")."""
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return int(value)
     return value
+
+
+# Go's encoding/json escapes these inside strings (HTML-safe output); Python's json does not.
+_GO_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                             "\u2029": "\\u2029"})  # fmt: skip
 
 
 def _float_str(value: float) -> str:
@@ -116,7 +124,10 @@ def stringify(value: AttrValue) -> str:
         return base64.b64encode(value).decode("ascii")
     if value is None:
         return ""
-    return json.dumps(_plain(value), separators=(",", ":"), ensure_ascii=False, default=_json_default)
+    # A map or array: the JSON pdata's AsString gives it (Go encoding/json: keys sorted, compact,
+    # HTML-escaped), so a structured AnyValue reads the same here as in ClickHouse.
+    text = json.dumps(_plain(value), separators=(",", ":"), ensure_ascii=False, sort_keys=True, default=_json_default)
+    return text.translate(_GO_ESCAPES)
 
 
 # --- SDK ReadableSpan → SpanRecord --------------------------------------------------------------

@@ -247,7 +247,7 @@ def _delete_run_rows(db: Path, run_id: str) -> None:
             con.execute("BEGIN TRANSACTION")
             ids: list[Any] = [r[0] for r in con.execute(
                 "SELECT attempt_id FROM agent_attempts WHERE run_id = ?", [run_id]).fetchall()]
-            for table in ("agent_attempt_inputs", "agent_exchange_parts"):
+            for table in ("agent_attempt_inputs", "agent_exchange_parts", "agent_attempt_steps"):
                 con.execute(f"DELETE FROM {table} WHERE attempt_id IN "
                             "(SELECT attempt_id FROM agent_attempts WHERE run_id = ?)", [run_id])
             con.execute("DELETE FROM agent_artifacts WHERE run_id = ?", [run_id])

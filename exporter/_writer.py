@@ -32,6 +32,7 @@ from otel_inputs.exporter._db import WRITER_SETTINGS, LockTimeout, connect_with_
 from otel_inputs.exporter._manifests import artifacts_table
 from otel_inputs.exporter._schema import migrate
 from otel_inputs.exporter._spans import SpanRecord
+from otel_inputs.exporter._steps import resolve as resolve_steps, step_trace_ids
 
 _log = logging.getLogger(__name__)
 
@@ -458,7 +459,20 @@ def _transaction_once(con: duckdb.DuckDBPyConnection, batches: Iterable[BatchTab
 
 
 def _insert(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:
-    """Replace-by-key then insert, table by table, inside the caller's transaction."""
+    """Replace-by-key then insert, table by table, inside the caller's transaction; then settle
+    which GenAI spans of the touched traces are attempts and which are steps (``_steps``)."""
+    _insert_tables(con, tables)
+    if tables.traces is None and tables.attempts is None:
+        return
+    try:
+        resolve_steps(con, *step_trace_ids(tables.traces, tables.attempts))
+    except duckdb.Error:
+        raise  # the transaction is aborted: retry or spill the batch as any failed write
+    except Exception:  # noqa: BLE001 - a projection defect must never cost the spans: they land as they are
+        _log.exception("otel-inputs: attempts/steps of this batch not settled; its GenAI spans stay attempts")
+
+
+def _insert_tables(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:
     for name, table in tables.items():
         con.register(_BATCH_VIEW, table)
         try:

@@ -163,3 +163,41 @@ ENV_STORE_MIN_FREE = "OTEL_INPUTS_STORE_MIN_FREE"
 ENV_RUN_BUDGET = "OTEL_INPUTS_RUN_BUDGET"
 ENV_ACCESS_POLICY = "OTEL_INPUTS_ACCESS_POLICY"
 ENV_REVOCATIONS = "OTEL_INPUTS_REVOCATIONS"
+# === Foreign encodings read by the exporter's projection (docs/encodings.md) ====================
+# Read from other instrumentations' spans and log records only; otel-inputs never writes them.
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_PROMPT_TOKENS = "gen_ai.usage.prompt_tokens"  # older spelling (OpenLLMetry)
+GEN_AI_USAGE_COMPLETION_TOKENS = "gen_ai.usage.completion_tokens"  # older spelling (OpenLLMetry)
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+# GenAI operation names that are a model call (a step of kind model_call), and those that send messages.
+OPERATIONS_MODEL_CALL = ("chat", "text_completion", "generate_content", "embeddings")
+OPERATIONS_SENDING_MESSAGES = ("chat", "text_completion", "generate_content")
+OPERATION_EXECUTE_TOOL = "execute_tool"
+# GenAI content events (log records, or span events from older instrumentations).
+EVENT_INFERENCE_DETAILS = "gen_ai.client.inference.operation.details"
+EVENT_SYSTEM_MESSAGE = "gen_ai.system.message"
+EVENT_USER_MESSAGE = "gen_ai.user.message"
+EVENT_ASSISTANT_MESSAGE = "gen_ai.assistant.message"
+EVENT_TOOL_MESSAGE = "gen_ai.tool.message"
+EVENT_CHOICE = "gen_ai.choice"
+EVENT_CONTENT_PROMPT = "gen_ai.content.prompt"  # semconv <= 1.27 span event carrying gen_ai.prompt
+# OpenLLMetry (Traceloop): indexed "gen_ai.prompt.<i>.role|content", no gen_ai.operation.name.
+OPENLLMETRY_REQUEST_TYPE = "llm.request.type"
+OPENLLMETRY_PROMPT_PREFIX = "gen_ai.prompt"
+OPENLLMETRY_COMPLETION_PREFIX = "gen_ai.completion"
+OPENLLMETRY_USAGE_TOTAL = "llm.usage.total_tokens"
+# OpenInference: provider and system, tokens, tools, and the kinds that are steps when nested.
+OPENINFERENCE_LLM_SYSTEM = "llm.system"
+OPENINFERENCE_LLM_PROVIDER = "llm.provider"
+OPENINFERENCE_PROMPT_TOKENS = "llm.token_count.prompt"
+OPENINFERENCE_COMPLETION_TOKENS = "llm.token_count.completion"
+OPENINFERENCE_TOOL_NAME = "tool.name"
+OPENINFERENCE_TOOL_PARAMETERS = "tool.parameters"
+OPENINFERENCE_STEP_KINDS = ("TOOL", "EMBEDDING", "RETRIEVER", "RERANKER")
+# pydantic-ai: the agent-run span's whole conversation (inputs and outputs), GenAI message JSON.
+PYDANTIC_AI_ALL_MESSAGES = "pydantic_ai.all_messages"
+# === end of foreign-encodings block =============================================================

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -149,11 +150,37 @@ def test_fused_conversion_matches_the_reference_for_sdk_spans(spans: SpanFactory
     recorded = [spans.attempt(i, items=i % 5) for i in range(12)]
     recorded.append(spans.span({n.GEN_AI_OPERATION_NAME: "chat"}, name="chat"))
     recorded.append(spans.span({"plain": "span"}, [("log", {"k": 1})], name="plain"))
+    recorded.extend(_encodings(spans))
     valid = list(iter_valid(proto_request(recorded), set()))
     _assert_same(build_chunk(valid), _reference(valid))
     for size in (1, 5):
         for start in range(0, len(valid), size):
             _assert_same(build_chunk(valid[start : start + size]), _reference(valid[start : start + size]))
+
+
+def _encodings(spans: SpanFactory) -> list[Any]:
+    """Real SDK spans in every encoding the projection reads, nested so parents and names matter."""
+    messages = [{"role": "user", "parts": [{"type": "text", "content": "structured <ask>"}]}]
+    spans.memory.clear()
+    tracer = spans.tracer
+    with tracer.start_as_current_span("invoke_agent outer", attributes={
+            n.GEN_AI_OPERATION_NAME: "invoke_agent", n.PYDANTIC_AI_ALL_MESSAGES: json.dumps(messages)}):
+        with tracer.start_as_current_span("openai.chat", attributes={
+                n.GEN_AI_SYSTEM: "openai", n.OPENLLMETRY_REQUEST_TYPE: "chat", "gen_ai.prompt.0.role": "user",
+                "gen_ai.prompt.0.content": "indexed", n.GEN_AI_USAGE_PROMPT_TOKENS: 4}):
+            pass
+        with tracer.start_as_current_span("llm", attributes={
+                n.OPENINFERENCE_SPAN_KIND: "LLM", n.OPENINFERENCE_LLM_PROVIDER: "azure",
+                "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "oi",
+                n.OPENINFERENCE_PROMPT_TOKENS: 3}):
+            pass
+        with tracer.start_as_current_span("execute_tool t", attributes={
+                n.GEN_AI_OPERATION_NAME: "execute_tool", n.GEN_AI_TOOL_NAME: "t",
+                n.GEN_AI_TOOL_CALL_ARGUMENTS: {"x": [1.0, 2.5], "y": "<&>"}, n.GEN_AI_INPUT_MESSAGES: messages}):
+            pass
+        with tracer.start_as_current_span("chat ev", attributes={n.GEN_AI_OPERATION_NAME: "chat"}) as ev:
+            ev.add_event(n.EVENT_CONTENT_PROMPT, {n.GEN_AI_PROMPT: "from an event"})
+    return list(spans.memory.get_finished_spans())
 
 
 @pytest.mark.parametrize("repeat", ["span", "attempt"])
@@ -176,6 +203,25 @@ def test_sink_lands_the_same_rows_as_the_reference_writer(tmp_path: Any) -> None
     finally:
         sink.stop()
     for table, key in (("otel_traces", '"SpanId"'), ("agent_attempts", "attempt_id"),
-                       ("agent_attempt_inputs", "attempt_id, seq"), ("agent_exchange_parts", "attempt_id, part_name")):  # fmt: skip
+                       ("agent_attempt_inputs", "attempt_id, seq"), ("agent_exchange_parts", "attempt_id, part_name"),
+                       ("agent_attempt_steps", "attempt_id, seq"), ("agent_attempt_messages", "attempt_id")):  # fmt: skip
+        sql = f"SELECT * FROM {table} ORDER BY {key}"
+        assert query(sink_db, sql) == query(ref_db, sql), table
+
+
+def test_sink_settles_steps_like_the_reference_writer(tmp_path: Any, spans: SpanFactory) -> None:
+    """Nested spans of every encoding posted to the sink in small chunks land the same attempts,
+    steps and messages as the reference writer given them at once."""
+    req = proto_request(_encodings(spans))
+    ref_db, sink_db = tmp_path / "ref.duckdb", tmp_path / "sink.duckdb"
+    DuckDBWriter(ref_db).write_tables(_reference(list(iter_valid(req, check_request(req).skip))))
+    sink = OTLPSink(sink_db, port=0, config=SinkConfig(decode_chunk_spans=2)).start()
+    try:
+        assert post(sink.endpoint, req.SerializeToString())[0] == 200
+    finally:
+        sink.stop()
+    assert len(query(ref_db, "SELECT * FROM agent_attempt_steps")) == 4
+    for table, key in (("agent_attempts", "attempt_id"), ("agent_attempt_steps", "attempt_id, seq"),
+                       ("agent_attempt_messages", "attempt_id")):  # fmt: skip
         sql = f"SELECT * FROM {table} ORDER BY {key}"
         assert query(sink_db, sql) == query(ref_db, sql), table

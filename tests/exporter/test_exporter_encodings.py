@@ -1,0 +1,270 @@
+"""Every common encoding is read (docs/encodings.md): OpenLLMetry, OpenInference, GenAI attributes,
+span events and log events, structured AnyValues; nothing absent is invented."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from exporter_helpers import SpanFactory, query, query_dicts
+from otel_logs_rows import land_logs
+from opentelemetry import trace
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_inputs import AgentObserver
+from otel_inputs import names as n
+from otel_inputs.exporter._rows import derive
+from otel_inputs.exporter._spans import from_readable
+from otel_inputs.exporter._writer import DuckDBWriter
+
+_OPENLLMETRY = {
+    n.GEN_AI_SYSTEM: "openai",
+    n.OPENLLMETRY_REQUEST_TYPE: "chat",
+    n.GEN_AI_REQUEST_MODEL: "gpt-4o-mini",
+    n.GEN_AI_RESPONSE_MODEL: "gpt-4o-mini-2024-07-18",
+    "gen_ai.prompt.0.role": "system",
+    "gen_ai.prompt.0.content": "Answer in one word.",
+    "gen_ai.prompt.1.role": "user",
+    "gen_ai.prompt.1.content": "Capital of France?",
+    "gen_ai.completion.0.role": "assistant",
+    "gen_ai.completion.0.content": "Paris",
+    n.GEN_AI_USAGE_PROMPT_TOKENS: 12,
+    n.GEN_AI_USAGE_COMPLETION_TOKENS: 1,
+    n.OPENLLMETRY_USAGE_TOTAL: 13,
+}
+
+_OPENINFERENCE = {
+    n.OPENINFERENCE_SPAN_KIND: "LLM",
+    n.OPENINFERENCE_LLM_PROVIDER: "azure",
+    n.OPENINFERENCE_LLM_SYSTEM: "openai",
+    n.OPENINFERENCE_MODEL_NAME: "gpt-4o",
+    "llm.input_messages.0.message.role": "system",
+    "llm.input_messages.0.message.content": "Be terse.",
+    "llm.input_messages.1.message.role": "user",
+    "llm.input_messages.1.message.content": "Say hi.",
+    n.OPENINFERENCE_PROMPT_TOKENS: 7,
+    n.OPENINFERENCE_COMPLETION_TOKENS: 2,
+}
+
+
+def _row(spans: SpanFactory, attrs: dict[str, Any], events: list[tuple[str, Any]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+    a = derive(from_readable(spans.span(attrs, events, name="span"))).attempt
+    assert a is not None
+    return a
+
+
+def test_openllmetry_span_without_operation_name_is_an_attempt(spans: SpanFactory) -> None:
+    """An OpenLLMetry chat span (indexed gen_ai.prompt.N, llm.request.type, gen_ai.system, no
+    gen_ai.operation.name) is an attempt with its provider, messages and token counts."""
+    a = _row(spans, _OPENLLMETRY)
+    assert (a["source_format"], a["provider_name"], a["request_model"]) == ("openllmetry", "openai", "gpt-4o-mini")
+    assert (a["system_prompt"], a["user_prompt"]) == ("Answer in one word.", "Capital of France?")
+    assert [m["role"] for m in json.loads(a["input_messages_json"])] == ["system", "user"]
+    assert (a["input_tokens"], a["output_tokens"], a["response_model"]) == (12, 1, "gpt-4o-mini-2024-07-18")
+    assert (a["step_kind"], a["operation_name"]) == ("model_call", None)  # the operation was not sent
+
+
+def test_openinference_provider_tokens_and_tool(spans: SpanFactory) -> None:
+    """OpenInference spans give provider (llm.provider, else llm.system), tokens and messages; a
+    TOOL span gives its tool name and, from input.value, its arguments."""
+    a = _row(spans, _OPENINFERENCE)
+    assert (a["source_format"], a["provider_name"], a["request_model"]) == ("openinference", "azure", "gpt-4o")
+    assert (a["system_prompt"], a["user_prompt"], a["input_tokens"], a["output_tokens"]) == ("Be terse.", "Say hi.", 7, 2)
+    only_system = dict(_OPENINFERENCE)
+    del only_system[n.OPENINFERENCE_LLM_PROVIDER]
+    assert _row(spans, only_system)["provider_name"] == "openai"
+    tool = _row(spans, {n.OPENINFERENCE_SPAN_KIND: "TOOL", n.OPENINFERENCE_TOOL_NAME: "search",
+                        n.OPENINFERENCE_INPUT_VALUE: '{"q": "otel"}'})  # fmt: skip
+    assert (tool["step_kind"], tool["tool_name"], tool["tool_arguments"]) == ("tool_call", "search", '{"q": "otel"}')
+    assert tool["input_tokens"] is None and tool["output_tokens"] is None
+
+
+def test_structured_anyvalues_land_as_clickhouse_json(tmp_path: Path, spans: SpanFactory) -> None:
+    """Maps and arrays (SDK >= 1.45) land as the JSON text pdata's AsString gives (keys sorted,
+    HTML-escaped), the same text in otel_traces and in the derived rows."""
+    messages = [{"role": "user", "parts": [{"type": "text", "content": "a <b> & c"}]}]
+    args = {"path": "src/x.py", "lines": [1, 2]}
+    span = spans.span({n.GEN_AI_OPERATION_NAME: n.OPERATION_EXECUTE_TOOL, n.GEN_AI_TOOL_NAME: "read",
+                       n.GEN_AI_TOOL_CALL_ARGUMENTS: args, n.GEN_AI_INPUT_MESSAGES: messages}, name="tool")  # fmt: skip
+    record = from_readable(span)
+    assert isinstance(record.attributes[n.GEN_AI_INPUT_MESSAGES], list)  # really structured on the span
+    db = tmp_path / "t.duckdb"
+    DuckDBWriter(db).write_spans([record])
+    (row,) = query_dicts(db, "SELECT * FROM agent_attempts")
+    (attrs,) = query(db, 'SELECT "SpanAttributes" FROM otel_traces')[0]
+    assert row["input_messages_json"] == attrs[n.GEN_AI_INPUT_MESSAGES] == (
+        '[{"parts":[{"content":"a \\u003cb\\u003e \\u0026 c","type":"text"}],"role":"user"}]')
+    assert row["tool_arguments"] == attrs[n.GEN_AI_TOOL_CALL_ARGUMENTS] == '{"lines":[1,2],"path":"src/x.py"}'
+    assert row["user_prompt"] == "a <b> & c"
+    assert json.loads(row["tool_arguments"]) == args
+
+
+def test_span_event_content_is_read(spans: SpanFactory) -> None:
+    """Messages recorded as span events (gen_ai.content.prompt, or the inference-details event on
+    the span) are the span's own messages."""
+    a = _row(spans, {n.GEN_AI_OPERATION_NAME: "chat"}, [(n.EVENT_CONTENT_PROMPT, {n.GEN_AI_PROMPT: "plain ask"})])
+    assert (a["user_prompt"], a["input_messages_json"]) == ("plain ask", "plain ask")
+    details = {n.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "user", "parts": [{"type": "text", "content": "q"}]}])}
+    assert _row(spans, {n.GEN_AI_OPERATION_NAME: "chat"}, [(n.EVENT_INFERENCE_DETAILS, details)])["user_prompt"] == "q"
+
+
+def test_absent_content_and_usage_stay_not_recorded(spans: SpanFactory) -> None:
+    """A GenAI span without content or usage has NULL messages, tokens and tool fields, never '' or 0."""
+    a = _row(spans, {n.GEN_AI_OPERATION_NAME: "chat", n.GEN_AI_PROVIDER_NAME: "openai"})
+    for column in ("system_prompt", "user_prompt", "input_messages_json", "messages_note", "input_tokens",
+                   "output_tokens", "tool_name", "tool_call_id", "tool_arguments", "response_model"):  # fmt: skip
+        assert a[column] is None, column
+    zero = _row(spans, {n.GEN_AI_OPERATION_NAME: "chat", n.GEN_AI_USAGE_INPUT_TOKENS: 0})
+    assert zero["input_tokens"] == 0 and zero["output_tokens"] is None
+
+
+def _providers() -> tuple[TracerProvider, InMemorySpanExporter, LoggerProvider, InMemoryLogRecordExporter]:
+    resource = Resource.create({"service.name": "agent-svc"})
+    memory, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    tp = TracerProvider(resource=resource)
+    tp.add_span_processor(SimpleSpanProcessor(memory))
+    lp = LoggerProvider(resource=resource)
+    lp.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    return tp, memory, lp, logs
+
+
+def test_openllmetry_span_under_observer_attempt_is_its_step(tmp_path: Path) -> None:
+    """An OpenLLMetry chat span inside observer.attempt is that attempt's model step, and the
+    attempt's messages are what it sent (source model_step)."""
+    tp, memory, _, _ = _providers()
+    with AgentObserver(tracer_provider=tp).attempt(run_id="run-o", request=None, attempt_id="att-o"):
+        with tp.get_tracer("opentelemetry.instrumentation.openai").start_as_current_span(
+                "openai.chat", kind=trace.SpanKind.CLIENT, attributes=_OPENLLMETRY):  # fmt: skip
+            pass
+    db = tmp_path / "t.duckdb"
+    DuckDBWriter(db).write_spans([from_readable(s) for s in memory.get_finished_spans()])
+    assert query(db, "SELECT attempt_id FROM agent_attempts") == [("att-o",)]
+    assert query(db, "SELECT step_kind, provider_name, input_tokens FROM agent_attempt_steps") == [("model_call", "openai", 12)]
+    assert query(db, "SELECT user_prompt, messages_source FROM agent_attempt_messages") == [
+        ("Capital of France?", "model_step")]
+
+
+def _genai_inference(tp: TracerProvider, lp: LoggerProvider, user: str) -> None:
+    """One inference through the real opentelemetry-util-genai with content on the log event only."""
+    from opentelemetry.util.genai.handler import TelemetryHandler
+    from opentelemetry.util.genai.types import InputMessage, OutputMessage, Text
+
+    handler = TelemetryHandler(tracer_provider=tp, logger_provider=lp)
+    with handler.inference("openai", request_model="gpt-x") as inv:
+        inv.input_messages = [InputMessage(role="user", parts=[Text(content=user)])]
+        inv.output_messages = [OutputMessage(role="assistant", parts=[Text(content="ok")], finish_reason="stop")]
+
+
+@pytest.fixture
+def event_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("opentelemetry.util.genai")
+    monkeypatch.setenv(n.ENV_GENAI_CAPTURE_CONTENT, "EVENT_ONLY")
+
+
+@pytest.mark.parametrize("logs_first", [True, False])
+def test_log_event_messages_of_a_legacy_chat_span(tmp_path: Path, event_only: None, logs_first: bool) -> None:
+    """util-genai with EVENT_ONLY puts the messages on the operation-details log record only: the
+    chat attempt's messages come from it (source log_event), whichever arrived first."""
+    tp, memory, lp, logs = _providers()
+    _genai_inference(tp, lp, "what is otel?")
+    (span,) = memory.get_finished_spans()
+    assert n.GEN_AI_INPUT_MESSAGES not in span.attributes  # really not on the span
+    db = tmp_path / "t.duckdb"
+    _ensure_schema(db)
+    writer = DuckDBWriter(db)
+    if logs_first:
+        land_logs(db, logs.get_finished_logs())
+        writer.write_spans([from_readable(span)])
+    else:
+        writer.write_spans([from_readable(span)])
+        land_logs(db, logs.get_finished_logs())
+    (m,) = query_dicts(db, "SELECT * FROM agent_attempt_messages")
+    assert (m["user_prompt"], m["messages_source"], m["messages_note"]) == ("what is otel?", "log_event", None)
+    assert json.loads(m["input_messages_json"])[0]["parts"][0]["content"] == "what is otel?"
+
+
+def _ensure_schema(db: Path) -> None:
+    from otel_inputs.exporter._db import connect_with_retry, file_lock
+    from otel_inputs.exporter._schema import migrate
+
+    with file_lock(db, exclusive=True, timeout_s=10):
+        con = connect_with_retry(db, read_only=False)
+        try:
+            migrate(con)
+        finally:
+            con.close()
+
+
+@pytest.mark.parametrize("logs_first", [True, False])
+def test_log_event_of_the_first_model_step_fills_the_attempt(tmp_path: Path, event_only: None, logs_first: bool) -> None:
+    """observer.attempt without messages around a util-genai inference (content on the log event
+    only): the attempt's messages are the model step's log event, labelled model_step."""
+    tp, memory, lp, logs = _providers()
+    with AgentObserver(tracer_provider=tp).attempt(run_id="run-l", request=None, attempt_id="att-l"):
+        _genai_inference(tp, lp, "summarise the diff")
+    db = tmp_path / "t.duckdb"
+    _ensure_schema(db)
+    records = [from_readable(s) for s in memory.get_finished_spans()]
+    if logs_first:
+        land_logs(db, logs.get_finished_logs())
+    for r in records:  # the chat span first, then the attempt span, as a batch processor sends them
+        DuckDBWriter(db).write_spans([r])
+    if not logs_first:
+        land_logs(db, logs.get_finished_logs())
+    (m,) = query_dicts(db, "SELECT * FROM agent_attempt_messages")
+    assert (m["attempt_id"], m["user_prompt"], m["messages_source"]) == ("att-l", "summarise the diff", "model_step")
+    assert "log event" in m["messages_note"]
+
+
+def test_a_disagreeing_log_event_loses_to_the_span(tmp_path: Path) -> None:
+    """A GenAI log event whose user message differs from the attempt span's: the span's messages
+    are shown and messages_note says a log event disagreed."""
+    tp, memory, lp, logs = _providers()
+    tracer = tp.get_tracer("app")
+    with tracer.start_as_current_span("chat", attributes={
+            n.GEN_AI_OPERATION_NAME: "chat",
+            n.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "user", "parts": [{"type": "text", "content": "span text"}]}])}):
+        lp.get_logger("openllmetry").emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "log text"})
+        lp.get_logger("openllmetry").emit(event_name=n.EVENT_SYSTEM_MESSAGE, body={"content": "sys from log"})
+    db = tmp_path / "t.duckdb"
+    _ensure_schema(db)
+    land_logs(db, logs.get_finished_logs())
+    DuckDBWriter(db).write_spans([from_readable(s) for s in memory.get_finished_spans()])
+    (m,) = query_dicts(db, "SELECT * FROM agent_attempt_messages")
+    assert (m["user_prompt"], m["system_prompt"], m["messages_source"]) == ("span text", None, "attempt_span")
+    assert "recorded different messages" in m["messages_note"]
+
+
+def test_per_message_log_events_are_the_messages(tmp_path: Path) -> None:
+    """OpenLLMetry-style gen_ai.system.message / gen_ai.user.message log records of a span without
+    content on it become its messages, in emission order (source log_event)."""
+    tp, memory, lp, logs = _providers()
+    with tp.get_tracer("app").start_as_current_span("chat", attributes={n.GEN_AI_OPERATION_NAME: "chat"}):
+        lp.get_logger("openllmetry").emit(event_name=n.EVENT_SYSTEM_MESSAGE, body={"content": "be exact"})
+        lp.get_logger("openllmetry").emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "ask <1>"})
+        lp.get_logger("openllmetry").emit(event_name=n.EVENT_CHOICE, body={"message": {"content": "answer"}})
+    db = tmp_path / "t.duckdb"
+    DuckDBWriter(db).write_spans([from_readable(s) for s in memory.get_finished_spans()])
+    land_logs(db, logs.get_finished_logs())
+    (m,) = query_dicts(db, "SELECT * FROM agent_attempt_messages")
+    assert (m["system_prompt"], m["user_prompt"], m["messages_source"]) == ("be exact", "ask <1>", "log_event")
+    assert [x["role"] for x in json.loads(m["input_messages_json"])] == ["system", "user"]  # the choice is output
+
+
+def test_log_records_without_trace_context_are_ignored(tmp_path: Path, spans: SpanFactory) -> None:
+    """A GenAI log record with no trace context joins no attempt (no message is invented from it)."""
+    _, _, lp, logs = _providers()
+    lp.get_logger("x").emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "orphan"})
+    db = tmp_path / "t.duckdb"
+    _ensure_schema(db)
+    land_logs(db, logs.get_finished_logs())
+    DuckDBWriter(db).write_spans([from_readable(spans.span({n.GEN_AI_OPERATION_NAME: "chat"}, name="chat"))])
+    assert query(db, "SELECT count(*) FROM agent_attempt_messages") == [(0,)]
+    assert query(db, "SELECT count(*) FROM otel_logs") == [(1,)]
