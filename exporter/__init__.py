@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from otel_inputs.exporter._configure import configure
 from otel_inputs.exporter._db import read_connection
 from otel_inputs.exporter._exporter import DuckDBSpanExporter
 from otel_inputs.exporter._sink import OTLPSink, SinkConfig
@@ -21,6 +22,7 @@ __all__ = [
     "SchemaError",
     "SinkConfig",
     "WriteOutcome",
+    "configure",
     "migrate",
     "read_connection",
 ]
