@@ -7,6 +7,7 @@ receiver (HTTP and gRPC, traces and logs) behind ``otel-inputs collect``.  Both 
 
 from __future__ import annotations
 
+from otel_inputs.exporter._configure import configure
 from otel_inputs.exporter._db import read_connection
 from otel_inputs.exporter._exporter import DuckDBSpanExporter
 from otel_inputs.exporter._logs import DuckDBLogExporter
@@ -23,6 +24,7 @@ __all__ = [
     "SchemaError",
     "SinkConfig",
     "WriteOutcome",
+    "configure",
     "migrate",
     "read_connection",
 ]

@@ -10,13 +10,16 @@ One switch, ``OTEL_INPUTS_CAPTURE``:
   no content attributes.
 * ``off``: record the decision and nothing else.
 
-The ``gen_ai.system_instructions`` / ``gen_ai.input.messages`` span attributes carry the exact
-messages to whatever backend the spans go to, so they follow the OpenTelemetry switch
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (default: off, as OpenTelemetry specifies).
+The exact messages (``gen_ai.system_instructions`` / ``gen_ai.input.messages``) travel to whatever
+backend the telemetry goes to, so where they go follows the OpenTelemetry switch
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (:class:`MessageCapture`; default
+``NO_CONTENT``, as OpenTelemetry specifies).  Admission still comes first: a switch that allows
+content never carries it for an attempt whose capture was not admitted.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -34,7 +37,55 @@ class CaptureMode(str, Enum):
     OFF = "off"
 
 
-_TRUE = {"1", "true", "yes", "on", "span_only", "span_and_event", "event_only"}
+_log = logging.getLogger("otel_inputs")
+
+
+class MessageCapture(str, Enum):
+    """Where the exact messages go: OpenTelemetry's GenAI content-capturing modes."""
+
+    NO_CONTENT = "NO_CONTENT"
+    SPAN_ONLY = "SPAN_ONLY"
+    EVENT_ONLY = "EVENT_ONLY"
+    SPAN_AND_EVENT = "SPAN_AND_EVENT"
+
+    @property
+    def on_span(self) -> bool:
+        return self in (MessageCapture.SPAN_ONLY, MessageCapture.SPAN_AND_EVENT)
+
+    @property
+    def on_event(self) -> bool:
+        return self in (MessageCapture.EVENT_ONLY, MessageCapture.SPAN_AND_EVENT)
+
+    @classmethod
+    def parse(cls, raw: MessageCapture | bool | str | None) -> MessageCapture:
+        """Read a switch value: the four modes in any case; ``true``/``false`` as legacy aliases.
+
+        ``true`` keeps its earlier otel-inputs meaning, content on the span (``SPAN_ONLY``); the
+        OpenTelemetry GenAI utilities no longer accept it.  Anything else is ``NO_CONTENT`` with a
+        warning: a misspelt switch must not send content anywhere.
+        """
+        if isinstance(raw, cls):
+            return raw
+        if isinstance(raw, bool):
+            return cls.SPAN_ONLY if raw else cls.NO_CONTENT
+        value = (raw or "").strip()
+        if not value:
+            return cls.NO_CONTENT
+        lowered = value.lower()
+        if lowered in _LEGACY_TRUE:
+            return cls.SPAN_ONLY
+        if lowered in _LEGACY_FALSE:
+            return cls.NO_CONTENT
+        try:
+            return cls(value.upper())
+        except ValueError:
+            _log.warning("otel_inputs: %s=%r is not one of %s; message content is not captured",
+                         names.ENV_GENAI_CAPTURE_CONTENT, value, ", ".join(m.value for m in cls))
+            return cls.NO_CONTENT
+
+
+_LEGACY_TRUE = {"1", "true", "yes", "on"}
+_LEGACY_FALSE = {"0", "false", "no", "off"}
 
 
 @dataclass(frozen=True)
@@ -42,8 +93,12 @@ class CapturePolicy:
     """Process-wide capture settings; read from the environment by :meth:`from_env`."""
 
     mode: CaptureMode = CaptureMode.CONTENT
-    message_content: bool = False
+    # A MessageCapture; True/False and switch strings are accepted and normalised.
+    message_content: MessageCapture = MessageCapture.NO_CONTENT
     min_free_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message_content", MessageCapture.parse(self.message_content))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> CapturePolicy:
@@ -54,8 +109,7 @@ class CapturePolicy:
         except ValueError:
             # An unknown value must not silently capture content the user tried to restrict.
             mode = CaptureMode.METADATA_ONLY
-        content = env.get(names.ENV_GENAI_CAPTURE_CONTENT, "").strip().lower() in _TRUE
-        return cls(mode=mode, message_content=content)
+        return cls(mode=mode, message_content=MessageCapture.parse(env.get(names.ENV_GENAI_CAPTURE_CONTENT)))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ recording is caught here and becomes a recorded gap on the span.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -16,10 +15,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry import trace
+from opentelemetry import _logs, trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from otel_inputs import names
+from otel_inputs import _emit
 from otel_inputs._capture import ProviderAttachment, capture_attempt_inputs
 from otel_inputs._lineage import SessionTracker
 from otel_inputs._parts import (
@@ -50,6 +50,8 @@ from otel_inputs.types import (
 
 _log = logging.getLogger("otel_inputs")
 _SCOPE = "otel_inputs"
+_EVENT_IDENTITY = (names.GEN_AI_OPERATION_NAME, names.ATTEMPT_ID, names.RUN_ID, names.GEN_AI_AGENT_NAME,
+                   names.GEN_AI_REQUEST_MODEL, names.GEN_AI_CONVERSATION_ID)
 
 
 def _version() -> str:
@@ -138,6 +140,11 @@ class AttemptRecording:
     observation_errors: list[str] = field(default_factory=list)
     parts: EvidenceQueue | None = None
     part_receipts: dict[str, PartReceipt] = field(default_factory=dict)
+    # Set by the observer: whether output text may go onto the span, and for which backends.
+    output_on_span: bool = False
+    backends: frozenset[_emit.Backend] = frozenset()
+    # What the GenAI log event repeats from the span so a reader can tie it to the attempt.
+    event_identity: dict[str, Any] = field(default_factory=dict)
 
     def record_request(self, *, route: str | None = None, model: str | None = None, messages: Any = None,
                        tools: Any = None, options: Any = None,
@@ -150,8 +157,14 @@ class AttemptRecording:
                       settlement: Any = None,
                       dispatch: PartDispatch | str | None = PartDispatch.UNKNOWN) -> PartReceipt:
         """Record the observable output (text, tool calls, partial usage, settlement) as its own part."""
-        return self._record_part(PartName.OBSERVABLE_OUTPUT,
-                                 lambda: encode_observable_output(text, tool_calls, usage, settlement), dispatch)
+        receipt = self._record_part(PartName.OBSERVABLE_OUTPUT,
+                                    lambda: encode_observable_output(text, tool_calls, usage, settlement), dispatch)
+        if text is not None and self.output_on_span and self.backends:
+            try:
+                self.span.set_attributes(_emit.compat_output_attributes(self.backends, text))
+            except Exception as exc:  # noqa: BLE001 - observation never vetoes
+                self.observation_errors.append(f"compat output: {exc}")
+        return receipt
 
     def _record_part(self, part: PartName, encode: Any, dispatch: Any) -> PartReceipt:
         receipt = observe_part(self.parts, self.decision, run_id=self.run_id, attempt_id=self.attempt_id,
@@ -168,6 +181,7 @@ class AgentObserver:
         self,
         *,
         tracer_provider: trace.TracerProvider | None = None,
+        logger_provider: _logs.LoggerProvider | None = None,
         store: ArtifactStore | str | os.PathLike[str] | None = None,
         policy: CapturePolicy | None = None,
         limits: CaptureLimits | None = None,
@@ -180,8 +194,13 @@ class AgentObserver:
         tracker: SessionTracker | None = None,
         retention: RetentionPolicy | None = None,
         part_limits: PartLimits | None = None,
+        backend_compat: str | Sequence[str] | None = None,
     ) -> None:
+        self._tracer_provider = tracer_provider
         self._tracer = trace.get_tracer(_SCOPE, _version(), tracer_provider=tracer_provider)
+        # The GenAI content log event goes through the logs API (global provider unless given).
+        self._logger = _logs.get_logger(_SCOPE, _version(), logger_provider=logger_provider)
+        self.backends = _emit.parse_backends(backend_compat)
         if store is None and os.environ.get(names.ENV_STORE):
             store = os.environ[names.ENV_STORE]
         self._store_root = store.root if isinstance(store, ArtifactStore) else store
@@ -277,8 +296,10 @@ class AgentObserver:
             names.RUN_ID: run_id,
             names.ATTEMPT_ID: attempt_id,
         }
+        # The GenAI conventions keep gen_ai.provider.name for CLIENT (remote) agent spans only.
+        provider_key = names.GEN_AI_PROVIDER_NAME if self.span_kind is SpanKind.CLIENT else names.PROVIDER_NAME
         for key, value in (
-            (names.GEN_AI_PROVIDER_NAME, self.provider_name),
+            (provider_key, self.provider_name),
             (names.GEN_AI_REQUEST_MODEL, self.request_model),
             (names.GEN_AI_AGENT_NAME, agent),
             (names.GEN_AI_AGENT_ID, self.agent_id),
@@ -289,10 +310,17 @@ class AgentObserver:
                 attributes[key] = value
         if lineage is not None:
             attributes.update(lineage_attributes(lineage))
+        attributes.update(_emit.compat_kind_attributes(self.backends))
         links = self._links(lineage)
         span_name = f"{names.SPAN_NAME_PREFIX} {agent}" if agent else names.SPAN_NAME_PREFIX
         span = self._tracer.start_span(span_name, kind=self.span_kind, attributes=attributes, links=links)
-        recording = AttemptRecording(span, attempt_id, run_id, lineage, None, None, errors)
+        identity = {k: attributes[k] for k in _EVENT_IDENTITY if k in attributes}
+        recording = AttemptRecording(span, attempt_id, run_id, lineage, None, None, errors, backends=self.backends,
+                                     event_identity=identity)
+        try:
+            _emit.warn_if_noop(self._tracer_provider or trace.get_tracer_provider(), span)
+        except Exception:  # noqa: BLE001 - a warning must never stop the call
+            pass
         try:
             self._observe(recording, request, task_in_message, previous_envelope, envelope_in_message,
                           context_roots, attachments, system_message, user_message,
@@ -377,12 +405,14 @@ class AgentObserver:
             self._gate.committed(rec.run_id, added)
         content = decision.decision is CaptureDecision.ADMITTED
         span.set_attributes(packet_span_attributes(packet, include_task_text=content))
-        if content and self.policy.message_content:
-            if system_message is not None:
-                span.set_attribute(names.GEN_AI_SYSTEM_INSTRUCTIONS,
-                                   json.dumps([{"type": "text", "content": system_message}], ensure_ascii=False))
-            if user_message is not None:
-                span.set_attribute(names.GEN_AI_INPUT_MESSAGES, json.dumps(
-                    [{"role": "user", "parts": [{"type": "text", "content": user_message}]}], ensure_ascii=False))
+        messages = self.policy.message_content
+        if self.backends:
+            task_text = packet.task.text if content and packet.task is not None else None
+            span.set_attributes(_emit.compat_packet_attributes(self.backends, packet, task_text))
+        rec.output_on_span = content and messages.on_span
+        if content and messages.on_span:
+            span.set_attributes(_emit.message_span_attributes(system_message, user_message))
+        if content and messages.on_event:
+            _emit.emit_operation_details(self._logger, span, rec.event_identity, system_message, user_message)
         for item in packet.items:
             span.add_event(names.INPUT_EVENT, input_event_attributes(item), timestamp=item.captured_at_ns or None)

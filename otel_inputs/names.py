@@ -201,3 +201,35 @@ OPENINFERENCE_STEP_KINDS = ("TOOL", "EMBEDDING", "RETRIEVER", "RERANKER")
 # pydantic-ai: the agent-run span's whole conversation (inputs and outputs), GenAI message JSON.
 PYDANTIC_AI_ALL_MESSAGES = "pydantic_ai.all_messages"
 # === end of foreign-encodings block =============================================================
+
+# === GenAI conventions, log events and backend compatibility (issue 11, agentside) ===========
+# Model provider of an INTERNAL attempt span: the GenAI conventions removed gen_ai.provider.name
+# from INTERNAL invoke_agent spans ("provider name does not apply to local agents"), so the
+# provider the runtime dispatches to is recorded under our prefix there; CLIENT spans keep
+# gen_ai.provider.name.
+PROVIDER_NAME = "otel_inputs.provider.name"
+# The GenAI content log event EVENT_INFERENCE_DETAILS (above) carries the exact messages when the
+# capture switch says EVENT_ONLY or SPAN_AND_EVENT, correlated to the attempt span by context.
+# Set by collector-config/vendor.yaml on every span and log record it redacted for export.
+EXPORT_REDACTION = "otel_inputs.export.redaction"
+EXPORT_REDACTION_ALLOWLIST = "allowlist_v1"
+# Keyed digests that replace the plain SHA-256 values on the vendor path (vendor.yaml):
+# hex SHA-256 of (export key ++ plain lowercase-hex SHA-256); see docs/wire.md.
+TASK_KEYED_SHA256 = "otel_inputs.task.keyed_sha256"
+INPUT_KEYED_SHA256 = "otel_inputs.input.keyed_sha256"
+PART_KEYED_SHA256 = "otel_inputs.part.keyed_sha256"
+
+# Backend compatibility (opt-in, OTEL_INPUTS_BACKEND_COMPAT): names other backends read.
+OPENINFERENCE_INPUT_MIME_TYPE = "input.mime_type"
+OPENINFERENCE_OUTPUT_VALUE = "output.value"
+OPENINFERENCE_OUTPUT_MIME_TYPE = "output.mime_type"
+OPENINFERENCE_METADATA = "metadata"
+OPENINFERENCE_KIND_AGENT = "AGENT"
+LANGFUSE_OBSERVATION_TYPE = "langfuse.observation.type"
+LANGFUSE_OBSERVATION_INPUT = "langfuse.observation.input"
+LANGFUSE_OBSERVATION_OUTPUT = "langfuse.observation.output"
+LANGFUSE_OBSERVATION_METADATA = "langfuse.observation.metadata"  # prefix: ".<key>"
+LANGFUSE_TYPE_AGENT = "agent"
+
+ENV_BACKEND_COMPAT = "OTEL_INPUTS_BACKEND_COMPAT"
+# === end of GenAI/compat block ================================================================

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 from otel_inputs import AttemptAdmission, CaptureMode, CapturePolicy, admit
 from otel_inputs.types import CaptureDecision, GapReason
+from otel_inputs._policy import MessageCapture
 
 
 def test_default_policy_captures_content_but_not_genai_messages() -> None:
     """With no environment the mode is content and gen_ai message content stays off."""
     p = CapturePolicy.from_env({})
-    assert p.mode is CaptureMode.CONTENT and p.message_content is False
+    assert p.mode is CaptureMode.CONTENT and p.message_content is MessageCapture.NO_CONTENT
 
 
 def test_env_switches_are_read() -> None:
@@ -15,7 +16,7 @@ def test_env_switches_are_read() -> None:
     p = CapturePolicy.from_env(
         {"OTEL_INPUTS_CAPTURE": "metadata_only", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
     )
-    assert p.mode is CaptureMode.METADATA_ONLY and p.message_content
+    assert p.mode is CaptureMode.METADATA_ONLY and p.message_content is MessageCapture.SPAN_ONLY
 
 
 def test_unknown_mode_falls_back_to_metadata_only() -> None:

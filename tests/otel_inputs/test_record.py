@@ -33,7 +33,9 @@ def test_initial_send_with_prompt_file(harness: RecordingHarness, prompt_file: P
     a = span.attributes
     assert span.name == "invoke_agent coder"
     assert a[names.GEN_AI_OPERATION_NAME] == "invoke_agent"
-    assert a[names.GEN_AI_PROVIDER_NAME] == "fake" and a[names.GEN_AI_REQUEST_MODEL] == "fake-1"
+    # INTERNAL agent span: the GenAI conventions dropped gen_ai.provider.name there.
+    assert names.GEN_AI_PROVIDER_NAME not in a
+    assert a[names.PROVIDER_NAME] == "fake" and a[names.GEN_AI_REQUEST_MODEL] == "fake-1"
     assert a[names.GEN_AI_CONVERSATION_ID] == "sess-1" and a[names.RUN_ID] == "run-1"
     assert a[names.PHASE] == "build" and a[names.SEND_KIND] == "initial" and a[names.TURN_INDEX] == 1
     assert names.PREVIOUS_TURN_ATTEMPT_ID not in a and names.RETRY_OF_ATTEMPT_ID not in a
