@@ -129,6 +129,105 @@ def generate(db_path: Path, attempts: int) -> float:
     return time.perf_counter() - t0
 
 
+STEPS_DDL = """
+CREATE TABLE IF NOT EXISTS agent_attempt_steps (
+    attempt_id VARCHAR NOT NULL, span_id VARCHAR NOT NULL, trace_id VARCHAR, parent_span_id VARCHAR,
+    seq INTEGER, step_kind VARCHAR, operation_name VARCHAR, span_name VARCHAR, provider_name VARCHAR,
+    request_model VARCHAR, response_model VARCHAR, started_at TIMESTAMP_NS, ended_at TIMESTAMP_NS,
+    input_tokens BIGINT, output_tokens BIGINT, tool_name VARCHAR, tool_call_id VARCHAR,
+    tool_arguments VARCHAR, status VARCHAR, attempt_started_at TIMESTAMP_NS)
+"""
+"""Contract C1's table, created here only while the projection's migration 11 is not applied."""
+WIDE_ITEMS = 100
+STEPS_PER_ATTEMPT = 3
+
+
+def wide_attempt_index(attempts: int) -> int:
+    """The attempt given 100 items (the page the issue's targets are set on)."""
+    return attempts // 2
+
+
+def add_extras(db_path: Path, attempts: int) -> float:
+    """Steps for every attempt (a model call and two tool calls, C1) and one 100-item attempt."""
+    t0 = time.perf_counter()
+    runs = max(1, attempts // ATTEMPTS_PER_RUN)
+    con = duckdb.connect(str(db_path))
+    try:
+        migrate(con)  # a cached file from an older checkout is brought up to this schema
+        con.execute("CREATE TABLE IF NOT EXISTS bench_extras (name VARCHAR)")
+        if con.execute("SELECT count(*) FROM bench_extras").fetchone()[0]:
+            return 0.0
+        con.execute(STEPS_DDL)
+        con.execute(
+            f"""
+            INSERT INTO agent_attempt_steps (attempt_id, span_id, trace_id, seq, step_kind, operation_name,
+                span_name, provider_name, request_model, started_at, ended_at, input_tokens, output_tokens,
+                tool_name, tool_call_id, tool_arguments, status, attempt_started_at)
+            SELECT md5(i::VARCHAR), md5(i::VARCHAR || '-' || s), md5(i::VARCHAR), s,
+                CASE WHEN s = 0 THEN 'model_call' ELSE 'tool_call' END,
+                CASE WHEN s = 0 THEN 'chat' ELSE 'execute_tool' END,
+                CASE WHEN s = 0 THEN 'chat model-1' ELSE 'execute_tool read_file' END, 'anthropic',
+                CASE WHEN s = 0 THEN 'model-1' END,
+                {BASE_TS} + to_seconds(i::BIGINT) + to_seconds(s * 2),
+                {BASE_TS} + to_seconds(i::BIGINT) + to_seconds(s * 2 + 1),
+                CASE WHEN s = 0 THEN 1200 END, CASE WHEN s = 0 THEN 300 END,
+                CASE WHEN s > 0 THEN 'read_file' END, CASE WHEN s > 0 THEN 'call-' || s END,
+                CASE WHEN s > 0 THEN '{{"path": "/work/handoff/' || (i % {runs}) || '/file-' || s || '.md"}}' END,
+                'ok', {BASE_TS} + to_seconds(i::BIGINT)
+            FROM range({attempts}) a(i), range({STEPS_PER_ATTEMPT}) b(s)
+            ORDER BY i, s
+            """
+        )
+        w = wide_attempt_index(attempts)
+        con.execute(
+            f"""
+            INSERT INTO agent_attempt_inputs (input_id, attempt_id, seq, label, source_kind, delivery_mode,
+                source_path, snapshot_ref, media_type, preview_kind, size_bytes, sha256, capture_status,
+                artifact_status, detail, captured_at, attempt_started_at)
+            SELECT md5({w}::VARCHAR) || '-' || s, md5({w}::VARCHAR), s, 'file-' || s || '.md', 'context_handoff',
+                'path_reference', '/work/handoff/{w % runs}/file-' || s || '.md',
+                'sha256:' || sha256('wide-' || s), 'text/markdown', 'text', 1000 + s, sha256('wide-' || s),
+                'captured', 'available', NULL, {BASE_TS} + to_seconds({w}::BIGINT) + INTERVAL 1 SECOND,
+                {BASE_TS} + to_seconds({w}::BIGINT)
+            FROM range({INPUTS_PER_ATTEMPT}, {WIDE_ITEMS}) b(s)
+            """
+        )
+        con.execute(
+            f"""
+            INSERT INTO agent_artifacts (attempt_id, input_id, run_id, seq, sha256, size_bytes, snapshot_ref,
+                media_type, capture_status, artifact_status, status_reason, captured_at, updated_at)
+            SELECT md5({w}::VARCHAR), md5({w}::VARCHAR) || '-' || s, 'run-{w % runs}', s, sha256('wide-' || s),
+                1000 + s, 'sha256:' || sha256('wide-' || s), 'text/markdown', 'captured', 'available', NULL,
+                {BASE_TS} + to_seconds({w}::BIGINT), now()
+            FROM range({INPUTS_PER_ATTEMPT}, {WIDE_ITEMS}) b(s)
+            """
+        )
+        con.execute(f"UPDATE agent_attempts SET item_count = {WIDE_ITEMS}, declared_input_count = {WIDE_ITEMS}, "
+                    f"captured_input_count = {WIDE_ITEMS} WHERE attempt_id = md5({w}::VARCHAR)")
+        con.execute("INSERT INTO bench_extras VALUES ('steps+wide')")
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    return time.perf_counter() - t0
+
+
+def cached_database(cache: Path, attempts: int) -> Path:
+    """The generated database of ``attempts`` attempts, built once and kept in ``cache``."""
+    cache.mkdir(parents=True, exist_ok=True)
+    db = cache / f"viewer-{attempts}.duckdb"
+    done = cache / f"viewer-{attempts}.done"
+    if not done.exists():
+        if db.exists():
+            db.unlink()
+        gen_s = generate(db, attempts)
+        print(f"  generated {attempts:,} attempts / {attempts * INPUTS_PER_ATTEMPT:,} inputs in {gen_s:.1f} s")
+        done.write_text("ok\n")
+    extra_s = add_extras(db, attempts)
+    if extra_s:
+        print(f"  added {attempts * STEPS_PER_ATTEMPT:,} steps and a {WIDE_ITEMS}-item attempt in {extra_s:.1f} s")
+    return db
+
+
 def _attempt_page(con: duckdb.DuckDBPyConnection, attempt_id: str) -> None:
     bundle = load_attempt(con, attempt_id)
     assert bundle is not None and len(bundle.inputs) == INPUTS_PER_ATTEMPT and len(bundle.parts) == 2
