@@ -23,7 +23,7 @@ PART_SHOW_BYTES = 64 * 1024
 
 MAX_ITEMS_PER_GROUP = 2000
 TABLE_ROW_PX = 35
-TABLE_MAX_ROWS = 12
+TABLE_MAX_ROWS = 10
 """A group's table shows up to this many rows before it scrolls, so 100 items fit on two screens."""
 NO_SELECTION = "(choose an item)"
 
@@ -125,16 +125,15 @@ def _dispatch(p: PanelModel, ev: Evidence, key: str, con: Any, open_attempt: Cal
         pairs.append(("Retry of", d.retry_of))
     if d.previous_turn:
         pairs.append(("Previous turn", d.previous_turn))
-    st.text(" · ".join(f"{k}: {v}" for k, v in pairs))
-    for n in d.notes:
-        note(n)
-    st.text(d.added_summary)
     c = d.coverage
     st.text(
+        " · ".join(f"{k}: {v}" for k, v in pairs) + "\n" + d.added_summary + "\n"
         f"Input packet coverage: {c.coverage} · declared {c.declared} · captured {c.captured} · "
         f"omitted {c.omitted} · input events recorded {c.recorded_events}, received {c.received_events} · "
         f"capture decision {c.decision}"
     )
+    for n in d.notes:
+        note(n)
     for n in c.notes:
         note(n, "warning" if c.coverage != "complete" else "info")
     _groups(d.groups, ev, key, con, open_attempt)
@@ -234,7 +233,7 @@ def _groups(groups: tuple[ItemGroup, ...], ev: Evidence, key: str, con: Any = No
         items = g.items[:MAX_ITEMS_PER_GROUP]
         if len(g.items) > MAX_ITEMS_PER_GROUP:
             st.text(f"{len(g.items) - MAX_ITEMS_PER_GROUP} more item(s) in this group are not drawn.")
-        left, right = st.columns([2, 1], gap="small")
+        left, right = st.columns([5, 2], gap="small")
         with left:
             event = st.dataframe(group_table(g), hide_index=True, on_select="rerun", selection_mode="single-row",
                                  key=f"{gk}:table", width="stretch", height=_table_height(len(items)),
@@ -339,8 +338,7 @@ def _preview(row: ItemRow, ev: Evidence, key: str) -> None:
 
 
 def _changes(ch: ChangesModel, ev: Evidence, key: str) -> None:
-    st.markdown("**What changed since the previous turn**")
-    st.text(ch.note)
+    st.text("What changed since the previous turn: " + ch.note)
     if not ch.rows:
         return
     st.dataframe(
@@ -368,11 +366,12 @@ def _changes(ch: ChangesModel, ev: Evidence, key: str) -> None:
 
 def _parts(m: PartsModel, ev: Evidence, key: str) -> None:
     """The logical request and observable output: outcome, dispatch, persistence, content on demand."""
+    if not m.rows:
+        st.text("Exchange parts: " + " ".join(m.notes))
+        return
     st.markdown("**Exchange parts**")
     for n in m.notes:
         st.text(n)
-    if not m.rows:
-        return
     st.dataframe(
         [{"part": r.title, "capture": r.capture, "dispatch": r.dispatch, "persistence": r.persistence, "size": r.size,
           "sha256": short_sha(r.sha256 if r.sha256 != "unknown" else None), "note": r.detail or ""} for r in m.rows],

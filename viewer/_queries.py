@@ -203,6 +203,8 @@ class TurnRef:
     turn_index: int | None
     is_legacy: bool
     user_prompt: str | None = None
+    retry_of_attempt_id: str | None = None
+    status: str | None = None
 
 
 @dataclass(frozen=True)
@@ -426,7 +428,8 @@ def get_session_turns(con: duckdb.DuckDBPyConnection, run_id: str | None, sessio
         return ()
     cur = con.execute(
         "SELECT attempt_id, epoch_ns(started_at), epoch_ns(ended_at), phase, send_kind, turn_index, "
-        "input_packet_version IS NULL FROM agent_attempts WHERE run_id = ? AND session_id = ? "
+        "input_packet_version IS NULL, NULL, retry_of_attempt_id, status FROM agent_attempts "
+        "WHERE run_id = ? AND session_id = ? "
         "ORDER BY started_at NULLS LAST, attempt_id",
         [run_id, session_id],
     )
@@ -468,7 +471,7 @@ def load_attempt(con: duckdb.DuckDBPyConnection, attempt_id: str) -> AttemptBund
         prompts = get_user_prompts(con, same_phase[-LEGACY_RECOVERY_LOOKBACK:])
     steps = get_steps(con, attempt_id, attempt.started_ns)
     messages = get_messages(con, attempt_id)
-    operation = get_operation(con, attempt)
+    operation = get_operation(con, attempt, turns)
     return AttemptBundle(attempt, inputs, turns, prev_id, previous_inputs, prompts, parts, steps, messages,
                          operation)
 
@@ -664,22 +667,35 @@ def run_retry_links(con: duckdb.DuckDBPyConnection, run_id: str | None, *, limit
     return dict(cur.fetchall())
 
 
-def get_operation(con: duckdb.DuckDBPyConnection, attempt: AttemptRecord) -> tuple[RetryMember, ...]:
-    """The physical attempts of ``attempt``'s logical operation (same run, linked by retry-of), time order."""
+def get_operation(con: duckdb.DuckDBPyConnection, attempt: AttemptRecord,
+                  session_turns: tuple[TurnRef, ...] = ()) -> tuple[RetryMember, ...]:
+    """The physical attempts of ``attempt``'s logical operation (linked by retry-of), in time order.
+
+    Retries are re-sends into the same session, so with a session the already-read session turns
+    carry every link (no further scan); an attempt without a session reads its run's links.
+    """
     from otel_inputs.viewer._retries import family
 
-    links = run_retry_links(con, attempt.run_id)
+    if attempt.session_id is not None and session_turns:
+        links = {t.attempt_id: t.retry_of_attempt_id for t in session_turns if t.retry_of_attempt_id}
+    else:
+        links = run_retry_links(con, attempt.run_id)
     if attempt.retry_of_attempt_id:
         links.setdefault(attempt.attempt_id, attempt.retry_of_attempt_id)
     members = family(attempt.attempt_id, links)
     if len(members) <= 1:
         return ()
-    cur = con.execute(
-        "SELECT attempt_id, retry_of_attempt_id, epoch_ns(started_at), send_kind, status, "
-        "input_packet_version IS NULL FROM agent_attempts WHERE attempt_id IN (SELECT unnest(?::VARCHAR[]))",
-        [sorted(members)],
-    )
-    rows = [RetryMember(*r) for r in cur.fetchall()]
+    known = {t.attempt_id: t for t in session_turns}
+    rows = [RetryMember(t.attempt_id, t.retry_of_attempt_id, t.started_ns, t.send_kind, t.status, t.is_legacy)
+            for a, t in known.items() if a in members]
+    missing = sorted(members - known.keys())
+    if missing:
+        cur = con.execute(
+            "SELECT attempt_id, retry_of_attempt_id, epoch_ns(started_at), send_kind, status, "
+            "input_packet_version IS NULL FROM agent_attempts WHERE attempt_id IN (SELECT unnest(?::VARCHAR[]))",
+            [missing],
+        )
+        rows.extend(RetryMember(*r) for r in cur.fetchall())
     rows.sort(key=lambda m: (m.started_ns is None, m.started_ns or 0, m.attempt_id))
     return tuple(rows)
 

@@ -37,13 +37,14 @@ def family(attempt_id: str, links: Mapping[str, str]) -> set[str]:
     children: dict[str, list[str]] = {}
     for retry, target in links.items():
         children.setdefault(target, []).append(retry)
-    out = {root, attempt_id}
+    out = {root}
     todo = [root]
-    while todo and len(out) <= len(links) + 1:
+    while todo:  # each attempt is added (and expanded) at most once: bounded by len(links)
         for child in children.get(todo.pop(), ()):
             if child not in out:
                 out.add(child)
                 todo.append(child)
+    out.add(attempt_id)  # a walk stopped by a cycle still includes the attempt itself
     return out
 
 

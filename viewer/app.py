@@ -243,9 +243,12 @@ def _attempt_page(con: Any, attempt_id: str) -> None:
             go_home()
         note(f"No attempt with id {attempt_id} is recorded in this database.", "error")
         return
-    if st.button("← Attempts of this run", key="back_run"):
-        open_run(bundle.attempt.run_id)
-    st.header("Attempt")
+    top = st.columns([1, 4], vertical_alignment="center")
+    with top[0]:
+        if st.button("← Attempts of this run", key="back_run"):
+            open_run(bundle.attempt.run_id)
+    with top[1]:
+        st.header("Attempt")
     _draw_attempt(con, bundle, key="page")
 
 
@@ -271,7 +274,7 @@ def _body() -> None:
 def main() -> None:
     st.set_page_config(page_title="otel-inputs review", layout="wide", initial_sidebar_state="collapsed")
     # A static style only (no recorded string ever reaches HTML): less empty space above the page.
-    st.html("<style>.stMainBlockContainer, .block-container {padding-top: 2.5rem;}</style>")
+    st.html("<style>.stMainBlockContainer, .block-container {padding-top: 1.5rem;}</style>")
     with st.sidebar:
         st.title("otel-inputs")
         st.text("What task and inputs did each agent attempt actually have?")

@@ -90,7 +90,7 @@ def test_input_rows_are_found_with_and_without_the_start_column(small: tuple[Pat
 def test_attempt_without_part_events_says_parts_were_not_recorded(small: tuple[Path, Path]) -> None:
     """An attempt with no exchange-part rows shows the exact not-recorded sentence."""
     at = run_app(attempt="ev-3")
-    assert PARTS_NOT_RECORDED in texts(at)
+    assert "Exchange parts: " + PARTS_NOT_RECORDED in texts(at)
     assert PARTS_NOT_RECORDED not in texts(run_app(attempt="ev-1"))
 
 
