@@ -132,15 +132,6 @@ def generate(db_path: Path, attempts: int) -> float:
     return time.perf_counter() - t0
 
 
-STEPS_DDL = """
-CREATE TABLE IF NOT EXISTS agent_attempt_steps (
-    attempt_id VARCHAR NOT NULL, span_id VARCHAR NOT NULL, trace_id VARCHAR, parent_span_id VARCHAR,
-    seq INTEGER, step_kind VARCHAR, operation_name VARCHAR, span_name VARCHAR, provider_name VARCHAR,
-    request_model VARCHAR, response_model VARCHAR, started_at TIMESTAMP_NS, ended_at TIMESTAMP_NS,
-    input_tokens BIGINT, output_tokens BIGINT, tool_name VARCHAR, tool_call_id VARCHAR,
-    tool_arguments VARCHAR, status VARCHAR, attempt_started_at TIMESTAMP_NS)
-"""
-"""Contract C1's table, created here only while the projection's migration 11 is not applied."""
 WIDE_ITEMS = 100
 STEPS_PER_ATTEMPT = 3
 
@@ -160,7 +151,6 @@ def add_extras(db_path: Path, attempts: int) -> float:
         con.execute("CREATE TABLE IF NOT EXISTS bench_extras (name VARCHAR)")
         if con.execute("SELECT count(*) FROM bench_extras").fetchone()[0]:
             return 0.0
-        con.execute(STEPS_DDL)
         con.execute(
             f"""
             INSERT INTO agent_attempt_steps (attempt_id, span_id, trace_id, seq, step_kind, operation_name,

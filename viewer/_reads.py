@@ -31,7 +31,7 @@ from enum import Enum
 from pathlib import Path
 
 from otel_inputs import names
-from otel_inputs._types import DeliveryMode
+from otel_inputs.types import DeliveryMode
 from otel_inputs.viewer._format import clock_text
 from otel_inputs.viewer._queries import InputRecord, StepRecord
 

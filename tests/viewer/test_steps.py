@@ -62,7 +62,7 @@ def test_message_source_labels(env: ViewerFixture) -> None:
     """C2's model_step row is shown with its label and note; without a C2 row the attempt span is named."""
     at = _run(attempt=env.ids["gate_retry"])
     assert "Messages taken from the first model call." in texts(at)
-    assert any("The attempt span carried no messages." in i.value.replace("\\", "") for i in at.info)
+    assert any("the attempt span recorded no messages" in i.value.replace("\\", "") for i in at.info)
     assert "The test gate failed (as sent)." in [c.value for c in at.code]
     assert "Messages from the attempt span." in texts(_run(attempt=env.ids["initial"]))
 

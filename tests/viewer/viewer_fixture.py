@@ -59,21 +59,6 @@ def jpeg_bytes(size: tuple[int, int] = (80, 60)) -> bytes:
     return out.getvalue()
 
 
-# Contract C1/C2 tables, created here only while the projection's migration 11 is not on main.
-STEPS_DDL = """
-CREATE TABLE IF NOT EXISTS agent_attempt_steps (
-    attempt_id VARCHAR NOT NULL, span_id VARCHAR NOT NULL, trace_id VARCHAR, parent_span_id VARCHAR,
-    seq INTEGER, step_kind VARCHAR, operation_name VARCHAR, span_name VARCHAR, provider_name VARCHAR,
-    request_model VARCHAR, response_model VARCHAR, started_at TIMESTAMP_NS, ended_at TIMESTAMP_NS,
-    input_tokens BIGINT, output_tokens BIGINT, tool_name VARCHAR, tool_call_id VARCHAR,
-    tool_arguments VARCHAR, status VARCHAR, attempt_started_at TIMESTAMP_NS)
-"""
-MESSAGES_DDL = """
-CREATE TABLE IF NOT EXISTS agent_attempt_messages (
-    attempt_id VARCHAR, system_prompt VARCHAR, user_prompt VARCHAR, input_messages_json VARCHAR,
-    messages_source VARCHAR, messages_note VARCHAR)
-"""
-
 PDF_BYTES = b"%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
 
 
@@ -114,24 +99,22 @@ class FixtureBuilder:
     steps: list[dict[str, Any]] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
     with_steps_table: bool = True
-    """False: a database from before migration 11 (no steps or messages tables)."""
+    """False: a database from before migration 11 (its steps table and messages view are dropped)."""
 
     def add_step(self, attempt_id: str, seq: int, kind: str, *, start_s: float, dur_s: float = 0.5, **cols: Any) -> None:
         """One C1 step row; ``start_s`` is seconds after its attempt's start."""
         self.steps.append({"attempt_id": attempt_id, "seq": seq, "step_kind": kind, "start_s": start_s,
                            "dur_s": dur_s, **cols})
 
-    def add_messages(self, attempt_id: str, source: str, system: str | None, user: str | None,
-                     note: str | None = None) -> None:
-        """One C2 messages row (the projection's pick of the attempt's exact messages)."""
-        self.messages.append({"attempt_id": attempt_id, "system_prompt": system, "user_prompt": user,
-                              "input_messages_json": None, "messages_source": source, "messages_note": note})
+    def add_model_step_messages(self, attempt_id: str, system: str | None, user: str | None) -> None:
+        """The attempt span carried no messages; its first model step sent these (C2 source model_step)."""
+        self.messages.append({"attempt_id": attempt_id, "system": system, "user": user})
 
     def _write_steps(self, con: duckdb.DuckDBPyConnection) -> None:
         if not self.with_steps_table:
+            con.execute("DROP VIEW agent_attempt_messages")
+            con.execute("DROP TABLE agent_attempt_steps")
             return
-        con.execute(STEPS_DDL)
-        con.execute(MESSAGES_DDL)
         start_of = {a["attempt_id"]: a.get("started_at") for a in self.attempts}
         for st in self.steps:
             base = start_of.get(st["attempt_id"]) or T0
@@ -145,9 +128,9 @@ class FixtureBuilder:
             con.execute(f"INSERT INTO agent_attempt_steps ({', '.join(cols)}) VALUES ({', '.join(exprs)})",
                         [row[c] for c in cols])
         for m in self.messages:
-            con.execute("INSERT INTO agent_attempt_messages VALUES (?, ?, ?, ?, ?, ?)",
-                        [m["attempt_id"], m["system_prompt"], m["user_prompt"], m["input_messages_json"],
-                         m["messages_source"], m["messages_note"]])
+            con.execute("UPDATE agent_attempts SET system_prompt = NULL, user_prompt = NULL, step_system_prompt = ?, "
+                        "step_user_prompt = ?, step_messages_span_id = ? WHERE attempt_id = ?",
+                        [m["system"], m["user"], f"{m['attempt_id']}-step0", m["attempt_id"]])
 
     def attempt(self, attempt_id: str, minute: float | None, **cols: Any) -> str:
         row: dict[str, Any] = {
@@ -388,8 +371,7 @@ def build_fixture(root: Path) -> ViewerFixture:
                request_model="claude-sonnet", input_tokens=None, output_tokens=None, status="Unset")
     b.add_step(a1, 0, "model_call", start_s=1, operation_name="chat", span_name="chat claude-sonnet",
                request_model="claude-sonnet", input_tokens=900, output_tokens=120, status="Unset")
-    b.add_messages(a3, "model_step", "You are a careful software engineer.", "The test gate failed (as sent).",
-                   "The attempt span carried no messages.")
+    b.add_model_step_messages(a3, "You are a careful software engineer.", "The test gate failed (as sent).")
     # A second run of the same task whose inputs drifted, with a 100-item attempt.
     wide = b.attempt("att-wide", 30, phase="implement", send_kind="initial", turn_index=1, user_prompt="Implement the task; the handoff has 100 files.",
                      declared_input_count=WIDE_ITEMS, captured_input_count=WIDE_ITEMS, omitted_input_count=0,
