@@ -22,13 +22,6 @@ GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
 GEN_AI_SYSTEM = "gen_ai.system"  # older spelling of the provider, read from foreign spans only
 GEN_AI_PROMPT = "gen_ai.prompt"  # deprecated content attribute, read from foreign spans only
-# GenAI step attributes the demo's nested model and tool spans carry (semconv names).
-GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
-GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
-GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
-GEN_AI_TOOL_NAME = "gen_ai.tool.name"
-GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
-GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 
 OPERATION_INVOKE_AGENT = "invoke_agent"
 SPAN_NAME_PREFIX = "invoke_agent"
