@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -m "not slow"
 
-.PHONY: venv test demo bench clean
+.PHONY: venv test demo bench clean screenshots
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -23,3 +23,6 @@ bench: venv
 
 clean:
 	rm -rf $(VENV) demo-data .pytest_cache
+
+screenshots: venv
+	$(PY) scripts/screenshots.py --out docs/images

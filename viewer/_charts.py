@@ -16,7 +16,7 @@ import altair as alt
 
 from otel_inputs.viewer._format import NOT_RECORDED
 from otel_inputs.viewer._panel import SEND_KIND_TEXT
-from otel_inputs.viewer._queries import AttemptListRow
+from otel_inputs.viewer._queries import AttemptListRow, RunSummary
 
 SEND_KIND_COLORS = {
     "initial request": "#4c78a8",
@@ -89,6 +89,46 @@ def usage_chart(rows: list[dict[str, Any]]) -> alt.Chart:
         color=alt.Color("media_type:N", title="media type"),
         tooltip=["artifact_status:N", "media_type:N", "items:Q", "bytes:Q"],
     )
+
+
+def timeline_text(ops: Sequence[Any]) -> str:
+    """The timeline in words: each logical operation with its physical attempts (bounded)."""
+    lines = []
+    for op in ops[:30]:
+        first = op.attempts[0]
+        when = _dt_of(first.started_ns)[11:19] if first.started_ns is not None else "unknown time"
+        lines.append(f"{when} {first.session_id or '(no session)'}: {op.sends} "
+                     f"({op.count} physical attempt{'s' if op.count != 1 else ''})")
+    if len(ops) > 30:
+        lines.append(f"... and {len(ops) - 30} more operation(s).")
+    return "In words:\n" + "\n".join(lines)
+
+
+def coverage_over_time_data(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
+    """One point per run and coverage value: the run's first start and how many attempts had it."""
+    out = []
+    for r in runs:
+        if r.first_ns is None:
+            continue
+        for coverage, n in (("complete", r.complete), ("partial", r.partial), ("not_recorded", r.not_recorded)):
+            out.append({"run": r.run_id or "(no run id)", "start": _dt_of(r.first_ns), "coverage": coverage,
+                        "attempts": n, "share": n / r.attempts if r.attempts else 0.0})
+    return out
+
+
+def coverage_over_time_chart(rows: list[dict[str, Any]]) -> alt.Chart:
+    return alt.Chart(alt.Data(values=rows)).mark_bar().encode(
+        x=alt.X("start:T", title="run start (UTC)"),
+        y=alt.Y("share:Q", title="share of the run's attempts", stack="normalize", axis=alt.Axis(format="%")),
+        color=alt.Color("coverage:N", scale=alt.Scale(domain=list(COVERAGE_COLORS), range=list(COVERAGE_COLORS.values()))),
+        tooltip=["run:N", "start:T", "coverage:N", "attempts:Q"],
+    ).properties(height=180)
+
+
+def coverage_over_time_text(runs: Sequence[RunSummary]) -> str:
+    lines = [f"{r.run_id or '(no run id)'}: {r.complete} complete, {r.partial} partial, {r.not_recorded} not recorded"
+             for r in runs[:30]]
+    return "In words (newest first):\n" + "\n".join(lines)
 
 
 @dataclass(frozen=True)

@@ -155,14 +155,17 @@ def record_demo(out_dir: str | os.PathLike[str], *, latency_s: float = 0.15, ext
     ids: dict[str, str] = {}
     request = resolve_request(str(prompt))
 
-    def send(obs: AgentObserver, key: str, system: str, user: str, *, interrupted: bool = False, **kw) -> str:
+    def send(obs: AgentObserver, key: str, system: str, user: str, *, interrupted: bool = False,
+             reads: tuple[tuple[str, dict[str, str]], ...] = (), **kw) -> str:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         payload = json.dumps({"model": "fake-model-1", "messages": messages}).encode()
         with obs.attempt(run_id=run_id, request=request, system_message=system, user_message=user, **kw) as rec:
             ids[key] = rec.attempt_id
             rec.record_request(route="chat.completions", model="fake-model-1", messages=messages,
                                options={"temperature": 0}, dispatch="dispatched")
-            reply = model.complete(payload)
+            for tool, args in reads:
+                _tool_step(provider, tool, args)
+            reply = _model_step(provider, model, payload, len(user) // 4)
             if interrupted:
                 # The stream broke: the request copy survives, the output is unknown, never "not sent".
                 rec.record_output(text=None, settlement="stream_interrupted", dispatch="unknown")
@@ -186,7 +189,9 @@ def record_demo(out_dir: str | os.PathLike[str], *, latency_s: float = 0.15, ext
                          "Previous phase envelope:\n" + json.dumps(envelope) +
                          f"\nContext files are available under {handoff}.")
     send(builder, "build_initial", SYSTEM_BUILD, build_user, phase="build", session_id="sess-build",
-         previous_envelope=envelope, context_roots=[handoff], attachments=attachments)
+         previous_envelope=envelope, context_roots=[handoff], attachments=attachments,
+         reads=(("read_file", {"path": str(handoff / "README.md")}), ("list_dir", {"path": str(handoff)}),
+                ("Read", {"file_path": str(handoff / "diagrams" / "flow.png")})))
     (handoff / "README.md").write_text(
         "# Handoff from planning\n\n1. Add `export_csv`.\n2. Stream rows.\n3. Tests for quoting.\n"
         "4. Quoting test fails: double the embedded quotes.\n", encoding="utf-8")
@@ -194,7 +199,8 @@ def record_demo(out_dir: str | os.PathLike[str], *, latency_s: float = 0.15, ext
     (handoff / "failing-test.log").write_text("FAILED tests/test_export.py::test_quotes\n", encoding="utf-8")
     send(builder, "build_gate_retry", SYSTEM_BUILD, "The quoting test fails; see failing-test.log in the handoff.",
          phase="build", session_id="sess-build", send_kind="gate_retry", previous_envelope=envelope,
-         envelope_in_message=False, context_roots=[handoff])
+         envelope_in_message=False, context_roots=[handoff],
+         reads=(("cat", {"path": "failing-test.log"}), ("run_tests", {"command": "pytest -q"})))
     for n in range(extra_rounds):
         (handoff / "README.md").write_text(
             f"# Handoff, round {n + 2}\n\n" + "Next fix attempt.\n" * (50 + n) , encoding="utf-8")
@@ -214,6 +220,29 @@ def record_demo(out_dir: str | os.PathLike[str], *, latency_s: float = 0.15, ext
     provider.force_flush()
     provider.shutdown()
     return DemoPaths(out, db_path, store_path, ids)
+
+
+def _model_step(provider: TracerProvider, model: FakeModel, payload: bytes, input_tokens: int) -> str:
+    """The model call as a GenAI chat span nested under the attempt (one of the attempt's steps)."""
+    tracer = provider.get_tracer("demo-agent-framework", "1.0")
+    attrs = {names.GEN_AI_OPERATION_NAME: "chat", names.GEN_AI_PROVIDER_NAME: "fake",
+             names.GEN_AI_REQUEST_MODEL: "fake-model-1"}
+    with tracer.start_as_current_span("chat fake-model-1", attributes=attrs) as span:
+        reply = model.complete(payload)
+        span.set_attribute(names.GEN_AI_RESPONSE_MODEL, "fake-model-1-2026")
+        span.set_attribute(names.GEN_AI_USAGE_INPUT_TOKENS, input_tokens)
+        span.set_attribute(names.GEN_AI_USAGE_OUTPUT_TOKENS, len(reply) // 4)
+    return reply
+
+
+def _tool_step(provider: TracerProvider, tool: str, args: dict[str, str]) -> None:
+    """A tool call as a GenAI execute_tool span nested under the attempt, arguments included."""
+    tracer = provider.get_tracer("demo-agent-framework", "1.0")
+    attrs = {names.GEN_AI_OPERATION_NAME: "execute_tool", names.GEN_AI_TOOL_NAME: tool,
+             names.GEN_AI_TOOL_CALL_ID: f"call-{tool}-{time.monotonic_ns() % 10_000}",
+             names.GEN_AI_TOOL_CALL_ARGUMENTS: json.dumps(args)}
+    with tracer.start_as_current_span(f"execute_tool {tool}", attributes=attrs):
+        time.sleep(0.01)
 
 
 def _foreign_genai_span(provider: TracerProvider, task: str) -> None:

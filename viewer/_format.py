@@ -65,3 +65,44 @@ def md_escape(text: str) -> str:
     escaped with this before they become a label.  Content bodies never go through Markdown.
     """
     return _MD_SPECIAL.sub(r"\\\1", text.replace("\n", " "))
+
+
+STATUS_WORDS = {
+    "ok": "succeeded",
+    "error": "failed",
+    "unset": "finished (no error reported)",
+}
+"""OpenTelemetry span status codes in owner words (``Unset`` means the instrumentation set none)."""
+
+
+def status_text(status: str | None, message: str | None = None) -> str:
+    """A span status as owner text: "succeeded", "failed: <message>", or "not recorded"."""
+    if status is None or status == "":
+        return NOT_RECORDED
+    word = STATUS_WORDS.get(str(status).lower(), str(status))
+    if message and str(status).lower() == "error":
+        return f"{word}: {message}"
+    return word
+
+
+def ms_text(start_ns: int | None, end_ns: int | None) -> str:
+    """A short duration ("840 ms", "2.31 s"), or "unknown"."""
+    if start_ns is None or end_ns is None:
+        return UNKNOWN
+    ms = (end_ns - start_ns) / 1e6
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
+
+
+def tokens_text(input_tokens: int | None, output_tokens: int | None) -> str:
+    """Token counts as "1200 in / 300 out"; a side not recorded reads "unknown", never 0."""
+    if input_tokens is None and output_tokens is None:
+        return NOT_RECORDED
+    return f"{count_text(input_tokens)} in / {count_text(output_tokens)} out"
+
+
+def clock_text(ns: int | None) -> str:
+    """Time of day (UTC) with milliseconds, for compact table cells, or "unknown"."""
+    if ns is None:
+        return UNKNOWN
+    dt = _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc)
+    return dt.strftime("%H:%M:%S.") + f"{dt.microsecond // 1000:03d}"

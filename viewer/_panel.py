@@ -20,6 +20,7 @@ from otel_inputs.viewer._format import (
     duration_text,
     reason_text,
     size_text,
+    status_text,
     time_text,
     value_text,
 )
@@ -28,6 +29,9 @@ from otel_inputs.viewer._lineage import PriorTurns, prior_turns
 from otel_inputs.viewer._evidence import PURGED
 from otel_inputs.viewer._previews import has_preview, unavailable_reason
 from otel_inputs.viewer._queries import AttemptBundle, AttemptRecord, InputRecord, PartRecord
+from otel_inputs.viewer._reads import ReadTools, find_reads, load_read_tools
+from otel_inputs.viewer._retries import OperationLink, operation_summary
+from otel_inputs.viewer._steps import StepsSection, exact_messages, steps_section
 
 SECTION_TITLES = (
     "Task instructions",
@@ -71,6 +75,8 @@ class ItemRow:
     detail: str | None
     previewable: bool
     change: str | None = None
+    read: str | None = None
+    """"read by <tool> at <time>", "no recorded read", "reads not recorded"; ``None`` if not a path reference."""
     record: InputRecord | None = field(default=None, compare=False, repr=False)
 
 
@@ -179,6 +185,29 @@ class MessagesSection:
     user: str | None
     notes: tuple[str, ...]
     title: str = SECTION_TITLES[5]
+    source: str = "from the attempt span"
+    """Where the messages were taken from ("taken from the first model call", ...)."""
+
+
+COVERAGE_BADGES = {
+    Coverage.COMPLETE.value: ("Complete", ":material/check_circle:", "green"),
+    Coverage.PARTIAL.value: ("Partial", ":material/warning:", "orange"),
+    Coverage.NOT_RECORDED.value: ("Not recorded", ":material/help:", "gray"),
+}
+
+
+@dataclass(frozen=True)
+class HeaderModel:
+    """The attempt's header: a coverage badge (icon + word + colour), one line of facts, lineage links."""
+
+    badge_word: str
+    badge_icon: str
+    badge_color: str
+    facts_line: str
+    lineage: tuple[tuple[str, str], ...]
+    """(link text, attempt id): the previous turn and the attempt this one retries."""
+    operation_text: str
+    operation: tuple[OperationLink, ...]
 
 
 @dataclass(frozen=True)
@@ -192,6 +221,10 @@ class PanelModel:
     attachments: AttachmentsSection
     messages: MessagesSection
     is_legacy: bool
+    header: HeaderModel | None = None
+    steps: StepsSection | None = None
+    read_tools_problem: str | None = None
+    record: AttemptRecord | None = field(default=None, compare=False, repr=False)
 
     @property
     def sections(self) -> tuple[object, ...]:
@@ -274,7 +307,7 @@ def parts_model(parts: tuple[PartRecord, ...]) -> PartsModel:
     return PartsModel(tuple(part_row(p, i) for i, p in enumerate(parts)), tuple(notes))
 
 
-def item_row(item: InputRecord, change: str | None = None) -> ItemRow:
+def item_row(item: InputRecord, change: str | None = None, read: str | None = None) -> ItemRow:
     mode = item.delivery_mode
     label = item.label if item.label not in (None, "") else f"(no label; input {item.input_id})"
     return ItemRow(
@@ -294,18 +327,21 @@ def item_row(item: InputRecord, change: str | None = None) -> ItemRow:
         detail=item.detail or item.row_problem,
         previewable=has_preview(item),
         change=change,
+        read=read,
         record=item,
     )
 
 
-def group_items(items: tuple[InputRecord, ...], changes: dict[str, str] | None = None) -> dict[str | None, ItemGroup]:
+def group_items(items: tuple[InputRecord, ...], changes: dict[str, str] | None = None,
+                reads: dict[str, str] | None = None) -> dict[str | None, ItemGroup]:
     """Items grouped by delivery mode (known modes, then unrecorded), ``seq`` order kept inside."""
     changes = changes or {}
+    reads = reads or {}
     known = {m.value for m in DeliveryMode}
     buckets: dict[str | None, list[ItemRow]] = {}
     for item in sorted(items, key=lambda i: (i.seq, i.input_id)):
         mode = item.delivery_mode if item.delivery_mode in known else None
-        buckets.setdefault(mode, []).append(item_row(item, changes.get(item.input_id)))
+        buckets.setdefault(mode, []).append(item_row(item, changes.get(item.input_id), reads.get(item.input_id)))
     return {
         mode: ItemGroup(mode, names.DELIVERY_LABELS[mode] if mode else UNKNOWN_DELIVERY_TITLE, tuple(rows))
         for mode, rows in buckets.items()
@@ -464,9 +500,28 @@ def _attachments_section(a: AttemptRecord, by_mode: dict[str | None, ItemGroup])
     return AttachmentsSection(groups, notes)
 
 
-def build_panel(bundle: AttemptBundle) -> PanelModel:
+def header_model(bundle: AttemptBundle, cov: CoverageModel) -> HeaderModel:
+    a = bundle.attempt
+    word, icon, color = COVERAGE_BADGES.get(cov.coverage.replace(" ", "_"), COVERAGE_BADGES[Coverage.NOT_RECORDED.value])
+    kind = NOT_RECORDED if a.is_legacy else SEND_KIND_TEXT.get(a.send_kind or "", value_text(a.send_kind))
+    facts = [
+        f"Attempt {a.attempt_id}", f"run {value_text(a.run_id)}", f"{value_text(a.phase)} phase", f"agent {value_text(a.agent_name)}", f"model {value_text(a.request_model)}",
+        kind, f"turn {count_text(a.turn_index)}", time_text(a.started_ns), duration_text(a.started_ns, a.ended_ns),
+        status_text(a.status, a.status_message), f"{len(bundle.inputs)} item(s)",
+    ]
+    lineage: list[tuple[str, str]] = []
+    if bundle.previous_turn_id:
+        lineage.append((f"Previous turn: {bundle.previous_turn_id}", bundle.previous_turn_id))
+    if a.retry_of_attempt_id:
+        lineage.append((f"Retry of: {a.retry_of_attempt_id}", a.retry_of_attempt_id))
+    op_text, op_links = operation_summary(a.attempt_id, bundle.operation)
+    return HeaderModel(word, icon, color, " · ".join(facts), tuple(lineage), op_text, op_links)
+
+
+def build_panel(bundle: AttemptBundle, read_tools: ReadTools | None = None) -> PanelModel:
     """The attempt panel, every section computed from recorded data only."""
     a = bundle.attempt
+    read_tools = read_tools or load_read_tools()
     prior = prior_turns(a, bundle.session_turns)
     prev_ref = next((t for t in bundle.session_turns if t.attempt_id == bundle.previous_turn_id), None)
     changes = compute_changes(
@@ -474,7 +529,12 @@ def build_panel(bundle: AttemptBundle) -> PanelModel:
         previous_has_packet=prev_ref is None or not prev_ref.is_legacy,
     )
     marks = {r.current.input_id: r.mark for r in changes.rows if r.current is not None}
-    by_mode = group_items(bundle.inputs, marks)
+    reads = {}
+    for item in bundle.inputs:
+        finding = find_reads(item, bundle.steps, read_tools)
+        if finding is not None:
+            reads[item.input_id] = finding.text
+    by_mode = group_items(bundle.inputs, marks, reads)
     cov = coverage_model(a, bundle.inputs)
     files_notes: list[str] = []
     if a.is_legacy:
@@ -495,12 +555,13 @@ def build_panel(bundle: AttemptBundle) -> PanelModel:
         ("Session", value_text(a.session_id)),
         ("Started", time_text(a.started_ns)),
         ("Duration", duration_text(a.started_ns, a.ended_ns)),
-        ("Status", value_text(a.status)),
+        ("Status", status_text(a.status, a.status_message)),
         ("Recorded as", "legacy (no input packet)" if a.is_legacy else f"input packet v{a.input_packet_version}"),
     )
-    msg_notes: tuple[str, ...] = ()
-    if a.system_prompt is None and a.user_prompt is None:
-        msg_notes = (
+    msgs = exact_messages(a, bundle.messages)
+    msg_notes: tuple[str, ...] = (msgs.note,) if msgs.note else ()
+    if msgs.system is None and msgs.user is None:
+        msg_notes += (
             "The exact messages were not captured "
             f"({reason_text(a.capture_gap_reason) if a.capture_gap_reason else 'not recorded'}).",
         )
@@ -512,6 +573,10 @@ def build_panel(bundle: AttemptBundle) -> PanelModel:
         inherited=_inherited_section(bundle, by_mode, prior),
         files=FilesSection(files_groups, changes, tuple(files_notes)),
         attachments=_attachments_section(a, by_mode),
-        messages=MessagesSection(a.system_prompt, a.user_prompt, msg_notes),
+        messages=MessagesSection(msgs.system, msgs.user, msg_notes, source=msgs.source),
         is_legacy=a.is_legacy,
+        header=header_model(bundle, cov),
+        steps=steps_section(bundle.steps),
+        read_tools_problem=read_tools.problem,
+        record=a,
     )

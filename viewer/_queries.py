@@ -203,6 +203,56 @@ class TurnRef:
     turn_index: int | None
     is_legacy: bool
     user_prompt: str | None = None
+    retry_of_attempt_id: str | None = None
+    status: str | None = None
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One ``agent_attempt_steps`` row (contract C1): a model call, tool call or inner agent span."""
+
+    attempt_id: str
+    span_id: str
+    seq: int | None = None
+    step_kind: str | None = None
+    operation_name: str | None = None
+    span_name: str | None = None
+    provider_name: str | None = None
+    request_model: str | None = None
+    response_model: str | None = None
+    started_ns: int | None = None
+    ended_ns: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    tool_arguments: str | None = None
+    """Content: the tool call's JSON arguments, present only when the span carried them."""
+    status: str | None = None
+
+
+@dataclass(frozen=True)
+class MessagesRecord:
+    """The attempt's exact messages from ``agent_attempt_messages`` (contract C2)."""
+
+    attempt_id: str
+    system_prompt: str | None = None
+    user_prompt: str | None = None
+    input_messages_json: str | None = None
+    messages_source: str | None = None
+    messages_note: str | None = None
+
+
+@dataclass(frozen=True)
+class RetryMember:
+    """One physical attempt of a logical operation (an initial send and its retries)."""
+
+    attempt_id: str
+    retry_of_attempt_id: str | None
+    started_ns: int | None
+    send_kind: str | None
+    status: str | None
+    is_legacy: bool
 
 
 @dataclass(frozen=True)
@@ -216,6 +266,12 @@ class AttemptBundle:
     previous_inputs: tuple[InputRecord, ...] | None
     recovery_prompts: dict[str, str] = field(default_factory=dict)
     parts: tuple[PartRecord, ...] = ()
+    steps: tuple[StepRecord, ...] | None = None
+    """``None`` when the database has no steps table (steps not recorded), never "no steps"."""
+    messages: MessagesRecord | None = None
+    """The C2 row when the database has one for this attempt; else the attempt row's own messages."""
+    operation: tuple[RetryMember, ...] = ()
+    """The physical attempts of this attempt's logical operation, in time order (itself included)."""
 
 
 @dataclass(frozen=True)
@@ -372,7 +428,8 @@ def get_session_turns(con: duckdb.DuckDBPyConnection, run_id: str | None, sessio
         return ()
     cur = con.execute(
         "SELECT attempt_id, epoch_ns(started_at), epoch_ns(ended_at), phase, send_kind, turn_index, "
-        "input_packet_version IS NULL FROM agent_attempts WHERE run_id = ? AND session_id = ? "
+        "input_packet_version IS NULL, NULL, retry_of_attempt_id, status FROM agent_attempts "
+        "WHERE run_id = ? AND session_id = ? "
         "ORDER BY started_at NULLS LAST, attempt_id",
         [run_id, session_id],
     )
@@ -412,7 +469,11 @@ def load_attempt(con: duckdb.DuckDBPyConnection, attempt_id: str) -> AttemptBund
     if attempt.is_legacy and prior.turns:
         same_phase = [t.attempt_id for t in prior.turns if t.phase == attempt.phase]
         prompts = get_user_prompts(con, same_phase[-LEGACY_RECOVERY_LOOKBACK:])
-    return AttemptBundle(attempt, inputs, turns, prev_id, previous_inputs, prompts, parts)
+    steps = get_steps(con, attempt_id, attempt.started_ns)
+    messages = get_messages(con, attempt_id)
+    operation = get_operation(con, attempt, turns)
+    return AttemptBundle(attempt, inputs, turns, prev_id, previous_inputs, prompts, parts, steps, messages,
+                         operation)
 
 
 def list_runs(con: duckdb.DuckDBPyConnection, *, limit: int = PAGE_SIZE, offset: int = 0) -> tuple[RunSummary, ...]:
@@ -517,16 +578,6 @@ def run_timeline(con: duckdb.DuckDBPyConnection, run_id: str | None, *, limit: i
     return page.rows
 
 
-def run_retry_links(con: duckdb.DuckDBPyConnection, run_id: str | None, *, limit: int = 2000) -> dict[str, str]:
-    run_sql, params = _run_clause(run_id)
-    cur = con.execute(
-        f"SELECT attempt_id, retry_of_attempt_id FROM agent_attempts WHERE {run_sql} "
-        "AND retry_of_attempt_id IS NOT NULL LIMIT ?",
-        [*params, limit],
-    )
-    return dict(cur.fetchall())
-
-
 def run_artifact_usage(con: duckdb.DuckDBPyConnection, run_id: str | None) -> list[dict[str, Any]]:
     """Snapshot bytes of a run by artifact status and media type (from the store's own rows)."""
     run_sql, params = _run_clause(run_id)
@@ -567,3 +618,157 @@ def run_coverage(con: duckdb.DuckDBPyConnection, run_id: str | None) -> list[dic
         params,
     )
     return _rows(cur)
+
+
+# --------------------------------------------------------------------------------------------
+# Steps, messages, retries, where-else (tables of migration 11 are feature-detected)
+# --------------------------------------------------------------------------------------------
+_STEP_SELECT = (
+    "attempt_id, span_id, seq, step_kind, operation_name, span_name, provider_name, request_model, "
+    "response_model, epoch_ns(started_at) AS started_ns, epoch_ns(ended_at) AS ended_ns, input_tokens, "
+    "output_tokens, tool_name, tool_call_id, tool_arguments, status"
+)
+
+
+def get_steps(con: duckdb.DuckDBPyConnection, attempt_id: str, started_ns: int | None = None) -> tuple[StepRecord, ...] | None:
+    """The attempt's steps in ``seq`` order, or ``None`` when this database has no steps table."""
+    sql, params = _by_attempt("agent_attempt_steps", _STEP_SELECT, attempt_id, started_ns,
+                              "seq NULLS LAST, started_ns NULLS LAST, span_id")
+    try:
+        rows = _rows(con.execute(sql, params))
+    except duckdb.CatalogException:
+        return None  # older schema: steps were not recorded (not "no steps")
+    return tuple(StepRecord(**row) for row in rows)
+
+
+def get_messages(con: duckdb.DuckDBPyConnection, attempt_id: str) -> MessagesRecord | None:
+    """The C2 messages row of the attempt, or ``None`` (no such table, or no row for it)."""
+    try:
+        rows = _rows(con.execute(
+            "SELECT attempt_id, system_prompt, user_prompt, input_messages_json, messages_source, messages_note "
+            "FROM agent_attempt_messages WHERE attempt_id = ? LIMIT 1", [attempt_id]))
+    except duckdb.CatalogException:
+        return None
+    return MessagesRecord(**rows[0]) if rows else None
+
+
+MAX_RETRY_DEPTH = 50
+"""A bound on walking retry links (a corrupt cycle must not loop)."""
+
+
+def run_retry_links(con: duckdb.DuckDBPyConnection, run_id: str | None, *, limit: int = 20_000) -> dict[str, str]:
+    """``retry attempt id -> the attempt it retries`` for a run (bounded)."""
+    run_sql, params = _run_clause(run_id)
+    cur = con.execute(
+        f"SELECT attempt_id, retry_of_attempt_id FROM agent_attempts WHERE {run_sql} "
+        "AND retry_of_attempt_id IS NOT NULL LIMIT ?",
+        [*params, limit],
+    )
+    return dict(cur.fetchall())
+
+
+def get_operation(con: duckdb.DuckDBPyConnection, attempt: AttemptRecord,
+                  session_turns: tuple[TurnRef, ...] = ()) -> tuple[RetryMember, ...]:
+    """The physical attempts of ``attempt``'s logical operation (linked by retry-of), in time order.
+
+    Retries are re-sends into the same session, so with a session the already-read session turns
+    carry every link (no further scan); an attempt without a session reads its run's links.
+    """
+    from otel_inputs.viewer._retries import family
+
+    if attempt.session_id is not None and session_turns:
+        links = {t.attempt_id: t.retry_of_attempt_id for t in session_turns if t.retry_of_attempt_id}
+    else:
+        links = run_retry_links(con, attempt.run_id)
+    if attempt.retry_of_attempt_id:
+        links.setdefault(attempt.attempt_id, attempt.retry_of_attempt_id)
+    members = family(attempt.attempt_id, links)
+    if len(members) <= 1:
+        return ()
+    known = {t.attempt_id: t for t in session_turns}
+    rows = [RetryMember(t.attempt_id, t.retry_of_attempt_id, t.started_ns, t.send_kind, t.status, t.is_legacy)
+            for a, t in known.items() if a in members]
+    missing = sorted(members - known.keys())
+    if missing:
+        cur = con.execute(
+            "SELECT attempt_id, retry_of_attempt_id, epoch_ns(started_at), send_kind, status, "
+            "input_packet_version IS NULL FROM agent_attempts WHERE attempt_id IN (SELECT unnest(?::VARCHAR[]))",
+            [missing],
+        )
+        rows.extend(RetryMember(*r) for r in cur.fetchall())
+    rows.sort(key=lambda m: (m.started_ns is None, m.started_ns or 0, m.attempt_id))
+    return tuple(rows)
+
+
+@dataclass(frozen=True)
+class ElsewhereRow:
+    """An input of another attempt that had the same SHA-256 or the same path."""
+
+    attempt_id: str
+    run_id: str | None
+    phase: str | None
+    started_ns: int | None
+    seq: int
+    label: str | None
+    source_path: str | None
+    sha256: str | None
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    rows: tuple[ElsewhereRow, ...]
+    total: int
+
+
+WHERE_ELSE_LIMIT = 50
+
+
+def where_else(con: duckdb.DuckDBPyConnection, *, sha256: str | None = None, source_path: str | None = None,
+               exclude_attempt: str | None = None, limit: int = WHERE_ELSE_LIMIT) -> Elsewhere:
+    """Inputs of any run with this SHA-256 (or this path), newest first, and how many there are in all."""
+    if (sha256 is None) == (source_path is None):
+        raise ValueError("exactly one of sha256 or source_path")
+    column, value = ("sha256", sha256) if sha256 is not None else ("source_path", source_path)
+    # Two steps: the (few) matching input rows by a column scan, then their attempts by the unique
+    # attempt_id index; a join would scan every attempt row instead.
+    hits = con.execute(
+        f"SELECT attempt_id, seq, label, source_path, sha256, count(*) OVER () FROM agent_attempt_inputs "
+        f"WHERE {column} = ? AND attempt_id IS DISTINCT FROM ? ORDER BY attempt_started_at DESC NULLS LAST, "
+        "attempt_id, seq LIMIT ?",
+        [value, exclude_attempt, limit],
+    ).fetchall()
+    if not hits:
+        return Elsewhere((), 0)
+    ids = sorted({h[0] for h in hits})
+    meta = {
+        r[0]: r[1:]
+        for r in con.execute(
+            "SELECT attempt_id, run_id, phase, epoch_ns(started_at) FROM agent_attempts "
+            "WHERE attempt_id IN (SELECT unnest(?::VARCHAR[]))", [ids]).fetchall()
+    }
+    rows = tuple(
+        ElsewhereRow(h[0], *meta.get(h[0], (None, None, None)), h[1], h[2], h[3], h[4]) for h in hits
+    )
+    return Elsewhere(rows, int(hits[0][-1]))
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """A run that used a task SHA-256: its first attempt with that task, and how many it had."""
+
+    run_id: str | None
+    attempts: int
+    first_attempt_id: str
+    first_started_ns: int | None
+
+
+def task_runs(con: duckdb.DuckDBPyConnection, task_sha256: str, *, limit: int = 20) -> tuple[TaskRun, ...]:
+    """Runs whose attempts had this task SHA-256, newest first (bounded)."""
+    cur = con.execute(
+        """
+        SELECT run_id, count(*), arg_min(attempt_id, started_at), min(epoch_ns(started_at)) AS first_ns
+        FROM agent_attempts WHERE task_sha256 = ? GROUP BY run_id ORDER BY first_ns DESC NULLS LAST LIMIT ?
+        """,
+        [task_sha256, limit],
+    )
+    return tuple(TaskRun(*r) for r in cur.fetchall())

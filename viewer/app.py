@@ -18,8 +18,10 @@ from otel_inputs.viewer import _charts as charts
 from otel_inputs.viewer import _queries as q
 from otel_inputs.viewer._draw import draw_panel, note
 from otel_inputs.viewer._evidence import Evidence, budget_usage, open_evidence, overlay_store
-from otel_inputs.viewer._format import NOT_RECORDED, count_text, size_text, time_text, value_text
+from otel_inputs.viewer._format import NOT_RECORDED, count_text, size_text, status_text, time_text, value_text
+from otel_inputs.viewer._health import BADGE, health_model
 from otel_inputs.viewer._panel import SEND_KIND_TEXT, build_panel
+from otel_inputs.viewer._retries import group_operations, position_text
 
 REFRESH_CHOICES = {"off": None, "5 s": 5, "15 s": 15, "60 s": 60}
 ANY = "any"
@@ -57,16 +59,17 @@ def go_home() -> None:
 
 # --------------------------------------------------------------------------------------------
 def _health(con: Any) -> None:
-    rows = q.exporter_health(con)
-    if not rows:
-        st.text("Exporter health: no counters recorded yet (unknown).")
-        return
-    line = " · ".join(f"{h.source} {h.metric} {h.value}" for h in rows)
-    lossy = [h for h in rows if h.value and any(w in h.metric for w in ("drop", "spill", "fail"))]
-    if lossy:
-        note("Telemetry itself lost or delayed data — " + line, "warning")
-    else:
-        st.text("Exporter health: " + line)
+    """A small indicator (ok / spilled / dropped / unknown) with the counters on demand."""
+    m = health_model(q.exporter_health(con))
+    icon, color, word = BADGE[m.state]
+    left, right = st.columns([4, 1], vertical_alignment="center")
+    with left:
+        st.badge(word, icon=icon, color=color)
+    with right:
+        with st.popover("Exporter details", width="stretch"):
+            st.text(m.summary)
+            if m.details:
+                st.dataframe(list(m.details), hide_index=True, width="stretch")
 
 
 def _runs_page(con: Any) -> None:
@@ -88,6 +91,10 @@ def _runs_page(con: Any) -> None:
     selected = event.selection.rows if event is not None else []
     if selected:
         open_run(runs[selected[0]].run_id)
+    with st.expander("Coverage per run over time"):
+        rows = charts.coverage_over_time_data(runs)
+        st.altair_chart(charts.coverage_over_time_chart(rows), width="stretch")
+        st.text(charts.coverage_over_time_text(runs))
 
 
 def _choice(label: str, values: tuple[str | None, ...], key: str) -> str | None:
@@ -120,16 +127,22 @@ def _run_page(con: Any, run_id: str | None) -> None:
     page_no = int(st.session_state.get("f_page", 1))
     page = q.list_attempts(con, run_id, filters, limit=q.PAGE_SIZE, offset=(page_no - 1) * q.PAGE_SIZE)
     pages = max(1, -(-page.total // q.PAGE_SIZE))
-    tabs = st.tabs(["Attempts", "Session timeline", "Coverage", "Store usage"])
+    timeline = q.run_timeline(con, run_id)
+    links = q.run_retry_links(con, run_id)
+    ops = group_operations(timeline, links)
+    place = position_text(ops)
+    tabs = st.tabs(["Attempts", "Operations", "Session timeline", "Coverage", "Store usage"])
     with tabs[0]:
-        st.text(f"{page.total} attempt(s) match; page {page_no} of {pages}. Select one to open it below.")
+        st.text(f"{page.total} attempt(s) match; page {page_no} of {pages}. Select one to open it below. "
+                f"The run has {len(timeline)} physical attempt(s) in {len(ops)} logical operation(s).")
         table = [
             {"started": time_text(r.started_ns), "attempt": r.attempt_id, "phase": value_text(r.phase),
              "agent": value_text(r.agent_name),
              "send kind": NOT_RECORDED if r.is_legacy else SEND_KIND_TEXT.get(r.send_kind or "", value_text(r.send_kind)),
+             "try": place.get(r.attempt_id, "unknown"),
              "turn": count_text(r.turn_index), "session": value_text(r.session_id),
              "coverage": r.input_coverage.replace("_", " "), "items": count_text(r.item_count),
-             "status": value_text(r.status)}
+             "status": status_text(r.status)}
             for r in page.rows
         ]
         event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row",
@@ -140,18 +153,40 @@ def _run_page(con: Any, run_id: str | None) -> None:
         if selected and selected[0] < len(page.rows):
             _drawer(con, page.rows[selected[0]].attempt_id)
     with tabs[1]:
-        bars, links = charts.timeline_data(q.run_timeline(con, run_id), q.run_retry_links(con, run_id))
+        retried = sum(1 for o in ops if o.count > 1)
+        st.text(f"{len(ops)} logical operation(s), {retried} with retries, {len(timeline)} physical attempt(s). "
+                "Select one to open its last attempt.")
+        op_rows = [
+            {"started": time_text(o.attempts[0].started_ns), "first attempt": o.root_id,
+             "phase": value_text(o.attempts[0].phase), "agent": value_text(o.attempts[0].agent_name),
+             "physical attempts": o.count, "sends": o.sends, "last attempt": o.last.attempt_id,
+             "last status": status_text(o.last.status)}
+            for o in ops
+        ]
+        event = st.dataframe(op_rows, hide_index=True, on_select="rerun", selection_mode="single-row",
+                             key="operations_table", width="stretch")
+        picked = event.selection.rows if event is not None else []
+        if picked and picked[0] < len(ops):
+            open_attempt(ops[picked[0]].last.attempt_id)
+    with tabs[2]:
+        bars, link_pts = charts.timeline_data(timeline, links)
         if bars:
-            st.altair_chart(charts.timeline_chart(bars, links), width="stretch")
+            st.altair_chart(charts.timeline_chart(bars, link_pts), width="stretch")
             st.text("Bars are attempts colored by send kind; dashed lines link a retry to the attempt it retries.")
+            st.text(charts.timeline_text(ops))
         else:
             st.text("No timed attempts to draw.")
-    with tabs[2]:
-        st.altair_chart(charts.coverage_chart(q.run_coverage(con, run_id)), width="stretch")
     with tabs[3]:
+        cov_rows = q.run_coverage(con, run_id)
+        st.altair_chart(charts.coverage_chart(cov_rows), width="stretch")
+        st.text("In words: " + "; ".join(f"{r['phase']}: {r['attempts']} {str(r['coverage']).replace('_', ' ')}"
+                                         for r in cov_rows) + ".")
+    with tabs[4]:
         usage = q.run_artifact_usage(con, run_id)
         if usage:
             st.altair_chart(charts.usage_chart(usage), width="stretch")
+            st.text("In words: " + "; ".join(f"{r['items']} {r['media_type']} item(s) {r['artifact_status']}, "
+                                             f"{size_text(r['bytes'])}" for r in usage) + ".")
         else:
             st.text("No snapshots recorded for this run.")
         disk = charts.store_usage(_store())
@@ -189,16 +224,16 @@ def _drawer(con: Any, attempt_id: str) -> None:
     st.divider()
     if st.button("Open this attempt's own page (deep link)", key="drawer_open"):
         open_attempt(attempt_id)
-    _draw_attempt(bundle, key="drawer")
+    _draw_attempt(con, bundle, key="drawer")
 
 
-def _draw_attempt(bundle: q.AttemptBundle, *, key: str) -> None:
+def _draw_attempt(con: Any, bundle: q.AttemptBundle, *, key: str) -> None:
     """The shared panel, with the store's current status and part receipts laid over the rows."""
     ev = _evidence()
     bundle, notes = overlay_store(bundle, ev)
     for n in notes:
         st.text(n)
-    draw_panel(build_panel(bundle), ev, key=key, open_attempt=open_attempt)
+    draw_panel(build_panel(bundle), ev, key=key, open_attempt=open_attempt, con=con)
 
 
 def _attempt_page(con: Any, attempt_id: str) -> None:
@@ -208,10 +243,13 @@ def _attempt_page(con: Any, attempt_id: str) -> None:
             go_home()
         note(f"No attempt with id {attempt_id} is recorded in this database.", "error")
         return
-    if st.button("← Attempts of this run", key="back_run"):
-        open_run(bundle.attempt.run_id)
-    st.header("Attempt")
-    _draw_attempt(bundle, key="page")
+    top = st.columns([1, 4], vertical_alignment="center")
+    with top[0]:
+        if st.button("← Attempts of this run", key="back_run"):
+            open_run(bundle.attempt.run_id)
+    with top[1]:
+        st.header("Attempt")
+    _draw_attempt(con, bundle, key="page")
 
 
 def _body() -> None:
@@ -234,7 +272,9 @@ def _body() -> None:
 
 
 def main() -> None:
-    st.set_page_config(page_title="otel-inputs review", layout="wide")
+    st.set_page_config(page_title="otel-inputs review", layout="wide", initial_sidebar_state="collapsed")
+    # A static style only (no recorded string ever reaches HTML): less empty space above the page.
+    st.html("<style>.stMainBlockContainer, .block-container {padding-top: 1.5rem;}</style>")
     with st.sidebar:
         st.title("otel-inputs")
         st.text("What task and inputs did each agent attempt actually have?")

@@ -42,8 +42,15 @@ def page(chromium, server: str):  # noqa: ANN001
             browser.close()
 
 
+def _choose(page, label: str, option: str) -> None:  # noqa: ANN001
+    """Pick ``option`` in the chooser labelled ``label`` by typing part of it (the select filters as you type)."""
+    page.get_by_label(label).first.click()
+    page.keyboard.type(option)
+    page.keyboard.press("Enter")
+
+
 def test_deep_link_shows_task_then_text_and_image_previews(page, server: str, viewer_fixture: ViewerFixture) -> None:
-    """Opening ?attempt= shows the task without a click; text and image previews open and render."""
+    """Opening ?attempt= shows the task without a click; a text and an image preview open beside the files table."""
     page.goto(server + "?attempt=" + viewer_fixture.ids["review"])
     task = page.get_by_text("Add a --dry-run flag to the export command.").first
     task.wait_for(state="visible", timeout=30_000)
@@ -51,14 +58,15 @@ def test_deep_link_shows_task_then_text_and_image_previews(page, server: str, vi
     assert [h for h in headings if h[:2] in {"1.", "2.", "3.", "4.", "5.", "6."}][:6] == [
         "1. Task instructions", "2. This dispatch", "3. Inherited context",
         "4. Files available", "5. Attachments delivered", "6. Exact model messages"]
+    assert page.get_by_text("Input coverage: Complete").first.is_visible()  # word + icon, never colour alone
     page.screenshot(path=str(ARTIFACTS / "viewer-attempt-task.png"), full_page=False)
 
-    page.get_by_text("Preview #1", exact=True).click()
+    _choose(page, "Open an item (available by path)", "summary.md")
     page.get_by_text("The change adds a dry-run flag.").first.wait_for(state="visible", timeout=20_000)
     page.get_by_text("Preview of #1: page 1 of 1; SHA-256 verified").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "viewer-text-preview.png"))
 
-    page.get_by_text("Preview #2", exact=True).click()
+    _choose(page, "Open an item (available by path)", "screenshot.png")
     img = page.locator("[data-testid='stImage'] img").first
     img.wait_for(state="visible", timeout=20_000)
     assert img.evaluate("el => el.complete && el.naturalWidth") == 96
@@ -69,6 +77,8 @@ def test_deep_link_shows_task_then_text_and_image_previews(page, server: str, vi
 def test_hostile_label_shows_literally_and_runs_no_script(page, server: str, viewer_fixture: ViewerFixture) -> None:
     """The label **x** <img src=x onerror=...> appears as literal text and creates no element or dialog."""
     page.goto(server + "?attempt=" + viewer_fixture.ids["gate_retry"])
+    page.get_by_text("2. This dispatch").wait_for(state="visible", timeout=30_000)
+    _choose(page, "Open an item (included in message)", "onerror")
     label = page.get_by_text(f"#1  {HOSTILE_LABEL}")
     label.wait_for(state="visible", timeout=30_000)
     assert page.locator("img[src='x']").count() == 0
@@ -77,10 +87,68 @@ def test_hostile_label_shows_literally_and_runs_no_script(page, server: str, vie
     page.screenshot(path=str(ARTIFACTS / "viewer-hostile-label.png"))
 
 
+def _main_height(page) -> int:  # noqa: ANN001
+    return int(page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"))
+
+
+def test_hundred_item_attempt_fits_two_screens_and_a_clicked_row_opens_its_preview(
+        page, server: str, viewer_fixture: ViewerFixture) -> None:
+    """A 100-item attempt is one scrolling table within two screens; clicking a row shows that file beside it."""
+    page.set_viewport_size({"width": 1400, "height": 1100})
+    page.goto(server + "?attempt=" + viewer_fixture.ids["wide"])
+    grid = page.locator("[data-testid='stDataFrame']").filter(has_text="file-003.md").first
+    grid.wait_for(state="visible", timeout=30_000)
+    page.get_by_text("Steps the agent took").wait_for(state="visible", timeout=30_000)
+    assert _main_height(page) <= 2 * 1100
+    grid.evaluate("el => el.scrollIntoView({block: 'center'})")
+    page.wait_for_timeout(300)
+    box = grid.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 1400  # the table is not cut off at the page edge
+    # Row 5 (seq 4): the row-marker checkbox sits in the first column, rows are 35 px under a 35 px header.
+    page.mouse.click(box["x"] + 15, box["y"] + 35 + 4 * 35 + 17)
+    page.get_by_text("Wide attempt content line for file 4.").first.wait_for(state="visible", timeout=20_000)
+    page.screenshot(path=str(ARTIFACTS / "viewer-wide-attempt.png"))
+    assert page.locator("img[src='x']").count() == 0 and page.locator("script:has-text('alert(2)')").count() == 0
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_keyboard_alone_opens_previews_and_where_else(page, server: str, viewer_fixture: ViewerFixture) -> None:
+    """Tab reaches the files table and its chooser; typing and Enter open a preview; Space opens where-else."""
+    page.goto(server + "?attempt=" + viewer_fixture.ids["wide"])
+    page.get_by_text("4. Files available").wait_for(state="visible", timeout=30_000)
+    page.wait_for_timeout(1000)
+    reached_grid = False
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        where = page.evaluate("() => { const e = document.activeElement; return [e.tagName, e.getAttribute('aria-label') || '',"
+                              " !!e.closest('[data-testid=\"stDataFrame\"]')]; }")
+        reached_grid = reached_grid or where[2]
+        if where[0] == "INPUT" and where[1] == "Open an item (available by path)":
+            break
+    else:
+        pytest.fail("Tab never reached the item chooser")
+    assert reached_grid  # the table itself is on the way (arrow keys move through its cells)
+    page.keyboard.type("file-012")
+    page.keyboard.press("Enter")
+    page.get_by_text("Wide attempt content line for file 12.").first.wait_for(state="visible", timeout=20_000)
+    for _ in range(10):
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.getAttribute('aria-label')") == "Where else was this item?":
+            break
+    else:
+        pytest.fail("Tab never reached the where-else switch")
+    page.keyboard.press("Space")
+    page.get_by_text("No other attempt had the same SHA-256.").wait_for(state="visible", timeout=20_000)
+
+
 def test_run_page_lists_attempts_and_draws_the_session_timeline(page, server: str, viewer_fixture: ViewerFixture) -> None:
     """The run page shows its attempt table and a rendered timeline chart."""
     page.goto(server + "?run=" + viewer_fixture.run_id)
     page.get_by_text("5 attempt(s) match; page 1 of 1.", exact=False).wait_for(state="visible", timeout=30_000)
+    page.get_by_role("tab", name="Operations").click()
+    page.get_by_text("3 logical operation(s), 1 with retries, 5 physical attempt(s).", exact=False).wait_for(
+        state="visible", timeout=20_000)
     page.get_by_role("tab", name="Session timeline").click()
     chart = page.locator("[data-testid='stVegaLiteChart']").first
     chart.wait_for(state="visible", timeout=20_000)

@@ -18,6 +18,7 @@ from otel_inputs.store._retention import _evict_attempt
 from otel_inputs.viewer import _evidence
 from otel_inputs.viewer._panel import PARTS_NOT_RECORDED
 from otel_inputs.viewer._queries import get_inputs, load_attempt
+from apptest_helpers import open_item, table, table_cells, texts
 
 APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
 RUN = "run-evidence"
@@ -61,10 +62,6 @@ def run_app(**params: str) -> AppTest:
     return at
 
 
-def texts(at: AppTest) -> list[str]:
-    return [t.value for t in at.text]
-
-
 def _policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewers: dict[str, list[str]]) -> None:
     path = tmp_path / "policy.json"
     path.write_text(json.dumps({"default": "deny", "viewers": {v: {"runs": r} for v, r in viewers.items()}}))
@@ -93,19 +90,20 @@ def test_input_rows_are_found_with_and_without_the_start_column(small: tuple[Pat
 def test_attempt_without_part_events_says_parts_were_not_recorded(small: tuple[Path, Path]) -> None:
     """An attempt with no exchange-part rows shows the exact not-recorded sentence."""
     at = run_app(attempt="ev-3")
-    assert PARTS_NOT_RECORDED in texts(at)
+    assert "Exchange parts: " + PARTS_NOT_RECORDED in texts(at)
     assert PARTS_NOT_RECORDED not in texts(run_app(attempt="ev-1"))
 
 
 def test_both_parts_show_outcome_dispatch_receipt_and_content_on_demand(small: tuple[Path, Path]) -> None:
     """Request and output show their own outcomes; unknown dispatch reads unknown; the receipt beats "queued"."""
     at = run_app(attempt="ev-1")
-    t = "\n".join(texts(at))
-    assert "capture captured · dispatch dispatched" in t
-    assert "persistence stored (store receipt); the span recorded queued at submit" in t
-    assert "capture not captured (capacity exceeded) · dispatch unknown" in t
-    assert "persistence not queued (nothing was handed to the store)" in t
-    assert "not dispatched" not in t
+    parts = table(at, "persistence").to_dict("records")
+    assert [(p["part"], p["capture"], p["dispatch"]) for p in parts] == [
+        ("Logical request", "captured", "dispatched"),
+        ("Observable output", "not captured (capacity exceeded)", "unknown")]
+    assert parts[0]["persistence"] == "stored (store receipt); the span recorded queued at submit"
+    assert parts[1]["persistence"] == "not queued (nothing was handed to the store)"
+    assert "not dispatched" not in "\n".join(texts(at) + table_cells(at))
     assert REQUEST.decode() not in [c.value for c in at.code]
     at.toggle(key="page:part:logical_request:0").set_value(True).run()
     assert REQUEST.decode() in [c.value for c in at.code]
@@ -114,8 +112,8 @@ def test_both_parts_show_outcome_dispatch_receipt_and_content_on_demand(small: t
 def test_queued_part_without_a_store_receipt_is_not_shown_as_stored(small: tuple[Path, Path]) -> None:
     """A part the span saw queued but the store never receipted reads as unconfirmed, and its content is refused."""
     at = run_app(attempt="ev-2")
-    t = "\n".join(texts(at))
-    assert "persistence queued at submit, not confirmed durable: no store receipt (not_found)" in t
+    assert ("queued at submit, not confirmed durable: no store receipt (not_found)"
+            in list(table(at, "persistence")["persistence"]))
     at.toggle(key="page:part:logical_request:0").set_value(True).run()
     assert "Content refused: not_found (no stored receipt for this part)" in texts(at)
 
@@ -128,10 +126,10 @@ def test_revoked_source_preview_is_refused_although_its_bytes_still_match(small:
     revoke_source(store, "/work/handoff", reason="consent withdrawn")
     assert store.read_input("ev-1", "ev-1-in0").data == NOTES_V1.encode()  # bytes intact and matching
     at = run_app(attempt="ev-1")
-    at.toggle(key="page:pv:ev-1-in0").set_value(True).run()
+    open_item(at, "path_reference", "ev-1-in0")
     assert "Preview refused: source_unavailable (the source of this input has been revoked)" in texts(at)
     assert all(NOTES_V1.rstrip("\n") not in c.value for c in at.code)
-    at.toggle(key="page:pv:ev-1-in1").set_value(True).run()  # another source of the same attempt still reads
+    open_item(at, "path_reference", "ev-1-in1")  # another source of the same attempt still reads
     assert "# Plan\n\nstep one" in [c.value.rstrip("\n") for c in at.code]
 
 
@@ -140,7 +138,7 @@ def test_access_policy_refuses_previews_and_parts_to_an_unlisted_viewer(
     """With a deny-by-default policy that does not list the OS user, previews and part content read permission_denied."""
     _policy(tmp_path, monkeypatch, {"someone-else": ["*"]})
     at = run_app(attempt="ev-1")
-    at.toggle(key="page:pv:ev-1-in0").set_value(True).run()
+    open_item(at, "path_reference", "ev-1-in0")
     at.toggle(key="page:part:logical_request:0").set_value(True).run()
     t = texts(at)
     who = current_viewer()
@@ -155,7 +153,7 @@ def test_streamlit_login_identity_is_the_viewer_when_logged_in(
     _policy(tmp_path, monkeypatch, {"alice@example.com": [RUN]})
     monkeypatch.setattr(_evidence, "streamlit_user", lambda: "alice@example.com")
     at = run_app(attempt="ev-1")
-    at.toggle(key="page:pv:ev-1-in0").set_value(True).run()
+    open_item(at, "path_reference", "ev-1-in0")
     assert NOTES_V1.rstrip("\n") in [c.value.rstrip("\n") for c in at.code]
     assert any("Viewing as: alice@example.com" in s.value for s in at.sidebar.text)
 
@@ -174,14 +172,16 @@ def test_store_eviction_and_purge_show_over_the_capture_time_status(small: tuple
     assert _evict_attempt(store, "ev-1") == 2
     purge(store, attempt_ids=["ev-2"])
     at = run_app(attempt="ev-1")
+    rows = table(at, "artifact").to_dict("records")
+    assert [r["label"] for r in rows] == ["notes.md", "plan.md"]
+    assert [r["artifact"] for r in rows] == ["evicted (disk budget) (store; at capture: available)"] * 2
+    open_item(at, "path_reference", "ev-1-in0")
     t = "\n".join(texts(at))
-    assert t.count("artifact evicted (disk budget) (store; at capture: available)") == 2
     assert "Unavailable: evicted (disk budget)" in t
-    assert "#0  notes.md" in texts(at) and "#1  plan.md" in texts(at)
     sha = store.manifest("ev-1")["items"][0]["sha256"]
     assert f"sha256 {sha}" in t and f"{len(NOTES_V1.encode())} B" in t
-    t2 = "\n".join(texts(run_app(attempt="ev-2")))
-    assert "Unavailable: purged" in t2 and "#0  spec.md" in t2
+    at2 = open_item(run_app(attempt="ev-2"), "path_reference", "ev-2-in0")
+    assert "Unavailable: purged" in texts(at2) and list(table(at2, "artifact")["label"]) == ["spec.md"]
 
 
 # -- the usage picture --------------------------------------------------------------------------

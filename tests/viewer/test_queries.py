@@ -8,7 +8,7 @@ import textwrap
 
 import duckdb
 import pytest
-from viewer_fixture import ViewerFixture
+from viewer_fixture import WIDE_RUN, ViewerFixture
 
 from otel_inputs.viewer._queries import (
     NULL_VALUE,
@@ -79,7 +79,7 @@ def test_runs_and_attempt_list_filters_sort_and_total(viewer_fixture: ViewerFixt
     """Runs list newest first; the attempt list filters by phase/send kind/coverage and sorts by time."""
     with read_only(viewer_fixture.db_path) as con:
         runs = list_runs(con)
-        assert [r.run_id for r in runs] == [viewer_fixture.run_id, viewer_fixture.legacy_run_id]
+        assert [r.run_id for r in runs] == [WIDE_RUN, viewer_fixture.run_id, viewer_fixture.legacy_run_id]
         page = list_attempts(con, viewer_fixture.run_id)
         assert page.total == 5 and [r.attempt_id for r in page.rows] == ["att-001", "att-002", "att-003", "att-004", "att-005"]
         newest = list_attempts(con, viewer_fixture.run_id, AttemptFilters(newest_first=True), limit=2)

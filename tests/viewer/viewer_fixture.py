@@ -22,6 +22,9 @@ from otel_inputs.store import ArtifactStore
 T0 = 1_767_261_600_000_000_000  # 2026-01-01 10:00:00 UTC in ns
 MINUTE = 60_000_000_000
 HOSTILE_LABEL = "**x** <img src=x onerror=alert(1)>"
+HOSTILE_PATH_PART = "[a](javascript:alert(1))<script>alert(2)</script>"
+WIDE_RUN = "run-2026-01-02-wide"
+WIDE_ITEMS = 100
 
 TASK_TEXT = (
     "Add a --dry-run flag to the export command.\n\n"
@@ -93,6 +96,41 @@ class FixtureBuilder:
     parts: list[dict[str, Any]] = field(default_factory=list)
     legacy_input_rows: set[str] = field(default_factory=set)
     """Attempts whose input rows are landed without attempt_started_at (rows from before migration 7)."""
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    with_steps_table: bool = True
+    """False: a database from before migration 11 (its steps table and messages view are dropped)."""
+
+    def add_step(self, attempt_id: str, seq: int, kind: str, *, start_s: float, dur_s: float = 0.5, **cols: Any) -> None:
+        """One C1 step row; ``start_s`` is seconds after its attempt's start."""
+        self.steps.append({"attempt_id": attempt_id, "seq": seq, "step_kind": kind, "start_s": start_s,
+                           "dur_s": dur_s, **cols})
+
+    def add_model_step_messages(self, attempt_id: str, system: str | None, user: str | None) -> None:
+        """The attempt span carried no messages; its first model step sent these (C2 source model_step)."""
+        self.messages.append({"attempt_id": attempt_id, "system": system, "user": user})
+
+    def _write_steps(self, con: duckdb.DuckDBPyConnection) -> None:
+        if not self.with_steps_table:
+            con.execute("DROP VIEW agent_attempt_messages")
+            con.execute("DROP TABLE agent_attempt_steps")
+            return
+        start_of = {a["attempt_id"]: a.get("started_at") for a in self.attempts}
+        for st in self.steps:
+            base = start_of.get(st["attempt_id"]) or T0
+            row = {k: v for k, v in st.items() if k not in ("start_s", "dur_s")}
+            row.setdefault("span_id", f"{st['attempt_id']}-step{st['seq']}")
+            row["started_at"] = base + int(st["start_s"] * 1e9)
+            row["ended_at"] = base + int((st["start_s"] + st["dur_s"]) * 1e9)
+            row["attempt_started_at"] = start_of.get(st["attempt_id"])
+            cols = list(row)
+            exprs = ["make_timestamp_ns(?::BIGINT)" if c.endswith("_at") else "?" for c in cols]
+            con.execute(f"INSERT INTO agent_attempt_steps ({', '.join(cols)}) VALUES ({', '.join(exprs)})",
+                        [row[c] for c in cols])
+        for m in self.messages:
+            con.execute("UPDATE agent_attempts SET system_prompt = NULL, user_prompt = NULL, step_system_prompt = ?, "
+                        "step_user_prompt = ?, step_messages_span_id = ? WHERE attempt_id = ?",
+                        [m["system"], m["user"], f"{m['attempt_id']}-step0", m["attempt_id"]])
 
     def attempt(self, attempt_id: str, minute: float | None, **cols: Any) -> str:
         row: dict[str, Any] = {
@@ -176,6 +214,7 @@ class FixtureBuilder:
             for attempt_id, items in by_attempt.items():
                 self._write_attempt(con, store, attempt_id, items, run_of.get(attempt_id), start_of.get(attempt_id))
             self._write_parts(con, store_path)
+            self._write_steps(con)
             for source, metric, value in self.health:
                 con.execute("INSERT INTO exporter_health VALUES (?, ?, ?, now())", [source, metric, value])
         finally:
@@ -314,9 +353,43 @@ def build_fixture(root: Path) -> ViewerFixture:
     l3 = b.attempt("leg-003", -298, run_id=legacy_run, session_id="sess-legacy", phase="review",
                    input_packet_version=None, input_coverage="not_recorded", capture_decision=None,
                    source_format="gen_ai", user_prompt="Please review what you just did.")
+    # Steps: the review attempt read summary.md (absolute path) and screenshot.png (relative path),
+    # listed the folder, and never read photo.jpg; att-001 had a model call but no tool steps.
+    b.add_step(a4, 0, "model_call", start_s=1, dur_s=2.5, operation_name="chat", span_name="chat claude-sonnet",
+               request_model="claude-sonnet", response_model="claude-sonnet-2026", input_tokens=5400,
+               output_tokens=320, status="Unset")
+    b.add_step(a4, 1, "tool_call", start_s=4, operation_name="execute_tool", span_name="execute_tool read_file",
+               tool_name="read_file", tool_call_id="call-1", tool_arguments='{"path": "/work/handoff/review/summary.md"}',
+               status="Ok")
+    b.add_step(a4, 2, "tool_call", start_s=5, operation_name="execute_tool", span_name="execute_tool Read",
+               tool_name="Read", tool_call_id="call-2", tool_arguments='{"file_path": "review/screenshot.png"}',
+               status="Ok")
+    b.add_step(a4, 3, "tool_call", start_s=6, operation_name="execute_tool", span_name=HOSTILE_LABEL,
+               tool_name=HOSTILE_LABEL, tool_call_id="call-3", tool_arguments='{"q": "' + "<b>x</b>" + '"}',
+               status="Error")
+    b.add_step(a4, 4, "model_call", start_s=7, dur_s=1.2, operation_name="chat", span_name="chat claude-sonnet",
+               request_model="claude-sonnet", input_tokens=None, output_tokens=None, status="Unset")
+    b.add_step(a1, 0, "model_call", start_s=1, operation_name="chat", span_name="chat claude-sonnet",
+               request_model="claude-sonnet", input_tokens=900, output_tokens=120, status="Unset")
+    b.add_model_step_messages(a3, "You are a careful software engineer.", "The test gate failed (as sent).")
+    # A second run of the same task whose inputs drifted, with a 100-item attempt.
+    wide = b.attempt("att-wide", 30, phase="implement", send_kind="initial", turn_index=1, user_prompt="Implement the task; the handoff has 100 files.",
+                     declared_input_count=WIDE_ITEMS, captured_input_count=WIDE_ITEMS, omitted_input_count=0,
+                     item_count=WIDE_ITEMS, **{**common, "run_id": WIDE_RUN, "session_id": "sess-wide"})
+    b.add_input(wide, 0, "notes.md", "context_handoff", "path_reference", source_path="/work/handoff/notes.md",
+                data=NOTES_V2.encode(), media_type="text/markdown", preview_kind="text")
+    for i in range(1, WIDE_ITEMS):
+        label = HOSTILE_LABEL if i == 7 else f"file-{i:03d}.md"
+        path = f"/work/handoff/wide/{HOSTILE_PATH_PART}{i}.md" if i == 7 else f"/work/handoff/wide/file-{i:03d}.md"
+        b.add_input(wide, i, label, "context_handoff", "path_reference", source_path=path,
+                    data=f"# File {i}\n\nWide attempt content line for file {i}.\n".encode(),
+                    media_type="text/markdown", preview_kind="text")
+    b.add_step(wide, 0, "tool_call", start_s=1, operation_name="execute_tool", tool_name="cat",
+               tool_arguments='{"path": "wide/file-003.md"}', status="Ok")
+    b.add_step(wide, 1, "tool_call", start_s=2, operation_name="execute_tool", tool_name="search", status="Ok")
     b.health += [("duckdb_exporter", "spans_spilled", 3), ("duckdb_exporter", "spans_dropped", 0),
                  ("duckdb_exporter", "batches_failed", 1)]
     db, store = b.write()
-    ids = {"initial": a1, "parse_retry": a2, "gate_retry": a3, "review": a4, "opted_out": a5,
+    ids = {"initial": a1, "parse_retry": a2, "gate_retry": a3, "review": a4, "opted_out": a5, "wide": wide,
            "legacy": l1, "legacy_correction": l2, "legacy_other_phase": l3}
     return ViewerFixture(db, store, run, legacy_run, ids)

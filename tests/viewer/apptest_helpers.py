@@ -1,0 +1,31 @@
+"""Small AppTest helpers shared by the viewer's page tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+
+def texts(at: AppTest) -> list[str]:
+    return [t.value for t in at.text]
+
+
+def open_item(at: AppTest, mode: str, input_id: str, *, key: str = "page") -> AppTest:
+    """Choose an item in a delivery group's chooser (the keyboard path beside the table) and rerun."""
+    at.selectbox(key=f"{key}:grp:{mode}:item").set_value(input_id).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def table(at: AppTest, column: str) -> Any:
+    """The first table (a pandas DataFrame) on the page that has ``column``."""
+    return next(df.value for df in at.dataframe if column in df.value.columns)
+
+
+def table_cells(at: AppTest) -> list[str]:
+    """Every cell of every table on the page, as text."""
+    out: list[str] = []
+    for df in at.dataframe:
+        out.extend(str(v) for v in df.value.to_numpy().ravel())
+    return out

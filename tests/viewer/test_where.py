@@ -1,0 +1,86 @@
+"""Where else: other attempts with the same SHA-256 or path, and the runs that used a task (drift)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from apptest_helpers import open_item, table, texts
+from streamlit.testing.v1 import AppTest
+from viewer_fixture import HOSTILE_LABEL, NOTES_V1, NOTES_V2, WIDE_RUN, ViewerFixture
+
+from otel_inputs import names
+from otel_inputs.viewer._queries import get_attempt, get_inputs, read_only, where_else
+from otel_inputs.viewer._where import describe_difference, item_elsewhere, task_drift
+
+APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
+
+
+def test_same_sha_and_same_path_across_runs(viewer_fixture: ViewerFixture) -> None:
+    """notes.md v1 was in att-001 and att-002; its path was in four attempts of two runs."""
+    v1 = hashlib.sha256(NOTES_V1.encode()).hexdigest()
+    with read_only(viewer_fixture.db_path) as con:
+        found = where_else(con, sha256=v1)
+        assert found.total == 2 and {r.attempt_id for r in found.rows} == {"att-001", "att-002"}
+        item = get_inputs(con, "att-003", get_attempt(con, "att-003").started_ns)[0]
+        by_sha, by_path = item_elsewhere(con, item)
+    assert by_sha is not None and by_sha.total == 1 and by_sha.rows[0].attempt_id == "att-wide"  # v2 bytes
+    assert by_path is not None and {r.attempt_id for r in by_path.rows} == {"att-001", "att-002", "att-wide"}
+    assert {r.run for r in by_path.rows} == {viewer_fixture.run_id, WIDE_RUN}
+    assert by_path.text == "3 input(s) of other attempts had the same path."
+
+
+def test_task_drift_lists_runs_and_how_their_inputs_differed(viewer_fixture: ViewerFixture) -> None:
+    """Both runs of the task are listed; the wide run's first attempt differs from att-001 by new and changed files."""
+    with read_only(viewer_fixture.db_path) as con:
+        a = get_attempt(con, "att-001")
+        rows = task_drift(con, a, get_inputs(con, "att-001", a.started_ns))
+    by_run = {r.run: r for r in rows}
+    assert set(by_run) == {viewer_fixture.run_id, WIDE_RUN}
+    assert by_run[viewer_fixture.run_id].difference == "same inputs (paths and SHA-256)"
+    assert by_run[viewer_fixture.run_id].current and by_run[viewer_fixture.run_id].attempts == 4  # att-005: other task
+    assert by_run[WIDE_RUN].difference.startswith("99 new, 1 gone, 1 changed")
+
+
+def test_difference_words() -> None:
+    """Unknown hashes count as changed, never as the same."""
+    assert describe_difference({"a": "1"}, {"a": None}) == "1 changed (e.g. a)"
+    assert describe_difference({}, {}) == "same inputs (paths and SHA-256)"
+
+
+@pytest.fixture()
+def env(viewer_fixture: ViewerFixture, monkeypatch: pytest.MonkeyPatch) -> ViewerFixture:
+    monkeypatch.setenv(names.ENV_DB, str(viewer_fixture.db_path))
+    monkeypatch.setenv(names.ENV_STORE, str(viewer_fixture.store_path))
+    return viewer_fixture
+
+
+def _run(**params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=30)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_item_where_else_on_the_page_links_to_the_other_attempt(env: ViewerFixture) -> None:
+    """From the hostile-labelled item of the wide attempt, where-else lists nothing else; from notes.md it lists att-003 by SHA."""
+    at = open_item(_run(attempt="att-wide"), "path_reference", "att-wide-in0")
+    at.toggle(key="page:where:att-wide-in0").set_value(True).run()
+    assert "1 input(s) of other attempts had the same SHA-256." in texts(at)
+    assert list(table(at, "attempt")["attempt"])[:1] == ["att-003"]
+    at = open_item(at, "path_reference", "att-wide-in7")
+    at.toggle(key="page:where:att-wide-in7").set_value(True).run()
+    assert "No other attempt had the same path." in texts(at)
+    assert any(t.startswith(f"#7  {HOSTILE_LABEL}\n") for t in texts(at))
+
+
+def test_task_runs_toggle_shows_drift(env: ViewerFixture) -> None:
+    """The task section's toggle lists the runs of this task SHA-256 with their input drift."""
+    at = _run(attempt="att-wide")
+    at.toggle(key="page:taskruns").set_value(True).run()
+    drift = table(at, "inputs of its first attempt vs this one")
+    assert sorted(drift["run"]) == sorted(["▶ " + WIDE_RUN, env.run_id])
+    assert NOTES_V2  # the wide attempt carries notes v2, att-001 v1: a change, shown by path

@@ -1,0 +1,73 @@
+"""Exporter health as one small indicator: ok, spilled (delayed, kept on disk) or dropped (lost).
+
+The exporters' counters are cumulative per source.  *Dropped* wins over *spilled*: any span
+dropped, rejected or unconvertible, any failed batch or quarantined spool file means telemetry
+was lost.  *Spilled* means spans waited on disk and more were spilled than drained back so far.
+No counters at all is "unknown", never "ok".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from otel_inputs.viewer._format import time_text
+from otel_inputs.viewer._queries import HealthRow
+
+LOSS_METRICS = ("spans_dropped", "batches_failed", "spans_rejected", "spans_unconvertible", "spool_quarantined")
+METRIC_TEXT = {
+    "spans_written": "spans written",
+    "spans_spilled": "spans spilled to disk (delayed)",
+    "spans_drained": "spilled spans written later",
+    "spans_dropped": "spans dropped (lost)",
+    "batches_failed": "batches that failed to commit",
+    "spans_rejected": "spans rejected",
+    "spans_unconvertible": "spans that could not be converted",
+    "spool_quarantined": "spool files quarantined",
+    "artifact_rows_written": "artifact rows written",
+}
+
+
+class HealthState(str, Enum):
+    OK = "ok"
+    SPILLED = "spilled"
+    DROPPED = "dropped"
+    UNKNOWN = "unknown"
+
+
+BADGE = {
+    HealthState.OK: (":material/check_circle:", "green", "Exporter health: ok"),
+    HealthState.SPILLED: (":material/schedule:", "orange", "Exporter health: spilled"),
+    HealthState.DROPPED: (":material/error:", "red", "Exporter health: dropped"),
+    HealthState.UNKNOWN: (":material/help:", "gray", "Exporter health: unknown"),
+}
+
+
+@dataclass(frozen=True)
+class HealthModel:
+    state: HealthState
+    summary: str
+    details: tuple[dict[str, object], ...]
+
+
+def health_model(rows: Sequence[HealthRow]) -> HealthModel:
+    if not rows:
+        return HealthModel(HealthState.UNKNOWN, "No exporter counters recorded yet.", ())
+    totals: dict[str, int] = {}
+    for r in rows:
+        totals[r.metric] = totals.get(r.metric, 0) + int(r.value or 0)
+    lost = sum(totals.get(m, 0) for m in LOSS_METRICS)
+    pending = totals.get("spans_spilled", 0) - totals.get("spans_drained", 0)
+    if lost:
+        state, summary = HealthState.DROPPED, f"Telemetry was lost: {lost} loss event(s) counted (see details)."
+    elif pending > 0:
+        state, summary = HealthState.SPILLED, f"{pending} span(s) waited on disk and are not written yet."
+    else:
+        state, summary = HealthState.OK, "Nothing dropped or waiting."
+    details = tuple(
+        {"source": r.source, "counter": METRIC_TEXT.get(r.metric, r.metric.replace("_", " ")), "value": int(r.value),
+         "updated": time_text(r.updated_ns)}
+        for r in rows
+    )
+    return HealthModel(state, summary, details)

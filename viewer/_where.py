@@ -1,0 +1,115 @@
+"""Where else: the other attempts that had an item's bytes or path, and the runs that used a task.
+
+From an item, :func:`item_elsewhere` lists the attempts (any run) whose inputs had the same
+SHA-256, and those that had the same path (whatever its bytes were then).  From a task SHA-256,
+:func:`task_drift` lists the runs that used it and, for each, how its first attempt's inputs
+differed from this attempt's (new, gone and changed paths): the drift between runs of one task.
+Labels and paths are content: they stay in the rows' ``label``/``path`` fields for the access layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from otel_inputs.viewer._format import time_text, value_text
+from otel_inputs.viewer._queries import (
+    AttemptRecord,
+    ElsewhereRow,
+    InputRecord,
+    get_attempt,
+    get_inputs,
+    task_runs,
+    where_else,
+)
+
+
+@dataclass(frozen=True)
+class ElsewhereItem:
+    attempt_id: str
+    run: str
+    phase: str
+    started: str
+    seq: int
+    label: str
+    path: str
+
+
+@dataclass(frozen=True)
+class ElsewhereList:
+    rows: tuple[ElsewhereItem, ...]
+    total: int
+    text: str
+
+
+def _item(r: ElsewhereRow) -> ElsewhereItem:
+    return ElsewhereItem(r.attempt_id, value_text(r.run_id), value_text(r.phase), time_text(r.started_ns), r.seq,
+                         value_text(r.label), value_text(r.source_path, missing="none"))
+
+
+def _listing(con: duckdb.DuckDBPyConnection, what: str, **kw: str | None) -> ElsewhereList:
+    found = where_else(con, **kw)
+    rows = tuple(_item(r) for r in found.rows)
+    if not found.total:
+        return ElsewhereList((), 0, f"No other attempt had {what}.")
+    more = f" (showing the newest {len(rows)})" if found.total > len(rows) else ""
+    return ElsewhereList(rows, found.total, f"{found.total} input(s) of other attempts had {what}{more}.")
+
+
+def item_elsewhere(con: duckdb.DuckDBPyConnection, item: InputRecord) -> tuple[ElsewhereList | None, ElsewhereList | None]:
+    """(same SHA-256, same path) listings for ``item``; ``None`` where the item has no hash or path."""
+    by_sha = _listing(con, "the same SHA-256", sha256=item.sha256, exclude_attempt=item.attempt_id) if item.sha256 else None
+    by_path = (_listing(con, "the same path", source_path=item.source_path, exclude_attempt=item.attempt_id)
+               if item.source_path else None)
+    return by_sha, by_path
+
+
+@dataclass(frozen=True)
+class DriftRow:
+    run: str
+    attempts: int
+    first_attempt_id: str
+    started: str
+    difference: str
+    current: bool
+
+
+def _files(inputs: tuple[InputRecord, ...]) -> dict[str, str | None]:
+    return {(i.source_path or i.label or i.input_id): i.sha256 for i in inputs}
+
+
+def describe_difference(mine: dict[str, str | None], theirs: dict[str, str | None]) -> str:
+    """"same inputs" or "+N new, −N gone, N changed" of ``theirs`` against ``mine`` (by path and SHA-256)."""
+    new = [k for k in theirs if k not in mine]
+    gone = [k for k in mine if k not in theirs]
+    changed = [k for k in theirs if k in mine and (theirs[k] is None or mine[k] is None or theirs[k] != mine[k])]
+    if not (new or gone or changed):
+        return "same inputs (paths and SHA-256)"
+    parts = []
+    if new:
+        parts.append(f"{len(new)} new")
+    if gone:
+        parts.append(f"{len(gone)} gone")
+    if changed:
+        parts.append(f"{len(changed)} changed")
+    examples = (changed + new + gone)[:3]
+    return ", ".join(parts) + " (e.g. " + ", ".join(examples) + ")"
+
+
+def task_drift(con: duckdb.DuckDBPyConnection, attempt: AttemptRecord, inputs: tuple[InputRecord, ...],
+               *, limit: int = 20) -> tuple[DriftRow, ...]:
+    """The runs that used ``attempt``'s task SHA-256, each with how its first attempt's inputs differed."""
+    if not attempt.task_sha256:
+        return ()
+    mine = _files(inputs)
+    out = []
+    for tr in task_runs(con, attempt.task_sha256, limit=limit):
+        if tr.first_attempt_id == attempt.attempt_id:
+            theirs = mine
+        else:
+            first = get_attempt(con, tr.first_attempt_id)
+            theirs = _files(get_inputs(con, tr.first_attempt_id, first.started_ns if first else None))
+        out.append(DriftRow(value_text(tr.run_id), tr.attempts, tr.first_attempt_id, time_text(tr.first_started_ns),
+                            describe_difference(mine, theirs), tr.run_id == attempt.run_id))
+    return tuple(out)
