@@ -26,8 +26,6 @@ from fake_openai import FakeOpenAI
 HERE = Path(__file__).resolve().parent
 AGENTS = HERE / "agents"
 JS_DIR = HERE / "js"
-REPO = HERE.parents[1]
-APP = str(REPO / "viewer" / "app.py")
 BIN = Path(sys.executable).parent
 START_TIMEOUT_S = 60.0
 RUN_TIMEOUT_S = 120.0

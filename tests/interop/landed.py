@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,11 +78,6 @@ class Landed:
 
     def logs(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
         return self.rows(f'SELECT * FROM otel_logs WHERE {where} ORDER BY "Timestamp"', params)
-
-
-def text_of(message_json: str | None) -> str:
-    """Every text in a GenAI (or OpenAI) message list JSON, for 'does it hold the real words' checks."""
-    return json.dumps(json.loads(message_json)) if message_json else ""
 
 
 # --- the viewer page --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import (AgentRun, Collector, collect_supports, free_port, js_sdk_missing, node_missing_reason,
                       run_agent, run_js)
-from fake_openai import COMPLETION_TOKENS, PROMPT_TOKENS, TOOL_NAME, FakeOpenAI
+from fake_openai import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI
 from landed import Landed, assert_page_truthful, open_page, shows
 
 pytestmark = pytest.mark.interop
