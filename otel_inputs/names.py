@@ -234,3 +234,5 @@ LANGFUSE_TYPE_AGENT = "agent"
 
 ENV_BACKEND_COMPAT = "OTEL_INPUTS_BACKEND_COMPAT"
 # === end of GenAI/compat block ================================================================
+# Local secret for the keyed digests of collector-config/vendor.yaml (read by the Collector).
+ENV_EXPORT_DIGEST_KEY = "OTEL_INPUTS_EXPORT_DIGEST_KEY"

@@ -180,6 +180,14 @@ TRANSFORM_PROCESSOR = {
             "error_mode": Leaf(("ignore", "silent", "propagate")),
         }
     ),
+    "log_statements": ListOf(
+        {
+            "context": Leaf(("resource", "scope", "log")),
+            "conditions": STRINGS,
+            "statements": STRINGS,
+            "error_mode": Leaf(("ignore", "silent", "propagate")),
+        }
+    ),
 }
 
 FILE_STORAGE_EXTENSION = {
@@ -233,4 +241,4 @@ DEPRECATED_ALIASES = {
 TOP_LEVEL = {"extensions", "receivers", "processors", "exporters", "connectors", "service"}
 SERVICE_KEYS = {"extensions", "pipelines", "telemetry"}
 PIPELINE_KEYS = {"receivers", "processors", "exporters"}
-PIPELINE_SIGNALS = {"traces"}  # otel-inputs only routes traces
+PIPELINE_SIGNALS = {"traces", "logs"}  # attempt spans, and GenAI log events (the sink takes /v1/logs)

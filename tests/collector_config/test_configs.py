@@ -10,58 +10,13 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from otel_inputs import names as n
-
 from . import allowlist
-from .ottl_subset import UnsupportedOTTL, apply_transform, parse_transform
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG_DIR = REPO / "collector-config"
 CONFIG_FILES = ("local.yaml", "vendor.yaml", "scaleout.yaml")
 KINDS = ("receivers", "processors", "exporters", "extensions")
 
-# Content names from the registry: what must never reach a third-party backend.
-REGISTRY_CONTENT = {
-    n.TASK_PROMPT,
-    n.GEN_AI_SYSTEM_INSTRUCTIONS,
-    n.GEN_AI_INPUT_MESSAGES,
-    n.GEN_AI_OUTPUT_MESSAGES,
-    n.GEN_AI_PROMPT,
-    n.OPENINFERENCE_INPUT_VALUE,
-    n.INPUT_LABEL,
-    n.INPUT_SOURCE_PATH,
-    n.TASK_SOURCE_PATH,
-}
-# Content keys of foreign instrumentations that otel-inputs never reads, so they are not in the
-# registry; vendor.yaml removes them too.
-FOREIGN_CONTENT = {
-    "gen_ai.completion",
-    "gen_ai.tool.call.arguments",
-    "gen_ai.tool.call.result",
-    "output.value",
-}
-CONTENT = REGISTRY_CONTENT | FOREIGN_CONTENT
-# What the vendor must still see: identity, hashes, coverage, counts, lineage.
-MUST_KEEP = {
-    n.TASK_SHA256,
-    n.INPUT_SHA256,
-    n.PART_SHA256,
-    n.PACKET_COVERAGE,
-    n.PACKET_DECLARED_COUNT,
-    n.PACKET_CAPTURED_COUNT,
-    n.PACKET_OMITTED_COUNT,
-    n.PACKET_ITEM_COUNT,
-    n.PREVIOUS_TURN_ATTEMPT_ID,
-    n.RETRY_OF_ATTEMPT_ID,
-    n.ATTEMPT_ID,
-    n.RUN_ID,
-    n.INPUT_ID,
-    n.INPUT_SEQ,
-    n.INPUT_CAPTURE_STATUS,
-    n.INPUT_ARTIFACT_STATUS,
-    n.INPUT_DELIVERY_MODE,
-    n.CAPTURE_DECISION,
-}
 
 
 def load(name: str) -> dict:
@@ -85,10 +40,6 @@ def vendor_transform() -> dict:
     config = load("vendor.yaml")
     (pid,) = [p for p in defined(config, "processors") if component_type(p) == "transform"]
     return config["processors"][pid]
-
-
-def deleted_keys(context: str) -> set[str]:
-    return {d.key for d in parse_transform(vendor_transform()) if d.context == context}
 
 
 def walk_schema(value, schema, path: str) -> list[str]:
@@ -275,26 +226,6 @@ def test_local_exports_to_sink_with_persistent_queue_and_endless_retries():
 # --- vendor redaction -----------------------------------------------------------------------------
 
 
-def test_content_names_and_kept_names_are_disjoint():
-    """No content name is also a name the redaction must keep."""
-    assert not CONTENT & MUST_KEEP
-
-
-@pytest.mark.parametrize("context", ["span", "spanevent"])
-def test_vendor_redaction_deletes_every_content_name(context):
-    """The vendor transform deletes every registry content name (and the foreign extras) in this context."""
-    missing = CONTENT - deleted_keys(context)
-    assert not missing, f"{context}: not deleted {sorted(missing)}"
-
-
-@pytest.mark.parametrize("context", ["span", "spanevent"])
-def test_vendor_redaction_deletes_nothing_but_content(context):
-    """The vendor transform deletes no hash, count, status or lineage name, nor any non-content key."""
-    keys = deleted_keys(context)
-    assert not keys & MUST_KEEP
-    assert keys <= CONTENT, f"{context}: deletes non-content {sorted(keys - CONTENT)}"
-
-
 def test_vendor_exporter_is_only_reached_through_redaction():
     """Every pipeline exporting to the vendor runs the content-stripping transform, failing closed."""
     config = load("vendor.yaml")
@@ -309,238 +240,26 @@ def test_vendor_exporter_is_only_reached_through_redaction():
 
 
 def test_vendor_config_also_feeds_local_sink_unredacted():
-    """vendor.yaml's second pipeline delivers full content to the local sink without the transform."""
+    """vendor.yaml's traces and logs each also reach the local sink (/v1/traces, /v1/logs) without the transform."""
     config = load("vendor.yaml")
-    local = [
-        p
-        for p in pipelines(config).values()
+    local = {
+        name: p
+        for name, p in pipelines(config).items()
         if any("127.0.0.1" in str(config["exporters"][e].get("traces_endpoint")) for e in p["exporters"])
-    ]
-    assert len(local) == 1
-    assert not any(component_type(p) == "transform" for p in local[0].get("processors") or [])
-
-
-# --- the OTTL evaluator on a sample trace ---------------------------------------------------------
-
-
-def kv(key: str, value) -> dict:
-    if isinstance(value, bool):
-        return {"key": key, "value": {"boolValue": value}}
-    if isinstance(value, int):
-        return {"key": key, "value": {"intValue": str(value)}}
-    return {"key": key, "value": {"stringValue": value}}
-
-
-def attrs(d: dict) -> list[dict]:
-    return [kv(k, v) for k, v in d.items()]
-
-
-def as_dict(attributes: list[dict] | None) -> dict:
-    return {a["key"]: a["value"] for a in attributes or []}
-
-
-def sample_trace() -> dict:
-    """An OTLP/JSON trace: a WIRE.md attempt span with input and exchange-part events, and a foreign span."""
-    attempt = {
-        n.GEN_AI_OPERATION_NAME: n.OPERATION_INVOKE_AGENT,
-        n.GEN_AI_PROVIDER_NAME: "openai",
-        n.GEN_AI_REQUEST_MODEL: "gpt-x",
-        n.GEN_AI_AGENT_NAME: "builder",
-        n.GEN_AI_CONVERSATION_ID: "conv-1",
-        n.GEN_AI_SYSTEM_INSTRUCTIONS: '[{"type":"text","content":"You are careful."}]',
-        n.GEN_AI_INPUT_MESSAGES: '[{"role":"user","parts":[{"type":"text","content":"fix bug"}]}]',
-        n.GEN_AI_OUTPUT_MESSAGES: '[{"role":"assistant","parts":[{"type":"text","content":"ok"}]}]',
-        n.RUN_ID: "run-1",
-        n.ATTEMPT_ID: "att-2",
-        n.PHASE: "implement",
-        n.SEND_KIND: "parse_retry",
-        n.TURN_INDEX: 2,
-        n.PREVIOUS_TURN_ATTEMPT_ID: "att-1",
-        n.RETRY_OF_ATTEMPT_ID: "att-1",
-        n.TASK_PROMPT: "Fix the failing test in src/secret_project/parser.py",
-        n.TASK_SOURCE_KIND: "prompt_file",
-        n.TASK_SOURCE_PATH: "/home/alice/secret_project/TASK.md",
-        n.TASK_SIZE_BYTES: 52,
-        n.TASK_SHA256: "a" * 64,
-        n.PACKET_VERSION_ATTR: n.PACKET_VERSION,
-        n.PACKET_COVERAGE: "partial",
-        n.PACKET_DECLARED_COUNT: 3,
-        n.PACKET_CAPTURED_COUNT: 1,
-        n.PACKET_OMITTED_COUNT: 1,
-        n.PACKET_ITEM_COUNT: 2,
-        n.PACKET_GAP_REASON: "limit_exceeded",
-        n.CAPTURE_DECISION: "admitted",
-        n.CAPTURE_GAP_REASON: "limit_exceeded",
     }
-    inputs = [
-        {
-            n.INPUT_ID: f"in-{seq}",
-            n.INPUT_SEQ: seq,
-            n.INPUT_LABEL: f"parser.py (secret label {seq})",
-            n.INPUT_SOURCE_KIND: "explicit_attachment",
-            n.INPUT_DELIVERY_MODE: "path_reference",
-            n.INPUT_SOURCE_PATH: f"/home/alice/secret_project/file{seq}.py",
-            n.INPUT_SNAPSHOT_REF: f"sha256/{'b' * 64}",
-            n.INPUT_MEDIA_TYPE: "text/x-python",
-            n.INPUT_PREVIEW_KIND: "text",
-            n.INPUT_SIZE_BYTES: 1234,
-            n.INPUT_SHA256: "b" * 64,
-            n.INPUT_CAPTURE_STATUS: "captured" if seq == 0 else "limit_exceeded",
-            n.INPUT_ARTIFACT_STATUS: "available" if seq == 0 else "never_captured",
-            n.INPUT_DETAIL: "max_bytes" if seq else "",
-        }
-        for seq in range(2)
-    ]
-    part = {
-        n.PART_NAME: "logical_request",
-        n.PART_CAPTURE: "captured",
-        n.PART_DISPATCH: "dispatched",
-        n.PART_REF: "evidence/att-2/request",
-        n.PART_SHA256: "c" * 64,
-        n.PART_SIZE_BYTES: 999,
-    }
-    foreign = {
-        n.GEN_AI_SYSTEM: "openai",
-        n.GEN_AI_PROMPT: "legacy prompt text",
-        "gen_ai.completion": "legacy completion text",
-        "gen_ai.tool.call.arguments": '{"path": "/etc/passwd"}',
-        "gen_ai.tool.call.result": "root:x:0:0",
-        n.OPENINFERENCE_SPAN_KIND: "LLM",
-        n.OPENINFERENCE_INPUT_VALUE: "openinference input text",
-        "output.value": "openinference output text",
-        n.OPENINFERENCE_SESSION_ID: "sess-9",
-        n.OPENINFERENCE_MODEL_NAME: "m",
-    }
-    genai_event = {
-        n.GEN_AI_OPERATION_NAME: "chat",
-        n.GEN_AI_INPUT_MESSAGES: '[{"role":"user","parts":[]}]',
-        n.GEN_AI_OUTPUT_MESSAGES: '[{"role":"assistant","parts":[]}]',
-        n.GEN_AI_SYSTEM_INSTRUCTIONS: "[]",
-    }
-    return {
-        "resourceSpans": [
-            {
-                "resource": {"attributes": attrs({"service.name": "agent"})},
-                "scopeSpans": [
-                    {
-                        "scope": {"name": "otel_inputs"},
-                        "spans": [
-                            {
-                                "traceId": "0af7651916cd43dd8448eb211c80319c",
-                                "spanId": "b7ad6b7169203331",
-                                "name": f"{n.SPAN_NAME_PREFIX} builder",
-                                "kind": 1,
-                                "attributes": attrs(attempt),
-                                "events": [
-                                    {"name": n.INPUT_EVENT, "timeUnixNano": "1", "attributes": attrs(e)}
-                                    for e in inputs
-                                ]
-                                + [{"name": n.EXCHANGE_PART_EVENT, "timeUnixNano": "2", "attributes": attrs(part)}],
-                                "links": [
-                                    {
-                                        "traceId": "0af7651916cd43dd8448eb211c80319c",
-                                        "spanId": "00f067aa0ba902b7",
-                                        "attributes": attrs({n.LINK_KIND: n.LINK_PREVIOUS_TURN}),
-                                    }
-                                ],
-                            },
-                            {
-                                "traceId": "0af7651916cd43dd8448eb211c80319c",
-                                "spanId": "c7ad6b7169203331",
-                                "name": "chat m",
-                                "kind": 3,
-                                "attributes": attrs(foreign),
-                                "events": [
-                                    {
-                                        "name": "gen_ai.client.inference.operation.details",
-                                        "timeUnixNano": "3",
-                                        "attributes": attrs(genai_event),
-                                    },
-                                    {"name": "gen_ai.content.prompt", "timeUnixNano": "4", "attributes": attrs(
-                                        {n.GEN_AI_PROMPT: "event prompt", "gen_ai.completion": "event completion"}
-                                    )},
-                                ],
-                            },
-                        ],
-                    }
-                ],
-            }
-        ]
-    }
+    assert sorted(local) == ["logs/local", "traces/local"]
+    for pipe in local.values():
+        assert not any(component_type(p) == "transform" for p in pipe.get("processors") or [])
+    (sink,) = {e for p in local.values() for e in p["exporters"]}
+    logs_url = re.fullmatch(r"\$\{env:[A-Z_]+:-(.+)\}", config["exporters"][sink]["logs_endpoint"]).group(1)
+    assert urlsplit(logs_url).path == "/v1/logs" and is_loopback_hostport(urlsplit(logs_url).netloc)
 
 
-def spans(trace: dict) -> list[dict]:
-    return [s for rs in trace["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
-
-
-def test_vendor_transform_removes_exactly_the_content_from_a_sample_trace():
-    """Applying vendor.yaml's statements removes all content and leaves everything else unchanged."""
-    before = sample_trace()
-    after = apply_transform(vendor_transform(), before)
-    assert before == sample_trace(), "the evaluator must not mutate its input"
-    assert after["resourceSpans"][0]["resource"] == before["resourceSpans"][0]["resource"]
-    seen_content = set()
-    for old, new in zip(spans(before), spans(after), strict=True):
-        assert {k: v for k, v in old.items() if k not in ("attributes", "events")} == {
-            k: v for k, v in new.items() if k not in ("attributes", "events")
-        }
-        pairs = [(old["attributes"], new["attributes"])]
-        assert [e["name"] for e in old["events"]] == [e["name"] for e in new["events"]]
-        pairs += [(oe["attributes"], ne["attributes"]) for oe, ne in zip(old["events"], new["events"], strict=True)]
-        for old_attrs, new_attrs in pairs:
-            o, m = as_dict(old_attrs), as_dict(new_attrs)
-            seen_content |= set(o) & CONTENT
-            assert m == {k: v for k, v in o.items() if k not in CONTENT}
-    assert seen_content == CONTENT, "the sample must exercise every content name"
-
-
-def test_vendor_transform_keeps_hashes_counts_and_lineage_in_the_sample():
-    """After redaction the attempt keeps task hash, coverage, counts, lineage and per-input hashes."""
-    attempt, _foreign = spans(apply_transform(vendor_transform(), sample_trace()))
-    span_attrs = as_dict(attempt["attributes"])
-    for key in (n.TASK_SHA256, n.PACKET_COVERAGE, n.PACKET_ITEM_COUNT, n.ATTEMPT_ID,
-                n.PREVIOUS_TURN_ATTEMPT_ID, n.RETRY_OF_ATTEMPT_ID):
-        assert key in span_attrs, key
-    assert span_attrs[n.TASK_SHA256] == {"stringValue": "a" * 64}
-    input_events = [as_dict(e["attributes"]) for e in attempt["events"] if e["name"] == n.INPUT_EVENT]
-    assert len(input_events) == int(span_attrs[n.PACKET_ITEM_COUNT]["intValue"]) == 2
-    for event in input_events:
-        assert event[n.INPUT_SHA256] == {"stringValue": "b" * 64}
-        assert {n.INPUT_ID, n.INPUT_SEQ, n.INPUT_CAPTURE_STATUS, n.INPUT_DELIVERY_MODE} <= set(event)
-        assert n.INPUT_LABEL not in event and n.INPUT_SOURCE_PATH not in event
-
-
-@pytest.mark.parametrize(
-    "config",
-    [
-        {"trace_statements": [{"context": "span", "statements": [statement]}]}
-        for statement in (
-            'set(attributes["x"], "y")',
-            'delete_key(attributes, "x") where name == "a"',
-            'delete_matching_keys(attributes, "gen_ai.*")',
-            'delete_key(span.attributes, "x")',
-            'delete_key(attributes, "x"); delete_key(attributes, "y")',
-        )
-    ]
-    + [
-        {"trace_statements": [{"context": "resource", "statements": ['delete_key(attributes, "x")']}]},
-        {
-            "trace_statements": [
-                {"context": "span", "conditions": ["true"], "statements": ['delete_key(attributes, "x")']}
-            ]
-        },
-        {"trace_statements": ['delete_key(span.attributes, "x")']},
-        {
-            "trace_statements": [{"context": "span", "statements": ['delete_key(attributes, "x")']}],
-            "log_statements": [],
-        },
-        {"error_mode": "ignore"},
-    ],
-)
-def test_evaluator_refuses_what_it_does_not_understand(config):
-    """The OTTL evaluator raises on any statement, context or key outside its subset instead of ignoring it."""
-    with pytest.raises(UnsupportedOTTL):
-        apply_transform(config, sample_trace())
+def test_vendor_traces_and_logs_both_pass_the_redaction():
+    """Both signals that reach the vendor exporter (traces and logs) run the redacting transform."""
+    config = load("vendor.yaml")
+    vendor_pipes = [name for name, p in pipelines(config).items() if "otlp_http/vendor" in p["exporters"]]
+    assert sorted(vendor_pipes) == ["logs/vendor", "traces/vendor"]
 
 
 # --- scale-out ------------------------------------------------------------------------------------
