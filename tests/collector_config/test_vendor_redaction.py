@@ -44,11 +44,15 @@ NEVER_SENT = {
     n.OPENINFERENCE_MESSAGE_ROLE, n.OPENINFERENCE_MESSAGE_CONTENT, n.OPENINFERENCE_METADATA,
     n.OPENINFERENCE_INPUT_MIME_TYPE, n.OPENINFERENCE_OUTPUT_MIME_TYPE,
     n.LANGFUSE_OBSERVATION_INPUT, n.LANGFUSE_OBSERVATION_OUTPUT, n.LANGFUSE_OBSERVATION_METADATA,
+    n.GEN_AI_TOOL_CALL_ARGUMENTS, n.OPENLLMETRY_PROMPT_PREFIX, n.OPENLLMETRY_COMPLETION_PREFIX,
+    n.OPENINFERENCE_TOOL_PARAMETERS, n.PYDANTIC_AI_ALL_MESSAGES,
     # plain digests (a vendor could confirm a guess by hashing it) and the ref that embeds one
     n.TASK_SHA256, n.INPUT_SHA256, n.PART_SHA256, n.INPUT_SNAPSHOT_REF,
 }
 NOT_ATTRIBUTE_KEYS = {
-    n.INPUT_EVENT, n.EXCHANGE_PART_EVENT, n.GENAI_OPERATION_DETAILS_EVENT,  # event names, kept as names
+    # event names, kept as names
+    n.INPUT_EVENT, n.EXCHANGE_PART_EVENT, n.EVENT_INFERENCE_DETAILS, n.EVENT_SYSTEM_MESSAGE, n.EVENT_USER_MESSAGE,
+    n.EVENT_ASSISTANT_MESSAGE, n.EVENT_TOOL_MESSAGE, n.EVENT_CHOICE, n.EVENT_CONTENT_PROMPT,
     n.EXPORT_REDACTION,  # written by the pipeline itself
     n.LINK_KIND,  # link attributes: no OTTL context reaches links; ours holds only an enum
 }
@@ -198,7 +202,7 @@ def log(event_name, attributes, body=None):
 
 LOGS = [
     # util-genai / openai-v2 EVENT_ONLY: the messages are structured log attributes
-    log(n.GENAI_OPERATION_DETAILS_EVENT, {
+    log(n.EVENT_INFERENCE_DETAILS, {
         n.GEN_AI_OPERATION_NAME: "chat", n.GEN_AI_PROVIDER_NAME: "openai", n.GEN_AI_REQUEST_MODEL: "gpt-x",
         "gen_ai.response.id": "chatcmpl-1", "gen_ai.usage.input_tokens": 12,
         n.GEN_AI_INPUT_MESSAGES: [{"role": "user", "parts": [{"type": "text", "content": "SECRET question"}]}],
@@ -206,7 +210,7 @@ LOGS = [
         n.GEN_AI_SYSTEM_INSTRUCTIONS: [{"type": "text", "content": "SECRET system"}],
     }),
     # otel-inputs' own operation.details event
-    log(n.GENAI_OPERATION_DETAILS_EVENT, {n.GEN_AI_OPERATION_NAME: "invoke_agent", n.ATTEMPT_ID: "att-2",
+    log(n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_OPERATION_NAME: "invoke_agent", n.ATTEMPT_ID: "att-2",
                                           n.RUN_ID: "run-1",
                                           n.GEN_AI_INPUT_MESSAGES: [{"role": "user", "parts": [
                                               {"type": "text", "content": "SECRET user"}]}]}),

@@ -121,7 +121,9 @@ def test_sampled_out_attempts_under_a_real_provider_do_not_warn(tmp_path: Path) 
 def test_configure_lands_genai_log_events_too(tmp_path: Path) -> None:
     """With EVENT_ONLY, configure() also lands the operation.details log event in otel_logs."""
     db = tmp_path / "events.duckdb"
-    setup = f"from otel_inputs.exporter import configure\nprovider = configure(db={str(db)!r}, batch=False)"
+    # Content (and so the event) is admitted only with a store to capture into.
+    setup = (f"from otel_inputs.exporter import configure\n"
+             f"provider = configure(db={str(db)!r}, store={str(tmp_path / 'store')!r}, batch=False)")
     code = AGENT.replace('attempt_id=attempt_id)', 'attempt_id=attempt_id, user_message="hello")')
     script = tmp_path / "agent.py"
     script.write_text(code.format(setup=setup, teardown=""), encoding="utf-8")
