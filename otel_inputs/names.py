@@ -1,8 +1,10 @@
 """The registry of every span attribute, event and link name otel-inputs reads or writes.
 
-This is the wire contract of ``../shared/design/WIRE.md``: a runtime in any language that emits
-these names gets the same exporter and viewer.  Nothing else in the project spells one of these
-names as a string literal; import them from here.
+This is the Python copy of the wire contract in ``docs/wire.md`` (the authority), which
+``docs/registry/otel_inputs.yaml`` repeats in the semantic-conventions format for other languages;
+``tests/test_docs.py`` keeps the three equal.  A runtime in any language that emits these names
+gets the same exporter and viewer.  Nothing else in the project spells one of these names as a
+string literal; import them from here.
 """
 
 from __future__ import annotations

@@ -1,10 +1,75 @@
 from __future__ import annotations
 
+import re
+from enum import Enum
 from pathlib import Path
 
+import yaml
+
 from otel_inputs import names
+from otel_inputs import types as t
 
 ROOT = Path(__file__).parents[1]
+WIRE = ROOT / "docs" / "wire.md"
+REGISTRY = ROOT / "docs" / "registry" / "otel_inputs.yaml"
+
+# Attribute names without a dot (OpenInference's top-level `metadata`); every other wire name has one.
+UNDOTTED_WIRE_NAMES = {names.OPENINFERENCE_METADATA}
+
+# Enumerated attributes and the Python enum (or registry values) that defines their members.
+ENUMS: dict[str, type[Enum] | tuple[str, ...]] = {
+    names.SEND_KIND: t.SendKind,
+    names.TASK_SOURCE_KIND: t.TaskSourceKind,
+    names.PACKET_COVERAGE: t.Coverage,
+    names.CAPTURE_DECISION: t.CaptureDecision,
+    names.CAPTURE_GAP_REASON: t.GapReason,
+    names.INPUT_SOURCE_KIND: t.SourceKind,
+    names.INPUT_DELIVERY_MODE: t.DeliveryMode,
+    names.INPUT_PREVIEW_KIND: t.PreviewKind,
+    names.INPUT_CAPTURE_STATUS: t.CaptureStatus,
+    names.INPUT_ARTIFACT_STATUS: t.ArtifactStatus,
+    names.PART_NAME: t.PartName,
+    names.PART_CAPTURE: t.PartCapture,
+    names.PART_REASON: t.PartReason,
+    names.PART_DISPATCH: t.PartDispatch,
+    names.PART_PERSISTENCE: t.PartPersistence,
+    names.LINK_KIND: (names.LINK_PREVIOUS_TURN, names.LINK_RETRY_OF),
+    names.EXPORT_REDACTION: (names.EXPORT_REDACTION_ALLOWLIST,),
+}
+
+
+def wire_names() -> set[str]:
+    """Every attribute and event name in names.py (not env vars, sentences, or attribute values)."""
+    return {v for k, v in vars(names).items() if k.isupper() and isinstance(v, str)
+            and not k.startswith(("ENV_", "SENTENCE_")) and ("." in v or v in UNDOTTED_WIRE_NAMES)}
+
+
+def wire_rows() -> dict[str, str]:
+    """First-column names of every table row in docs/wire.md, mapped to the whole row."""
+    rows: dict[str, str] = {}
+    for line in WIRE.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^\| `([^`]+)` \|", line)
+        if m:
+            rows.setdefault(m.group(1), line)
+    return rows
+
+
+def registry() -> list[dict]:
+    return yaml.safe_load(REGISTRY.read_text(encoding="utf-8"))["groups"]
+
+
+def registry_names() -> set[str]:
+    out: set[str] = set()
+    for group in registry():
+        if group["type"] == "event":
+            out.add(group["name"])
+        for attr in group.get("attributes", []):
+            out.add(attr.get("id") or attr["ref"])
+    return out
+
+
+def enum_values(spec: type[Enum] | tuple[str, ...]) -> set[str]:
+    return {m.value for m in spec} if isinstance(spec, type) else set(spec)
 
 
 def test_readme_opens_with_the_two_commands() -> None:
@@ -15,10 +80,53 @@ def test_readme_opens_with_the_two_commands() -> None:
     assert lines == ["make demo", "make test"]
 
 
-def test_readme_names_table_lists_every_wire_name() -> None:
-    """Every attribute/event name in the registry appears in the README's wire-names table."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    wire = {k: v for k, v in vars(names).items()
-            if k.isupper() and isinstance(v, str) and v.startswith(("otel_inputs.", "gen_ai."))}
-    missing = [f"{k} = {v}" for k, v in wire.items() if f"| `{k}` | `{v}`" not in text]
-    assert missing == []
+def test_wire_md_has_a_row_for_every_name_and_nothing_else() -> None:
+    """docs/wire.md's tables name every attribute and event name of names.py, and no name that is not there."""
+    rows = {k for k in wire_rows() if "." in k or k in UNDOTTED_WIRE_NAMES}
+    assert sorted(wire_names() - rows) == [], "missing from docs/wire.md"
+    assert sorted(rows - wire_names()) == [], "in docs/wire.md but not in names.py"
+
+
+def test_registry_defines_every_name_and_nothing_else() -> None:
+    """docs/registry/otel_inputs.yaml holds every attribute and event name of names.py, and only those."""
+    assert sorted(wire_names() - registry_names()) == [], "missing from the registry"
+    assert sorted(registry_names() - wire_names()) == [], "in the registry but not in names.py"
+
+
+def test_registry_is_in_the_semantic_conventions_shape() -> None:
+    """Each group has id, type and brief; each defined attribute has type, brief, stability, and examples unless enum."""
+    ids = set()
+    for group in registry():
+        assert {"id", "type", "brief"} <= set(group), group.get("id")
+        assert group["type"] in {"attribute_group", "span", "event"}
+        assert group["id"] not in ids
+        ids.add(group["id"])
+        for attr in group.get("attributes", []):
+            if "ref" in attr:
+                assert set(attr) <= {"ref", "requirement_level", "note", "brief"}
+                continue
+            assert attr["stability"] == "development" and attr["brief"], attr["id"]
+            assert attr["id"].startswith("otel_inputs.") or group["id"] in (
+                "registry.otel_inputs.compat", "registry.otel_inputs.foreign"), attr["id"]
+            if isinstance(attr["type"], dict):
+                assert all(m["id"] == m["value"] and m["stability"] == "development" for m in attr["type"]["members"])
+            else:
+                assert attr["type"] in {"string", "int", "template[string]"}
+                assert attr.get("examples"), f"{attr['id']} needs examples"
+    refs = {a["ref"] for g in registry() for a in g.get("attributes", []) if "ref" in a}
+    assert all(r.startswith("gen_ai.") or r.startswith("otel_inputs.") for r in refs)
+    defined = {a["id"] for g in registry() for a in g.get("attributes", []) if "id" in a}
+    assert {r for r in refs if r.startswith("otel_inputs.")} <= defined, "a ref to an undefined otel_inputs name"
+
+
+def test_enum_members_match_the_python_enums() -> None:
+    """Every enumerated attribute lists exactly the Python enum's values, in the registry and in its wire.md row."""
+    defined = {a["id"]: a for g in registry() for a in g.get("attributes", []) if "id" in a}
+    enumerated = {k for k, a in defined.items() if isinstance(a["type"], dict)}
+    assert enumerated == set(ENUMS), "an enum attribute is missing from ENUMS or from the registry"
+    rows = wire_rows()
+    for name, spec in ENUMS.items():
+        members = {m["value"] for m in defined[name]["type"]["members"]}
+        assert members == enum_values(spec), name
+        in_row = set(re.findall(r"`([^`]+)`", rows[name].split("|", 2)[2]))
+        assert enum_values(spec) <= in_row, f"docs/wire.md row of {name} lacks {enum_values(spec) - in_row}"
