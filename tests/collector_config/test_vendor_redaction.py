@@ -8,7 +8,6 @@ SHA-256 value may survive.  The facts (ids, lineage, counts, statuses, sizes, mo
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import pytest
@@ -360,8 +359,3 @@ def test_evaluator_refuses_what_it_does_not_understand(config):
     """The OTTL evaluator raises on any statement, context or key outside its subset instead of ignoring it."""
     with pytest.raises(UnsupportedOTTL):
         apply_transform(config, sample(), ENV)
-
-
-def test_vendor_config_is_json_serialisable_sample_roundtrip():
-    """The sample is plain OTLP/JSON (what the Collector's otlp receiver accepts over HTTP/JSON)."""
-    assert json.loads(json.dumps(sample())) == sample()
