@@ -361,10 +361,13 @@ def test_sec_sink_binds_loopback_by_default(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------
 def _vendor_transform() -> dict:
     config = yaml.safe_load((ROOT / "collector-config" / "vendor.yaml").read_text())
-    return config["processors"]["transform/strip_content"]
+    return config["processors"]["transform/redact_for_vendor"]
 
 
-def _apply_vendor(spans) -> dict:  # noqa: ANN001
+EXPORT_KEY = "0123456789abcdef" * 4  # the Collector's local secret for keyed digests (>= 32 characters)
+
+
+def _apply_vendor(spans, env=None) -> dict:  # noqa: ANN001
     from google.protobuf import json_format
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
@@ -372,7 +375,7 @@ def _apply_vendor(spans) -> dict:  # noqa: ANN001
     from collector_config.ottl_subset import apply_transform
 
     otlp_json = json_format.MessageToDict(encode_spans(list(spans)))
-    return apply_transform(_vendor_transform(), otlp_json)
+    return apply_transform(_vendor_transform(), otlp_json, {names.ENV_EXPORT_DIGEST_KEY: EXPORT_KEY} if env is None else env)
 
 
 def _record_for_vendor(root: Path, *, break_store: bool = False):  # noqa: ANN202
@@ -402,7 +405,7 @@ SECRETS = ("TASKSECRET", "SYSTEMSECRET", "USERSECRET", "LABELSECRET", "PROMPTSEC
 
 def test_sec_vendor_pipeline_output_has_no_content_but_keeps_hashes(tmp_path: Path) -> None:
     """Spans recorded by otel_inputs, encoded as OTLP and run through vendor.yaml's statements, carry
-    no task text, message, label or path, but keep the task and input SHA-256 hashes and ids."""
+    no task text, message, label, path or plain SHA-256, but keep ids and the keyed task and input digests."""
     harness = _record_for_vendor(tmp_path)
     try:
         spans = harness.attempt_spans()
@@ -415,9 +418,12 @@ def test_sec_vendor_pipeline_output_has_no_content_but_keeps_hashes(tmp_path: Pa
         assert leaked == [], f"vendor output still carries {leaked}"
         assert str(tmp_path) not in raw
         [span] = spans
-        assert hashlib.sha256((TASK + "\n").encode()).hexdigest() in raw
+        keyed = lambda plain: hashlib.sha256((EXPORT_KEY + plain).encode()).hexdigest()  # noqa: E731
+        task_sha = hashlib.sha256((TASK + "\n").encode()).hexdigest()
+        assert task_sha not in raw and keyed(task_sha) in raw
         for event in harness.inputs(span):
-            assert event[names.INPUT_SHA256] in raw and event[names.INPUT_ID] in raw
+            assert event[names.INPUT_SHA256] not in raw and keyed(event[names.INPUT_SHA256]) in raw
+            assert event[names.INPUT_ID] in raw
     finally:
         harness.__exit__(None, None, None)
 
