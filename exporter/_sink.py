@@ -46,7 +46,7 @@ from otel_inputs.exporter._manifests import ManifestScanner
 from otel_inputs.exporter._otlp import (
     DecodeError, check_request, iter_valid, parse_json, parse_protobuf, record_of, response_body,
 )  # fmt: skip
-from otel_inputs.exporter._wal import Kind, WALUnavailable, WriteAheadLog, wal_dir
+from otel_inputs.exporter._wal import Kind, Ref, WALUnavailable, WriteAheadLog, wal_dir
 from otel_inputs.exporter._writer import DuckDBWriter, Progress, coalesce
 
 _log = logging.getLogger(__name__)
@@ -60,10 +60,10 @@ _RPC_UNAVAILABLE = 14
 @dataclass(frozen=True)
 class SinkConfig:
     max_body_bytes: int = 64 * 1024 * 1024  # after decompression, as the OTLP spec recommends
-    # The queue holds accepted requests' protobuf wire bytes (~18 KB per 20-item packet span),
-    # bounded in bytes; a full queue answers 503 + Retry-After.
-    max_queued_bytes: int = 12 * 1024 * 1024
-    max_queued_spans: int = 16_384  # spans and log records
+    # Accepted requests not yet landed: their wire bytes wait in the write-ahead log on disk (~18 KB
+    # per 20-item packet span), bounded in bytes and items; a full queue answers 503 + Retry-After.
+    max_queued_bytes: int = 256 * 1024 * 1024
+    max_queued_spans: int = 65_536  # spans and log records
     max_batch_spans: int = 512  # the writer coalesces queued requests up to this many spans
     # A request finding the queue full waits this long for room before it is answered 503: the
     # writer frees room at every batch, so a short wait spares the sender a Retry-After pause.
@@ -88,17 +88,25 @@ class SinkConfig:
 
 @dataclass
 class _Item:
-    """One accepted request: its write-ahead sequence number, signal and protobuf wire bytes.
+    """One accepted request: where its protobuf wire bytes lie in the write-ahead log.
 
-    Only the wire bytes wait in the queue: the writer parses them again when it converts, and the
-    parsed message is released as soon as the last chunk is converted, before the commit."""
+    The queue holds positions, not bytes (the Collector's persistent-queue pattern): the writer
+    reads the bytes back and parses them when it converts, and the parsed message is released as
+    soon as the last chunk is converted, before the commit.  So the queue's depth costs disk,
+    not memory."""
 
-    seq: int
-    kind: Kind
-    wire: bytes | bytearray | None
+    ref: Ref
     spans: int  # spans or log records
     nbytes: int
     unconverted: int = 0  # spans whose conversion failed (logged once, counted after the write)
+
+    @property
+    def seq(self) -> int:
+        return self.ref.seq
+
+    @property
+    def kind(self) -> Kind:
+        return self.ref.kind
 
 
 @dataclass(frozen=True)
@@ -371,15 +379,17 @@ class OTLPSink:
     def _replay(self) -> None:
         """Queue every record of the write-ahead log (acknowledged, maybe not landed before a crash);
         the writer skips those the database has already landed (it reads the mark first)."""
-        for rec in self.wal.open():
+        for ref in self.wal.open():
             try:
-                if rec.kind is Kind.TRACES:
-                    count = check_request(parse_protobuf(rec.payload)).accepted
+                payload = self.wal.read(ref)
+                if ref.kind is Kind.TRACES:
+                    count = check_request(parse_protobuf(payload)).accepted
                 else:
-                    count = check_logs(parse_logs_protobuf(rec.payload)).accepted
-            except DecodeError:
+                    count = check_logs(parse_logs_protobuf(payload)).accepted
+                del payload
+            except (DecodeError, OSError):
                 count = 0  # converted (and counted as unconvertible) by the writer, never silently
-            self._queue.put(_Item(rec.seq, rec.kind, rec.payload, count, len(rec.payload)))
+            self._queue.put(_Item(ref, count, ref.length))
             self.replayed += 1
 
     # -- the one way in ------------------------------------------------------------------------
@@ -421,16 +431,16 @@ class OTLPSink:
             self.writer.count("spans_rejected" if kind is Kind.TRACES else "logs_rejected", rejected)
         if not accepted:
             return Answer(True, render=render)
-        item = _Item(0, kind, wire, accepted, len(wire))
         with self._order_lock:
             if not self._accepting:
                 return Answer(False, "sink is stopping; retry later", 503, _RPC_UNAVAILABLE, retry=True, unavailable=True)
-            if not self._queue.wait_for_room(item.spans, item.nbytes, self.config.queue_wait_s):
+            if not self._queue.wait_for_room(accepted, len(wire), self.config.queue_wait_s):
                 return Answer(False, self.busy_message(), 503, _RPC_RESOURCE_EXHAUSTED, retry=True)
             try:
-                item.seq = self.wal.write(kind, wire)
+                item = _Item(self.wal.write(kind, wire), accepted, len(wire))
             except WALUnavailable as exc:
                 return self._not_durable(exc)
+            del wire
             self._queue.put(item)
         try:
             self.wal.sync(item.seq)
@@ -463,11 +473,11 @@ class OTLPSink:
         """Convert one queued request into Arrow chunks, lazily and in request order (so a duplicate
         span later in the request still replaces an earlier copy).  Never raises; may run again
         for a retry, and yields the same chunks each time."""
-        if item.wire is None or self.writer is None:
+        if self.writer is None:
             return
         if item.kind is Kind.LOGS:
             try:
-                tables = logs_batch(parse_logs_protobuf(item.wire))
+                tables = logs_batch(parse_logs_protobuf(self.wal.read(item.ref)))
             except Exception:  # noqa: BLE001 - counted, never kills the writer
                 if not item.unconverted:
                     item.unconverted = item.spans
@@ -480,7 +490,7 @@ class OTLPSink:
         converted = 0
         try:
             # Parsed here, a local of this generator: freed when the last chunk is converted.
-            valid = iter_valid(parse_protobuf(item.wire), frozenset())
+            valid = iter_valid(parse_protobuf(self.wal.read(item.ref)), frozenset())
             while chunk := list(itertools.islice(valid, size)):
                 try:
                     tables = build_chunk(chunk)

@@ -41,10 +41,22 @@ class Kind(IntEnum):
 
 
 @dataclass(frozen=True)
+class Ref:
+    """Where a record's payload lies, so the queue holds a position instead of the bytes."""
+
+    seq: int
+    kind: Kind
+    path: Path
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True)
 class Record:
     seq: int
     kind: Kind
     payload: bytes
+    ref: Ref
 
 
 class WALUnavailable(OSError):
@@ -78,8 +90,9 @@ class WriteAheadLog:
         self._failed: OSError | None = None  # a failed fsync poisons the fd: never trust it again
 
     # -- life cycle -----------------------------------------------------------------------------
-    def open(self, landed: int = 0) -> list[Record]:
-        """Take ownership and read every record past ``landed`` (to replay); appends go to a new segment."""
+    def open(self, landed: int = 0) -> list[Ref]:  # noqa: A003 - the log's life cycle
+        """Take ownership and find every intact record past ``landed`` (to replay; their payloads
+        are read back one at a time with :meth:`read`); appends go to a new segment."""
         self.directory.mkdir(parents=True, exist_ok=True)
         owner = os.open(self.directory / "owner.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -88,14 +101,14 @@ class WriteAheadLog:
             os.close(owner)
             raise WALBusy(f"another otel-inputs collect is receiving into {self.directory}") from None
         self._owner_fd = owner
-        pending: list[Record] = []
+        pending: list[Ref] = []
         last = landed
         for path in self._segments():
             seg_last = 0
             for rec in self._read_segment(path):
                 seg_last = max(seg_last, rec.seq)
                 if rec.seq > landed:
-                    pending.append(rec)
+                    pending.append(rec.ref)
             last = max(last, seg_last, _first_seq(path) - 1)
             if seg_last <= landed:  # wholly landed, or empty (created just before a crash)
                 path.unlink(missing_ok=True)
@@ -119,16 +132,17 @@ class WriteAheadLog:
                 self._owner_fd = None
 
     # -- append ------------------------------------------------------------------------------------
-    def append(self, kind: Kind, payload: bytes | bytearray | memoryview) -> int:
-        """Write one record and return its sequence number once it is durable (fsynced).
+    def append(self, kind: Kind, payload: bytes | bytearray | memoryview) -> Ref:
+        """Write one record and return where it is once it is durable (fsynced).
 
         Raises :class:`WALUnavailable` when it cannot be made durable; the record then counts
         as never written (it is cut off at replay if a partial copy remains)."""
-        seq = self.write(kind, payload)
-        self.sync(seq)
-        return seq
+        ref = self.write(kind, payload)
+        self.sync(ref.seq)
+        return ref
 
-    def write(self, kind: Kind, payload: bytes | bytearray | memoryview) -> int:
+    def write(self, kind: Kind, payload: bytes | bytearray | memoryview) -> Ref:
+        """Write one record (not yet fsynced: see :meth:`sync`) and return where it is."""
         with self._lock:
             if self._failed is not None:
                 raise WALUnavailable(f"write-ahead log unusable since a failed write ({self._failed})")
@@ -152,7 +166,17 @@ class WriteAheadLog:
             self._segment_size = start + len(header) + len(payload)
             self._next = seq + 1
             self._written = seq
-            return seq
+            assert self._segment is not None
+            return Ref(seq, kind, self._segment, start + _HEADER.size, len(payload))
+
+    def read(self, ref: Ref) -> bytes:
+        """A record's payload, read back from its segment (the page cache usually still holds it)."""
+        with open(ref.path, "rb") as fh:
+            fh.seek(ref.offset)
+            data = fh.read(ref.length)
+        if len(data) != ref.length:
+            raise OSError(f"write-ahead record {ref.seq} truncated in {ref.path}")
+        return data
 
     def sync(self, seq: int) -> None:
         """Return once every record up to ``seq`` is durable (one fsync covers all written before it)."""
@@ -242,7 +266,7 @@ class WriteAheadLog:
             if zlib.crc32(payload, zlib.crc32(struct.pack("<QB", seq, kind))) != crc or kind not in Kind._value2member_map_:
                 self._quarantine(path, data[pos:end], seq)
             else:
-                yield Record(seq, Kind(kind), payload)
+                yield Record(seq, Kind(kind), payload, Ref(seq, Kind(kind), path, pos + _HEADER.size, length))
             pos = good_end = end
         if good_end < len(data):
             _log.warning("otel-inputs collect: cutting a torn record (%d bytes, never acknowledged) off %s",
@@ -279,4 +303,4 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["Kind", "Record", "WALBusy", "WALUnavailable", "WriteAheadLog", "wal_dir"]
+__all__ = ["Kind", "Record", "Ref", "WALBusy", "WALUnavailable", "WriteAheadLog", "wal_dir"]
