@@ -331,7 +331,7 @@ def run_encode(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
     return {"spans_per_s": len(spans) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(spans)}
 
 
-GENAI_EVENT = "gen_ai.client.inference.operation.details"  # OpenTelemetry's GenAI event, not an otel_inputs name
+GENAI_EVENT = n.EVENT_INFERENCE_DETAILS
 
 
 def make_log_records(count: int) -> list[Any]:
