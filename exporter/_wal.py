@@ -88,6 +88,7 @@ class WriteAheadLog:
         self._closed_segments: list[tuple[Path, int]] = []  # (path, last seq), oldest first
         self._owner_fd: int | None = None
         self._failed: OSError | None = None  # a failed fsync poisons the fd: never trust it again
+        self.syncs = 0  # fsyncs of appended records (fewer than appends when requests share them)
 
     # -- life cycle -----------------------------------------------------------------------------
     def open(self, landed: int = 0) -> list[Ref]:  # noqa: A003 - the log's life cycle
@@ -189,6 +190,7 @@ class WriteAheadLog:
                 raise WALUnavailable("write-ahead log closed")
             try:
                 os.fsync(fd)
+                self.syncs += 1
             except OSError as exc:
                 # After a failed fsync the kernel may have dropped the dirty pages: nothing written
                 # to this fd can be trusted durable, so the log refuses until the sink restarts.
