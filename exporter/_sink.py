@@ -82,6 +82,7 @@ class SinkConfig:
     max_connections: int = 64  # open HTTP connections (more are answered 503 at once); gRPC RPCs
     http_workers: int = 8  # threads parsing and making durable HTTP requests
     grpc_workers: int = 8
+    refuse_after_db_failures: int = 3  # consecutive failed database writes before new requests get 503
     store_interval_s: float = 5.0
     retry_after_s: int = 1
 
@@ -317,6 +318,7 @@ class OTLPSink:
         self._in_flight = 0
         self._stopped = False
         self._db_error: str | None = None  # the last failed write, until one succeeds
+        self._db_failures = 0  # consecutive failed writes
         self.replayed = 0  # records read back from the write-ahead log at start
         self._landed: int | None = None  # the database's landed mark, read by the writer's first batch
 
@@ -431,6 +433,10 @@ class OTLPSink:
             self.writer.count("spans_rejected" if kind is Kind.TRACES else "logs_rejected", rejected)
         if not accepted:
             return Answer(True, render=render)
+        if self._db_failures >= self.config.refuse_after_db_failures:
+            # The log would keep it, but a database that keeps failing (unreadable file, schema too
+            # new, disk full) may never land it: the sender keeps its data and retries instead.
+            return Answer(False, self.busy_message(), 503, _RPC_UNAVAILABLE, retry=True, unavailable=True)
         with self._order_lock:
             if not self._accepting:
                 return Answer(False, "sink is stopping; retry later", 503, _RPC_UNAVAILABLE, retry=True, unavailable=True)
@@ -561,6 +567,7 @@ class OTLPSink:
                 self._landed = self.writer.read_landed(WAL_KEY)
             except Exception as exc:  # noqa: BLE001 - retried like a failed write
                 self._db_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                self._db_failures += 1
                 return False
             skipped = sum(1 for i in items if i.seq <= self._landed)
             if self.replayed:
@@ -576,8 +583,10 @@ class OTLPSink:
         outcome = self.writer.write_lazy(lambda: self._produce(items), progress=Progress(WAL_KEY, last), spill=False)
         if outcome.error is not None:
             self._db_error = outcome.error.splitlines()[0][:300]
+            self._db_failures += 1
             return False
         self._db_error = None
+        self._db_failures = 0
         for item in items:  # counted once, however often the batch was produced
             if item.unconverted and item.kind is Kind.TRACES:
                 self.writer.count("spans_unconvertible", item.unconverted)

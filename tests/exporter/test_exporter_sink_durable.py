@@ -226,3 +226,28 @@ def test_request_finding_the_queue_full_waits_for_room_instead_of_503(spans: Spa
     finally:
         sink.stop()
     assert query(db_path, "SELECT count(*) FROM agent_attempts") == [(4,)]
+
+
+def test_unusable_database_answers_unavailable_then_recovers_and_lands_every_200(spans: SpanFactory,
+                                                                                  db_path: Path) -> None:  # fmt: skip
+    """A database file that cannot be opened makes new requests 503 (UNAVAILABLE) after a few failed writes;
+    once it is usable again every acknowledged span lands and requests are accepted again."""
+    db_path.write_bytes(b"this is not a duckdb file" * 100)
+    sink = OTLPSink(db_path, port=0, config=SinkConfig(refuse_after_db_failures=2)).start()
+    codes: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        i = 0
+        while (not codes or codes[-1] == 200) and time.monotonic() < deadline:
+            status, _, reply = post(sink.endpoint, proto_request([spans.attempt(i)]).SerializeToString())
+            codes.append(status)
+            i += 1
+            time.sleep(0.2)
+        assert codes[-1] == 503 and b"cannot write the database" in reply
+        db_path.unlink()  # the operator moves the bad file away
+        assert sink.flush(60)
+        assert post(sink.endpoint, proto_request([spans.attempt(1000)]).SerializeToString())[0] == 200
+    finally:
+        sink.stop()
+    accepted = codes.count(200) + 1
+    assert query(db_path, "SELECT count(*) FROM agent_attempts") == [(accepted,)]
