@@ -190,6 +190,9 @@ class DuckDBWriter:
         time and never raise.  ``progress`` is recorded in the same transaction (the sink's
         write-ahead log position); with ``spill=False`` a failed batch is not spooled, only
         reported (the sink keeps it in its write-ahead log and retries).  Never raises."""
+        # Every batch carries a mark, so a retry after a failure can tell "committed, then the
+        # checkpoint failed" from "not committed" (log rows have no key to replace by).
+        progress = progress or Progress(f"batch:{self.source}", secrets.randbits(62))
         with self._lock:
             self._take_pending()
             try:
@@ -264,27 +267,31 @@ class DuckDBWriter:
         did commit (a checkpoint failing after a durable COMMIT), it is not landed again."""
         with file_lock(self.db_path, exclusive=True, timeout_s=self.lock_timeout_s):
             before = self.counters["spans_written"], self.counters["logs_written"]
+            staged: dict[str, int] = {}
             try:
-                self._commit_on(produce, progress, self.settings)
+                self._commit_on(produce, progress, self.settings, staged=staged)
             except duckdb.Error as exc:
                 _log.warning("otel-inputs: DuckDB transaction failed (%s: %s); reopening the database to retry "
                              "without the memory limit", type(exc).__name__, str(exc).splitlines()[0][:200])
                 unbounded = {k: v for k, v in (self.settings or WRITER_SETTINGS).items() if k != "memory_limit"}
-                self._commit_on(produce, progress, unbounded, after_failure=True)
+                self._commit_on(produce, progress, unbounded, after_failure=True, staged=staged)
             return self.counters["spans_written"] - before[0], self.counters["logs_written"] - before[1]
 
     def _commit_on(self, produce: Callable[[], Iterable[BatchTables]], progress: Progress | None,
-                   settings: Mapping[str, str] | None, *, after_failure: bool = False) -> None:  # fmt: skip
+                   settings: Mapping[str, str] | None, *, after_failure: bool = False,
+                   staged: dict[str, int]) -> None:  # fmt: skip
         con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts, settings=settings)
         try:
             if not self._migrated:
                 migrate(con)
                 self._migrated = True
-            if after_failure and progress is not None and landed_seq(con, progress.log) >= progress.seq:
+            if after_failure and progress is not None and landed_seq(con, progress.log) == progress.seq:
                 # The COMMIT was durable; only what came after it (the checkpoint) failed.
+                self.counters = dict(staged) or self.counters
                 con.execute("CHECKPOINT")
             else:
-                self.counters = _transaction(con, produce, self.source, self.counters, "spans_written", progress)
+                self.counters = _transaction(con, produce, self.source, self.counters, "spans_written", progress,
+                                             staged)  # fmt: skip
             self._drain(con)
         finally:
             con.close()
@@ -406,19 +413,20 @@ def landed_seq(con: duckdb.DuckDBPyConnection, log: str) -> int:
 
 
 def _transaction(con: duckdb.DuckDBPyConnection, produce: Callable[[], Iterable[BatchTables]], source: str,
-                 counters: Mapping[str, int], count_as: str, progress: Progress | None = None) -> dict[str, int]:  # fmt: skip
+                 counters: Mapping[str, int], count_as: str, progress: Progress | None = None,
+                 staged: dict[str, int] | None = None) -> dict[str, int]:  # fmt: skip
     """One transaction; if WRITER_SETTINGS' memory_limit is too small for an unusually large batch,
     lift it for this connection and retry once instead of spilling (or quarantining) good data.
     A fatal error (the database invalidated) is not retried here: only a reopen recovers it.
     Returns the counters including this transaction's spans (under ``count_as``)."""
     try:
-        return _transaction_once(con, produce(), source, counters, count_as, progress)
+        return _transaction_once(con, produce(), source, counters, count_as, progress, staged)
     except duckdb.Error as exc:
         if isinstance(exc, duckdb.FatalException) or not _out_of_memory(exc):
             raise
         _log.info("otel-inputs: batch exceeds the writer memory_limit; retrying with DuckDB's default")
         con.execute("RESET memory_limit")
-        return _transaction_once(con, produce(), source, counters, count_as, progress)
+        return _transaction_once(con, produce(), source, counters, count_as, progress, staged)
 
 
 def _out_of_memory(exc: BaseException) -> bool:
@@ -429,7 +437,10 @@ def _out_of_memory(exc: BaseException) -> bool:
 
 
 def _transaction_once(con: duckdb.DuckDBPyConnection, batches: Iterable[BatchTables], source: str,
-                      counters: Mapping[str, int], count_as: str, progress: Progress | None) -> dict[str, int]:  # fmt: skip
+                      counters: Mapping[str, int], count_as: str, progress: Progress | None,
+                      staged: dict[str, int] | None = None) -> dict[str, int]:  # fmt: skip
+    """One transaction; ``staged`` receives the counters it commits just before the COMMIT, so a
+    caller that finds the COMMIT durable after an error can adopt them."""
     out = dict(counters)
     con.execute("BEGIN TRANSACTION")
     try:
@@ -443,11 +454,13 @@ def _transaction_once(con: duckdb.DuckDBPyConnection, batches: Iterable[BatchTab
             con.execute(f"DELETE FROM {_PROGRESS_TABLE} WHERE log = ?", [progress.log])
             con.execute(f"INSERT INTO {_PROGRESS_TABLE} VALUES (?, ?, now())", [progress.log, progress.seq])
         _write_health(con, source, out)
-        # The commit checkpoints (checkpoint_threshold '1B'), and a checkpoint rewrites whole row
-        # groups: with large values that needs more than the insert's bounded buffer pool, and a
-        # checkpoint that cannot pin a buffer invalidates the database.  The limit bounds the
-        # inserts' transient memory; the checkpoint gets DuckDB's default.
-        con.execute("RESET memory_limit")
+        # The commit checkpoints (checkpoint_threshold '1B') within the bounded buffer pool: lifting
+        # the limit for every commit cost ~64 MiB of peak RSS.  With very large values a checkpoint
+        # can fail to pin a buffer after the COMMIT was durable; _commit then reopens the database
+        # and, seeing ``progress`` landed, only checkpoints without the limit.
+        if staged is not None:
+            staged.clear()
+            staged.update(out)
         con.execute("COMMIT")
         return out
     except BaseException:

@@ -251,3 +251,29 @@ def test_unusable_database_answers_unavailable_then_recovers_and_lands_every_200
         sink.stop()
     accepted = codes.count(200) + 1
     assert query(db_path, "SELECT count(*) FROM agent_attempts") == [(accepted,)]
+
+
+def test_commit_whose_checkpoint_fails_is_not_landed_twice(db_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Log records (no key) with 1 MiB bodies under the sink's 24 MB pool: a checkpoint failing after a durable
+    COMMIT is recovered by a reopen, and no record lands twice, health counters included."""
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    from otel_inputs.exporter._db import SINK_WRITER_SETTINGS
+    from otel_inputs.exporter._logs import logs_batch
+    from otel_inputs.exporter._writer import DuckDBWriter
+
+    memory = InMemoryLogRecordExporter()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
+    logger = provider.get_logger("t")
+    writer = DuckDBWriter(db_path, settings=SINK_WRITER_SETTINGS)
+    for i in range(40):
+        memory.clear()
+        logger.emit(body=f"{i:04d}" + "x" * (1 << 20))
+        outcome = writer.write_tables(logs_batch(encode_logs(memory.get_finished_logs())))
+        assert outcome.error is None and outcome.logs_written == 1
+    assert writer.counters["batches_failed"] == 0
+    assert "reopening the database" in caplog.text  # the failing checkpoint did happen
+    assert query(db_path, 'SELECT count(*), count(DISTINCT left("Body", 4)) FROM otel_logs') == [(40, 40)]
+    assert query(db_path, "SELECT value FROM exporter_health WHERE metric = 'logs_written'") == [(40,)]
