@@ -36,8 +36,9 @@ _NOT_MESSAGES = frozenset({"embeddings"})
 _SHARED = tuple(c for c in STEP_COLUMNS if c not in ("attempt_id", "seq", "status", "attempt_started_at",
                                                       "started_at", "ended_at"))  # fmt: skip
 _TS_COLUMNS = ("started_at", "ended_at")
-_NODE_COLUMNS = ("attempt_id", "source_format", "system_prompt", "user_prompt", "input_messages_json",
-                 "step_messages_span_id", *_SHARED)  # fmt: skip
+_NODE_COLUMNS = ("attempt_id", "source_format", "step_messages_span_id", *_SHARED)
+# Whether the attempt span recorded messages of its own (the texts themselves are not fetched).
+_OWN_MESSAGES = "(system_prompt IS NOT NULL OR user_prompt IS NOT NULL OR input_messages_json IS NOT NULL)"
 
 
 @dataclass(slots=True)
@@ -76,10 +77,10 @@ def resolve(con: duckdb.DuckDBPyConnection, trace_ids: Iterable[str], fresh: set
     cols = ", ".join(_NODE_COLUMNS)
     for chunk in _chunks(wanted):
         cur = con.execute(
-            f"SELECT {cols}, status, epoch_ns(started_at), epoch_ns(ended_at) FROM {ATTEMPTS} "
+            f"SELECT {cols}, {_OWN_MESSAGES}, status, epoch_ns(started_at), epoch_ns(ended_at) FROM {ATTEMPTS} "
             f"WHERE trace_id IN ({_marks(chunk)})", list(chunk))
         for values in cur.fetchall():
-            row = dict(zip((*_NODE_COLUMNS, "status", *_TS_COLUMNS), values))
+            row = dict(zip((*_NODE_COLUMNS, "own_messages", "status", *_TS_COLUMNS), values))
             attempts.setdefault(row["trace_id"], []).append(row)
     if not attempts:
         return
@@ -250,8 +251,7 @@ def _plan(nodes: dict[str, _Node], parents: Mapping[str, str], fresh: set[str], 
                 work.insert.append(row)
         first = next((x for x in members if x.data["step_kind"] == STEP_MODEL_CALL
                       and x.data["operation_name"] not in _NOT_MESSAGES), None)  # fmt: skip
-        own = any(attempt[c] is not None for c in ("system_prompt", "user_prompt", "input_messages_json"))
-        if first is not None and not own and attempt["step_messages_span_id"] != first.span_id:
+        if first is not None and not attempt["own_messages"] and attempt["step_messages_span_id"] != first.span_id:
             work.messages.append((attempt, first))
 
 
