@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from exporter_helpers import SpanFactory, query, query_dicts
-from otel_logs_rows import land_logs
 from opentelemetry import trace
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
@@ -20,6 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_inputs import AgentObserver
 from otel_inputs import names as n
+from otel_inputs.exporter import DuckDBLogExporter
 from otel_inputs.exporter._rows import derive
 from otel_inputs.exporter._spans import from_readable
 from otel_inputs.exporter._writer import DuckDBWriter
@@ -188,6 +188,13 @@ def test_log_event_messages_of_a_legacy_chat_span(tmp_path: Path, event_only: No
     (m,) = query_dicts(db, "SELECT * FROM agent_attempt_messages")
     assert (m["user_prompt"], m["messages_source"], m["messages_note"]) == ("what is otel?", "log_event", None)
     assert json.loads(m["input_messages_json"])[0]["parts"][0]["content"] == "what is otel?"
+
+
+def land_logs(db: Path, logs: Any) -> None:
+    """Land SDK log records through the in-process duckdb logs exporter (the real path)."""
+    exporter = DuckDBLogExporter(db)
+    exporter.export(list(logs))
+    exporter.shutdown()
 
 
 def _ensure_schema(db: Path) -> None:
