@@ -239,3 +239,80 @@ def test_delete_run_removes_the_runs_steps(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert query(db, "SELECT count(*) FROM agent_attempt_steps") == [(0,)]
     assert query(db, "SELECT count(*) FROM agent_attempts") == [(0,)]
+
+
+def _random_trace(rng: random.Random, tracer: Any, depth: int = 0, counter: list[int] | None = None) -> None:
+    """A random span tree: packet attempts, GenAI spans of each kind and ordinary spans, nested."""
+    counter = counter if counter is not None else [0]
+    for _ in range(rng.randint(1, 3) if depth < 4 else 0):
+        counter[0] += 1
+        kind = rng.choice(["packet", "invoke_agent", "chat", "execute_tool", "plain", "plain"])
+        attrs: dict[str, Any] = {"test.kind": kind}
+        if kind == "packet":
+            attrs.update({n.GEN_AI_OPERATION_NAME: n.OPERATION_INVOKE_AGENT, n.PACKET_VERSION_ATTR: 1,
+                          n.PACKET_COVERAGE: "complete", n.ATTEMPT_ID: f"att-{counter[0]}", n.RUN_ID: "run-r"})  # fmt: skip
+        elif kind != "plain":
+            attrs[n.GEN_AI_OPERATION_NAME] = kind
+        with tracer.start_as_current_span(f"{kind} {counter[0]}", attributes=attrs):
+            _random_trace(rng, tracer, depth + 1, counter)
+
+
+def _oracle(records: list[SpanRecord]) -> tuple[list[str], list[tuple[str, str, int]]]:
+    """The attempt/step rule applied directly to a complete set of spans (docs/encodings.md)."""
+    by_id = {r.span_id: r for r in records}
+    genai = {r.span_id for r in records if r.attributes.get("test.kind") != "plain"}
+
+    def packet(s: str) -> bool:
+        return by_id[s].attributes["test.kind"] == "packet"
+
+    def attempt_id(s: str) -> str:
+        return str(by_id[s].attributes.get(n.ATTEMPT_ID, s))
+
+    def genai_ancestors(s: str) -> list[str]:
+        out, p = [], by_id[s].parent_span_id
+        while p in by_id:
+            if p in genai:
+                out.append(p)
+            p = by_id[p].parent_span_id
+        return out
+
+    attempts, owned = [], {}
+    for s in genai:
+        ancestors = genai_ancestors(s)
+        if packet(s) or not ancestors:
+            attempts.append(attempt_id(s))
+            continue
+        owner = next((a for a in ancestors if packet(a)), ancestors[-1])
+        owned.setdefault(attempt_id(owner), []).append(s)
+    steps = [(a, s, seq) for a, members in owned.items()
+             for seq, s in enumerate(sorted(members, key=lambda x: (by_id[x].start_ns, x)))]  # fmt: skip
+    return sorted(attempts), sorted(steps)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_span_trees_in_random_order_follow_the_rule(tmp_path: Path, seed: int) -> None:
+    """Random trees of packets, GenAI and ordinary spans, some ordinary spans lost, landed in random
+    order and batches, then partly re-landed: the attempts and ordered steps are always those the
+    rule gives for the landed spans."""
+    rng = random.Random(seed)
+    memory = InMemorySpanExporter()
+    tp = _provider(SimpleSpanProcessor(memory))
+    tracer = tp.get_tracer("random")
+    counter = [0]  # one numbering across the traces: attempt ids are unique
+    for _ in range(3):  # three traces
+        with tracer.start_as_current_span("root", attributes={"test.kind": "plain"}):
+            _random_trace(rng, tracer, counter=counter)
+    tp.shutdown()
+    records = [from_readable(s) for s in memory.get_finished_spans()]
+    lost = {r.span_id for r in records if r.attributes.get("test.kind") == "plain" and rng.random() < 0.15}
+    landed = [r for r in records if r.span_id not in lost]
+    expected = _oracle(landed)
+    shuffled = rng.sample(landed, len(landed))
+    cuts = sorted(rng.sample(range(1, len(shuffled)), min(len(shuffled) - 1, rng.randint(0, 8))))
+    db = tmp_path / "t.duckdb"
+    _land(db, [shuffled[i:j] for i, j in zip([0, *cuts], [*cuts, len(shuffled)])])
+    for round_ in range(2):  # then a Collector retry re-lands a random part: nothing changes
+        got_attempts = sorted(r[0] for r in query(db, "SELECT attempt_id FROM agent_attempts"))
+        got_steps = sorted(query(db, "SELECT attempt_id, span_id, seq FROM agent_attempt_steps"))
+        assert (got_attempts, got_steps) == expected, round_
+        _land(db, [rng.sample(landed, len(landed) // 2)])
