@@ -247,7 +247,8 @@ class Messages:
     note: str | None = None
 
 
-def _from_genai(system_raw: Any, input_raw: Any) -> Messages:
+def messages_of(system_raw: Any, input_raw: Any) -> Messages:
+    """Messages from GenAI system-instructions and input-messages values (text or structured)."""
     system = _messages_text(system_raw, None)
     raw_input = _text(input_raw)
     user = _messages_text(raw_input, _ROLE_USER) if raw_input is not None else None
@@ -268,14 +269,14 @@ def span_messages(span: SpanRecord) -> Messages:
     """The messages the span itself records, from the first encoding it carries (docs/encodings.md)."""
     attrs = span.attributes
     if n.GEN_AI_SYSTEM_INSTRUCTIONS in attrs or n.GEN_AI_INPUT_MESSAGES in attrs:
-        return _from_genai(attrs.get(n.GEN_AI_SYSTEM_INSTRUCTIONS), attrs.get(n.GEN_AI_INPUT_MESSAGES))
+        return messages_of(attrs.get(n.GEN_AI_SYSTEM_INSTRUCTIONS), attrs.get(n.GEN_AI_INPUT_MESSAGES))
     for event in span.events:
         # Content recorded as span events (older instrumentations, or a log event bridged onto the span).
         if event.name not in CONTENT_EVENTS:
             continue
         ev = event.attributes
         if n.GEN_AI_SYSTEM_INSTRUCTIONS in ev or n.GEN_AI_INPUT_MESSAGES in ev:
-            return _from_genai(ev.get(n.GEN_AI_SYSTEM_INSTRUCTIONS), ev.get(n.GEN_AI_INPUT_MESSAGES))
+            return messages_of(ev.get(n.GEN_AI_SYSTEM_INSTRUCTIONS), ev.get(n.GEN_AI_INPUT_MESSAGES))
         if n.GEN_AI_PROMPT in ev:
             return Messages(None, _messages_text(ev.get(n.GEN_AI_PROMPT), _ROLE_USER), _text(ev.get(n.GEN_AI_PROMPT)))
     if n.GEN_AI_PROMPT in attrs:
@@ -287,7 +288,7 @@ def span_messages(span: SpanRecord) -> Messages:
     if flat:
         return _from_flat(flat)
     if n.PYDANTIC_AI_ALL_MESSAGES in attrs:
-        got = _from_genai(None, attrs.get(n.PYDANTIC_AI_ALL_MESSAGES))
+        got = messages_of(None, attrs.get(n.PYDANTIC_AI_ALL_MESSAGES))
         got.note = "from pydantic_ai.all_messages: the whole agent run, its replies and tool results included"
         return got
     value = attrs.get(n.OPENINFERENCE_INPUT_VALUE)

@@ -25,33 +25,7 @@ class Migration:
 
 _MAP = "MAP(VARCHAR, VARCHAR)"
 
-# Event names and roles of the GenAI content log events the messages view reads (docs/encodings.md).
-_EV_DETAILS = "gen_ai.client.inference.operation.details"
-_EV_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
-             "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}  # fmt: skip
-_EV_ROLE_CASE = " ".join(f"WHEN '{ev}' THEN '{role}'" for ev, role in _EV_ROLES.items())
-_EV_LIST = ", ".join(f"'{ev}'" for ev in (_EV_DETAILS, *_EV_ROLES))
-_NL2 = "chr(10) || chr(10)"
-
-
-def _log_json(which: str) -> str:
-    """The input messages of the ``which`` span's log records: the latest inference-details event's
-    gen_ai.input.messages, else the per-message events in time order as GenAI-style messages."""
-    return f"""coalesce(
-        arg_max(attrs['gen_ai.input.messages'], ts)
-            FILTER (WHERE {which} AND event_name = '{_EV_DETAILS}' AND attrs['gen_ai.input.messages'] IS NOT NULL),
-        '[' || string_agg(json_object(
-                'role', CASE event_name {_EV_ROLE_CASE} END,
-                'content', CASE WHEN json_valid(body) AND json_type(body::JSON) = 'OBJECT'
-                                THEN json_extract(body, '$.content') ELSE to_json(body) END)::VARCHAR,
-            ',' ORDER BY ts) FILTER (WHERE {which} AND event_name <> '{_EV_DETAILS}') || ']')"""
-
-
-def _log_system(which: str) -> str:
-    return (f"arg_max(attrs['gen_ai.system_instructions'], ts) FILTER (WHERE {which} AND "
-            f"event_name = '{_EV_DETAILS}' AND attrs['gen_ai.system_instructions'] IS NOT NULL)")
-
-_MIGRATION_11 = f"""
+_MIGRATION_11 = """
 ALTER TABLE agent_attempts ADD COLUMN parent_span_id VARCHAR;
 ALTER TABLE agent_attempts ADD COLUMN span_name VARCHAR;
 ALTER TABLE agent_attempts ADD COLUMN operation_name VARCHAR;
@@ -68,6 +42,10 @@ ALTER TABLE agent_attempts ADD COLUMN step_system_prompt VARCHAR;
 ALTER TABLE agent_attempts ADD COLUMN step_user_prompt VARCHAR;
 ALTER TABLE agent_attempts ADD COLUMN step_input_messages_json VARCHAR;
 ALTER TABLE agent_attempts ADD COLUMN step_messages_span_id VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN log_system_prompt VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN log_user_prompt VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN log_input_messages_json VARCHAR;
+ALTER TABLE agent_attempts ADD COLUMN log_span_id VARCHAR;
 CREATE INDEX agent_attempts_trace ON agent_attempts (trace_id);
 CREATE TABLE agent_attempt_steps (
     attempt_id VARCHAR NOT NULL,
@@ -91,93 +69,41 @@ CREATE TABLE agent_attempt_steps (
     status VARCHAR,
     attempt_started_at TIMESTAMP_NS
 );
-CREATE MACRO otel_inputs_parts_text(parts) AS (
-    CASE
-        WHEN parts IS NULL THEN NULL
-        WHEN json_type(parts) = 'VARCHAR' THEN json_extract_string(parts, '$')
-        WHEN json_type(parts) = 'ARRAY' THEN nullif(array_to_string(list_filter(list_transform(
-            json_extract(parts, '$[*]'),
-            lambda p: CASE
-                WHEN json_type(p) = 'VARCHAR' THEN json_extract_string(p, '$')
-                WHEN coalesce(json_extract_string(p, '$.type'), 'text') = 'text'
-                THEN coalesce(json_extract_string(p, '$.content'), json_extract_string(p, '$.text'))
-            END), lambda x: x IS NOT NULL), {_NL2}), '')
-    END
-);
-CREATE MACRO otel_inputs_role_text(doc, want) AS (
-    CASE
-        WHEN doc IS NULL THEN NULL
-        WHEN NOT json_valid(doc) THEN CASE WHEN want = 'user' THEN doc END
-        WHEN json_type(doc::JSON) NOT IN ('ARRAY', 'OBJECT') THEN NULL
-        ELSE nullif(array_to_string(list_filter(list_transform(
-            list_filter(CASE WHEN json_type(doc::JSON) = 'ARRAY' THEN json_extract(doc, '$[*]') ELSE [doc::JSON] END,
-                        lambda m: json_extract_string(m, '$.role') = want),
-            lambda m: otel_inputs_parts_text(coalesce(json_extract(m, '$.parts'), json_extract(m, '$.content')))),
-            lambda x: x IS NOT NULL), {_NL2}), '')
-    END
-);
 CREATE VIEW agent_attempt_messages AS
-WITH ev AS (
-    -- The GenAI content log records of the attempt span and of its first model step.  A record
-    -- counts when emitted while its span was open, as instrumentations emit them; that bound lets
-    -- the Timestamp zone maps of otel_logs prune the scan to the attempt's own time.
-    SELECT a.attempt_id, l."SpanId" = a.span_id AS on_attempt, l."Timestamp" AS ts, l."Body" AS body,
-           l."LogAttributes" AS attrs,
-           coalesce(nullif(l."EventName", ''), l."LogAttributes"['event.name']) AS event_name
-    FROM agent_attempts a
-    JOIN otel_logs l
-      ON l."TraceId" = a.trace_id AND l."Timestamp" BETWEEN a.started_at AND a.ended_at
-     AND (l."SpanId" = a.span_id OR l."SpanId" = a.step_messages_span_id)
-),
-lj AS (
-    SELECT attempt_id, bool_or(on_attempt) AS has_la, bool_or(NOT on_attempt) AS has_ls,
-           {_log_json("on_attempt")} AS la_json, {_log_json("NOT on_attempt")} AS ls_json,
-           {_log_system("on_attempt")} AS la_sys, {_log_system("NOT on_attempt")} AS ls_sys
-    FROM ev
-    WHERE event_name IN ({_EV_LIST})
-    GROUP BY attempt_id
-),
-m AS (
-    SELECT a.attempt_id,
-           (a.system_prompt IS NOT NULL OR a.user_prompt IS NOT NULL OR a.input_messages_json IS NOT NULL) AS own,
-           (a.step_system_prompt IS NOT NULL OR a.step_user_prompt IS NOT NULL
-               OR a.step_input_messages_json IS NOT NULL) AS step_own,
-           a.system_prompt, a.user_prompt, a.input_messages_json, a.messages_note,
-           a.step_system_prompt, a.step_user_prompt, a.step_input_messages_json, a.step_messages_span_id,
-           coalesce(l.has_la, false) AS has_la, coalesce(l.has_ls, false) AS has_ls,
-           CASE WHEN l.has_la THEN l.la_json ELSE l.ls_json END AS log_json,
-           CASE WHEN l.has_la THEN l.la_sys ELSE l.ls_sys END AS log_sys_json
-    FROM agent_attempts a
-    LEFT JOIN lj l ON l.attempt_id = a.attempt_id
-),
-t AS (
-    SELECT *, otel_inputs_role_text(log_json, 'user') AS log_user,
-           coalesce(CASE WHEN json_valid(log_sys_json) THEN otel_inputs_parts_text(log_sys_json::JSON) END,
-                    otel_inputs_role_text(log_json, 'system')) AS log_system
-    FROM m
+WITH m AS (
+    SELECT attempt_id, system_prompt, user_prompt, input_messages_json, messages_note,
+           step_system_prompt, step_user_prompt, step_input_messages_json, step_messages_span_id,
+           log_system_prompt, log_user_prompt, log_input_messages_json, log_span_id,
+           (system_prompt IS NOT NULL OR user_prompt IS NOT NULL OR input_messages_json IS NOT NULL) AS own,
+           (step_system_prompt IS NOT NULL OR step_user_prompt IS NOT NULL
+               OR step_input_messages_json IS NOT NULL) AS step_own,
+           coalesce(log_span_id = span_id, false) AS log_on_attempt,
+           coalesce(log_span_id = step_messages_span_id, false) AS log_on_step
+    FROM agent_attempts
 )
 SELECT attempt_id,
-       CASE WHEN own THEN system_prompt WHEN has_la THEN log_system WHEN step_own THEN step_system_prompt
-            ELSE log_system END AS system_prompt,
-       CASE WHEN own THEN user_prompt WHEN has_la THEN log_user WHEN step_own THEN step_user_prompt
-            ELSE log_user END AS user_prompt,
-       CASE WHEN own THEN input_messages_json WHEN has_la THEN log_json WHEN step_own THEN step_input_messages_json
-            ELSE log_json END AS input_messages_json,
-       CASE WHEN own THEN 'attempt_span' WHEN has_la THEN 'log_event' ELSE 'model_step' END AS messages_source,
+       CASE WHEN own THEN system_prompt WHEN log_on_attempt THEN log_system_prompt
+            WHEN step_own THEN step_system_prompt ELSE log_system_prompt END AS system_prompt,
+       CASE WHEN own THEN user_prompt WHEN log_on_attempt THEN log_user_prompt
+            WHEN step_own THEN step_user_prompt ELSE log_user_prompt END AS user_prompt,
+       CASE WHEN own THEN input_messages_json WHEN log_on_attempt THEN log_input_messages_json
+            WHEN step_own THEN step_input_messages_json ELSE log_input_messages_json END AS input_messages_json,
+       CASE WHEN own THEN 'attempt_span' WHEN log_on_attempt THEN 'log_event' ELSE 'model_step' END AS messages_source,
        nullif(concat_ws('; ',
            messages_note,
-           CASE WHEN own AND has_la AND ((log_user IS NOT NULL AND log_user IS DISTINCT FROM user_prompt)
-                                          OR (log_system IS NOT NULL AND log_system IS DISTINCT FROM system_prompt))
+           CASE WHEN own AND log_on_attempt
+                 AND ((log_user_prompt IS NOT NULL AND log_user_prompt IS DISTINCT FROM user_prompt)
+                      OR (log_system_prompt IS NOT NULL AND log_system_prompt IS DISTINCT FROM system_prompt))
                 THEN 'a GenAI log event for this span recorded different messages; the span''s are shown' END,
-           CASE WHEN NOT own AND NOT has_la AND step_own
+           CASE WHEN NOT own AND NOT log_on_attempt AND step_own
                 THEN 'the attempt span recorded no messages: these are what its first model step (span '
                      || step_messages_span_id || ') sent' END,
-           CASE WHEN NOT own AND NOT has_la AND NOT step_own
+           CASE WHEN NOT own AND NOT log_on_attempt AND NOT step_own
                 THEN 'the attempt span recorded no messages: these are from the GenAI log event of its first model step (span '
                      || step_messages_span_id || ')' END
        ), '') AS messages_note
-FROM t
-WHERE own OR has_la OR step_own OR has_ls;
+FROM m
+WHERE own OR log_on_attempt OR step_own OR log_on_step;
 """
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -418,7 +344,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     # span first lands as an agent_attempts row; the writer then moves a span nested under an
     # attempt into agent_attempt_steps (contract C1).  The trace_id index finds a trace's landed
     # rows when a later span of it arrives (an ancestor may come after its descendants).  Messages
-    # (C2) are a view, so a GenAI log event counts whether it arrived before or after its span.
+    # (C2) are a view over columns the writer fills from the span, its first model step and the
+    # GenAI log records (settled whichever of span and log record lands first, exporter/_messages.py).
     Migration(11, "attempt_steps_and_messages", _MIGRATION_11),
     # The sink's write-ahead log (<db>.ingest/): the highest record landed, written in the same
     # transaction as the record's rows, so a restart replays exactly the records not yet landed

@@ -26,6 +26,7 @@ import duckdb
 import pyarrow as pa
 
 from otel_inputs.exporter._arrow import ATTEMPTS, INPUTS, PARTS, STEP_SCHEMA, STEPS, rows_table
+from otel_inputs.exporter._messages import settle as settle_log_messages
 from otel_inputs.exporter._rows import SOURCE_OTEL_INPUTS, STEP_COLUMNS, STEP_MODEL_CALL, span_messages
 from otel_inputs.exporter._spans import EventRecord, SpanRecord
 
@@ -36,7 +37,7 @@ _NOT_MESSAGES = frozenset({"embeddings"})
 _SHARED = tuple(c for c in STEP_COLUMNS if c not in ("attempt_id", "seq", "status", "attempt_started_at",
                                                       "started_at", "ended_at"))  # fmt: skip
 _TS_COLUMNS = ("started_at", "ended_at")
-_NODE_COLUMNS = ("attempt_id", "source_format", "step_messages_span_id", *_SHARED)
+_NODE_COLUMNS = ("attempt_id", "source_format", "step_messages_span_id", "log_span_id", *_SHARED)
 # Whether the attempt span recorded messages of its own (the texts themselves are not fetched).
 _OWN_MESSAGES = "(system_prompt IS NOT NULL OR user_prompt IS NOT NULL OR input_messages_json IS NOT NULL)"
 
@@ -91,12 +92,16 @@ def resolve(con: duckdb.DuckDBPyConnection, trace_ids: Iterable[str], fresh: set
         if len(nodes) == 1 and not any(node.step_of for node in nodes.values()):
             continue  # one GenAI span alone in its trace, as landed: an attempt, nothing to move
         work.traces[trace_id] = nodes
-    if not work.traces:
-        return
-    parents = _intermediate_parents(con, work.traces)
-    for trace_id, nodes in work.traces.items():
-        _plan(nodes, parents.get(trace_id, {}), fresh, work)
-    work.apply(con)
+    if work.traces:
+        parents = _intermediate_parents(con, work.traces)
+        for trace_id, nodes in work.traces.items():
+            _plan(nodes, parents.get(trace_id, {}), fresh, work)
+        work.apply(con)
+    # Log records that landed before these attempts (or before their first model step was known).
+    demoted = set(work.demote)
+    changed = {a["attempt_id"] for a, _ in work.messages}
+    settle_log_messages(con, [a for rows in attempts.values() for a in rows if a["attempt_id"] not in demoted
+                              and (a["span_id"] in fresh or a["attempt_id"] in changed)])  # fmt: skip
 
 
 def _landed_steps(con: duckdb.DuckDBPyConnection, attempts: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -260,7 +265,7 @@ def _fill_step_messages(con: duckdb.DuckDBPyConnection, todo: list[tuple[dict[st
     the same derivation as an attempt span's own messages (its start time prunes the scan)."""
     for attempt, step in todo:
         if step.start is None:
-            continue
+            continue  # cannot be looked up by its start; its messages stay not recorded
         got = con.execute(
             'SELECT "SpanAttributes", "Events.Name", "Events.Attributes" FROM otel_traces '
             'WHERE "Timestamp" = make_timestamp_ns(?) AND "TraceId" = ? AND "SpanId" = ? LIMIT 1',
@@ -272,6 +277,7 @@ def _fill_step_messages(con: duckdb.DuckDBPyConnection, todo: list[tuple[dict[st
         record = SpanRecord(step.data["trace_id"], step.span_id, "", "", "", "", 0, 0, "", "",
                             dict(attrs or {}), events=events)  # fmt: skip
         messages = span_messages(record)
+        attempt["step_messages_span_id"] = step.span_id
         con.execute(
             f"UPDATE {ATTEMPTS} SET step_system_prompt = ?, step_user_prompt = ?, step_input_messages_json = ?, "
             "step_messages_span_id = ? WHERE attempt_id = ?",

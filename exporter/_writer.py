@@ -32,6 +32,7 @@ from otel_inputs.exporter._db import WRITER_SETTINGS, LockTimeout, connect_with_
 from otel_inputs.exporter._manifests import artifacts_table
 from otel_inputs.exporter._schema import migrate
 from otel_inputs.exporter._spans import SpanRecord
+from otel_inputs.exporter._messages import settle_for_logs as settle_log_messages
 from otel_inputs.exporter._steps import resolve as resolve_steps, step_trace_ids
 
 _log = logging.getLogger(__name__)
@@ -475,14 +476,15 @@ def _insert(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:
     """Replace-by-key then insert, table by table, inside the caller's transaction; then settle
     which GenAI spans of the touched traces are attempts and which are steps (``_steps``)."""
     _insert_tables(con, tables)
-    if tables.traces is None and tables.attempts is None:
-        return
     try:
-        resolve_steps(con, *step_trace_ids(tables.traces, tables.attempts))
+        if tables.traces is not None or tables.attempts is not None:
+            resolve_steps(con, *step_trace_ids(tables.traces, tables.attempts))
+        if tables.logs is not None:
+            settle_log_messages(con, tables.logs)  # GenAI log records that came after their attempt
     except duckdb.Error:
         raise  # the transaction is aborted: retry or spill the batch as any failed write
     except Exception:  # noqa: BLE001 - a projection defect must never cost the spans: they land as they are
-        _log.exception("otel-inputs: attempts/steps of this batch not settled; its GenAI spans stay attempts")
+        _log.exception("otel-inputs: attempts, steps or log messages of this batch not settled; rows land as they are")
 
 
 def _insert_tables(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:

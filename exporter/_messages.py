@@ -1,0 +1,134 @@
+"""An attempt's exact messages from GenAI content log records (docs/encodings.md, contract C2).
+
+Log records travel apart from their span and may land before or after it.  So the writer settles
+them from both sides, in the batch's transaction: when attempts land (or their first model step is
+found) it reads the log records already in ``otel_logs``; when log records land it finds the
+attempts they belong to.  Either way the result goes into the attempt's ``log_*`` columns, which
+the ``agent_attempt_messages`` view reads; the texts are taken by the same derivation as a span's
+own messages (``_rows``), so span and log are compared like for like.
+
+A record belongs to a span by TraceId and SpanId, and counts when it was emitted while that span's
+attempt was open (its Timestamp within the attempt's start and end), as instrumentations emit
+them; that bound lets the Timestamp zone maps of otel_logs prune every lookup.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from otel_inputs import names as n
+
+from otel_inputs.exporter._arrow import ATTEMPTS, LOGS
+from otel_inputs.exporter._rows import Messages, messages_of
+
+_CHUNK = 1000
+_ROLES = {n.EVENT_SYSTEM_MESSAGE: "system", n.EVENT_USER_MESSAGE: "user", n.EVENT_ASSISTANT_MESSAGE: "assistant",
+          n.EVENT_TOOL_MESSAGE: "tool"}  # fmt: skip
+CONTENT_LOG_EVENTS = (n.EVENT_INFERENCE_DETAILS, *_ROLES)
+_EVENT_NAME_ATTR = "event.name"  # where records from before the EventName field carry it
+_EVENT_NAME_SQL = f"""coalesce(nullif("EventName", ''), "LogAttributes"['{_EVENT_NAME_ATTR}'])"""
+_ATTEMPT_COLUMNS = ("attempt_id", "trace_id", "span_id", "step_messages_span_id", "log_span_id")
+
+
+def _marks(items: Sequence[Any]) -> str:
+    return ", ".join("?" * len(items))
+
+
+def _log_messages(records: list[tuple[Any, ...]]) -> Messages | None:
+    """One span's messages from its content records (time-ordered): the latest inference-details
+    record, else the per-message records in order, as GenAI-style messages."""
+    details = [r for r in records if r[1] == n.EVENT_INFERENCE_DETAILS and (r[3] is not None or r[4] is not None)]
+    if details:
+        _, _, _, input_raw, system_raw = details[-1]
+        return messages_of(system_raw, input_raw)
+    listed: list[dict[str, Any]] = []
+    for _, event, body, _, _ in records:
+        role = _ROLES.get(event)
+        if role is None:
+            continue
+        content: Any = body
+        try:
+            doc = json.loads(body) if body else None
+        except ValueError:
+            doc = None
+        if isinstance(doc, Mapping):
+            content = doc.get("content")
+        listed.append({"role": role, "content": content})
+    if not listed:
+        return None
+    return messages_of(None, json.dumps(listed, ensure_ascii=False, separators=(",", ":")))
+
+
+def settle(con: duckdb.DuckDBPyConnection, attempts: Iterable[Mapping[str, Any]]) -> None:
+    """Fill the ``log_*`` columns of these attempts (each with attempt_id, trace_id, span_id,
+    step_messages_span_id, log_span_id and epoch-ns started_at / ended_at) from otel_logs."""
+    todo = [a for a in attempts if a.get("trace_id") and a.get("started_at") is not None
+            and a.get("ended_at") is not None]  # fmt: skip
+    for start in range(0, len(todo), _CHUNK):
+        chunk = todo[start:start + _CHUNK]
+        traces = sorted({a["trace_id"] for a in chunk})
+        events = list(CONTENT_LOG_EVENTS)
+        rows = con.execute(
+            'SELECT "TraceId", "SpanId", epoch_ns("Timestamp"), ' + _EVENT_NAME_SQL + ', "Body", '
+            "\"LogAttributes\"['gen_ai.input.messages'], \"LogAttributes\"['gen_ai.system_instructions'] "
+            f'FROM {LOGS} WHERE "Timestamp" BETWEEN make_timestamp_ns(?) AND make_timestamp_ns(?) '
+            f'AND "TraceId" IN ({_marks(traces)}) AND {_EVENT_NAME_SQL} IN ({_marks(events)}) '
+            'ORDER BY "Timestamp"',
+            [min(a["started_at"] for a in chunk), max(a["ended_at"] for a in chunk), *traces, *events]).fetchall()
+        by_span: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+        for trace_id, span_id, ts, event, body, input_raw, system_raw in rows:
+            by_span.setdefault((trace_id, span_id), []).append((ts, event, body, input_raw, system_raw))
+        for a in chunk:
+            _settle_one(con, a, by_span)
+
+
+def _settle_one(con: duckdb.DuckDBPyConnection, a: Mapping[str, Any],
+                by_span: Mapping[tuple[str, str], list[tuple[Any, ...]]]) -> None:  # fmt: skip
+    found: tuple[str, Messages] | None = None
+    for span_id in (a["span_id"], a.get("step_messages_span_id")):
+        records = [r for r in by_span.get((a["trace_id"], span_id), ()) if a["started_at"] <= r[0] <= a["ended_at"]]
+        got = _log_messages(records) if span_id and records else None
+        if got is not None:
+            found = (span_id, got)
+            break
+    if found is None and a.get("log_span_id") is None:
+        return  # nothing recorded before, nothing now
+    span_id, got = found if found is not None else (None, Messages())
+    con.execute(
+        f"UPDATE {ATTEMPTS} SET log_system_prompt = ?, log_user_prompt = ?, log_input_messages_json = ?, "
+        "log_span_id = ? WHERE attempt_id = ?", [got.system, got.user, got.json, span_id, a["attempt_id"]])
+
+
+def settle_for_logs(con: duckdb.DuckDBPyConnection, logs: pa.Table) -> None:
+    """The attempts that log records just landed for (their span is the attempt's or its first
+    model step's), settled again with every record of theirs."""
+    names = logs.column("EventName").to_pylist()
+    attrs = logs.column("LogAttributes").to_pylist()
+    spans: dict[str, set[str]] = {}
+    for trace_id, span_id, name, kv in zip(logs.column("TraceId").to_pylist(), logs.column("SpanId").to_pylist(),
+                                           names, attrs):  # fmt: skip
+        event = name or dict(kv or ()).get(_EVENT_NAME_ATTR)
+        if trace_id and span_id and event in CONTENT_LOG_EVENTS:
+            spans.setdefault(trace_id, set()).add(span_id)
+    if not spans:
+        return
+    traces = sorted(spans)
+    attempts: list[dict[str, Any]] = []
+    for start in range(0, len(traces), _CHUNK):
+        chunk = traces[start:start + _CHUNK]
+        cur = con.execute(
+            f"SELECT {', '.join(_ATTEMPT_COLUMNS)}, epoch_ns(started_at), epoch_ns(ended_at) FROM {ATTEMPTS} "
+            f"WHERE trace_id IN ({_marks(chunk)})", list(chunk))
+        for values in cur.fetchall():
+            a = dict(zip((*_ATTEMPT_COLUMNS, "started_at", "ended_at"), values))
+            if a["span_id"] in spans[a["trace_id"]] or a["step_messages_span_id"] in spans[a["trace_id"]]:
+                attempts.append(a)
+    settle(con, attempts)
+
+
+__all__ = ["CONTENT_LOG_EVENTS", "settle", "settle_for_logs"]
