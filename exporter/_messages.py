@@ -83,12 +83,29 @@ def settle(con: duckdb.DuckDBPyConnection, attempts: Iterable[Mapping[str, Any]]
         by_span: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
         for trace_id, span_id, ts, event, body, input_raw, system_raw in rows:
             by_span.setdefault((trace_id, span_id), []).append((ts, event, body, input_raw, system_raw))
-        for a in chunk:
-            _settle_one(con, a, by_span)
+        updates = [u for a in chunk if (u := _settle_one(a, by_span)) is not None]
+        update_attempts(con, updates, _LOG_COLUMNS)
 
 
-def _settle_one(con: duckdb.DuckDBPyConnection, a: Mapping[str, Any],
-                by_span: Mapping[tuple[str, str], list[tuple[Any, ...]]]) -> None:  # fmt: skip
+_UPDATE_VIEW = "_otel_inputs_attempt_updates"
+_LOG_COLUMNS = ("log_system_prompt", "log_user_prompt", "log_input_messages_json", "log_span_id")
+
+
+def update_attempts(con: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
+    """Set ``columns`` of the attempts in ``rows`` (each with attempt_id) in one statement."""
+    if not rows:
+        return
+    table = pa.table({c: pa.array([r[c] for r in rows], pa.string()) for c in ("attempt_id", *columns)})
+    con.register(_UPDATE_VIEW, table)
+    try:
+        sets = ", ".join(f"{c} = u.{c}" for c in columns)
+        con.execute(f"UPDATE {ATTEMPTS} SET {sets} FROM {_UPDATE_VIEW} u WHERE {ATTEMPTS}.attempt_id = u.attempt_id")
+    finally:
+        con.unregister(_UPDATE_VIEW)
+
+
+def _settle_one(a: Mapping[str, Any], by_span: Mapping[tuple[str, str], list[tuple[Any, ...]]]) -> dict[str, Any] | None:
+    """The attempt's new log_* values, or None when nothing was and nothing is recorded."""
     found: tuple[str, Messages] | None = None
     for span_id in (a["span_id"], a.get("step_messages_span_id")):
         records = [r for r in by_span.get((a["trace_id"], span_id), ()) if a["started_at"] <= r[0] <= a["ended_at"]]
@@ -97,11 +114,10 @@ def _settle_one(con: duckdb.DuckDBPyConnection, a: Mapping[str, Any],
             found = (span_id, got)
             break
     if found is None and a.get("log_span_id") is None:
-        return  # nothing recorded before, nothing now
+        return None  # nothing recorded before, nothing now
     span_id, got = found if found is not None else (None, Messages())
-    con.execute(
-        f"UPDATE {ATTEMPTS} SET log_system_prompt = ?, log_user_prompt = ?, log_input_messages_json = ?, "
-        "log_span_id = ? WHERE attempt_id = ?", [got.system, got.user, got.json, span_id, a["attempt_id"]])
+    return {"attempt_id": a["attempt_id"], "log_system_prompt": got.system, "log_user_prompt": got.user,
+            "log_input_messages_json": got.json, "log_span_id": span_id}  # fmt: skip
 
 
 def settle_for_logs(con: duckdb.DuckDBPyConnection, logs: pa.Table) -> None:
@@ -131,4 +147,4 @@ def settle_for_logs(con: duckdb.DuckDBPyConnection, logs: pa.Table) -> None:
     settle(con, attempts)
 
 
-__all__ = ["CONTENT_LOG_EVENTS", "settle", "settle_for_logs"]
+__all__ = ["CONTENT_LOG_EVENTS", "settle", "settle_for_logs", "update_attempts"]

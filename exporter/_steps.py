@@ -26,7 +26,7 @@ import duckdb
 import pyarrow as pa
 
 from otel_inputs.exporter._arrow import ATTEMPTS, INPUTS, PARTS, STEP_SCHEMA, STEPS, rows_table
-from otel_inputs.exporter._messages import settle as settle_log_messages
+from otel_inputs.exporter._messages import settle as settle_log_messages, update_attempts
 from otel_inputs.exporter._rows import SOURCE_OTEL_INPUTS, STEP_COLUMNS, STEP_MODEL_CALL, span_messages
 from otel_inputs.exporter._spans import EventRecord, SpanRecord
 
@@ -260,28 +260,35 @@ def _plan(nodes: dict[str, _Node], parents: Mapping[str, str], fresh: set[str], 
             work.messages.append((attempt, first))
 
 
+_STEP_MESSAGE_COLUMNS = ("step_system_prompt", "step_user_prompt", "step_input_messages_json", "step_messages_span_id")
+
+
 def _fill_step_messages(con: duckdb.DuckDBPyConnection, todo: list[tuple[dict[str, Any], _Node]]) -> None:
     """Record what each attempt's first model step sent, read from that step's otel_traces row by
-    the same derivation as an attempt span's own messages (its start time prunes the scan)."""
-    for attempt, step in todo:
-        if step.start is None:
-            continue  # cannot be looked up by its start; its messages stay not recorded
-        got = con.execute(
-            'SELECT "SpanAttributes", "Events.Name", "Events.Attributes" FROM otel_traces '
-            'WHERE "Timestamp" = make_timestamp_ns(?) AND "TraceId" = ? AND "SpanId" = ? LIMIT 1',
-            [step.start, step.data["trace_id"], step.span_id]).fetchone()
-        if got is None:
-            continue
-        attrs, ev_names, ev_attrs = got
-        events = tuple(EventRecord(name, 0, dict(a)) for name, a in zip(ev_names or (), ev_attrs or ()))
-        record = SpanRecord(step.data["trace_id"], step.span_id, "", "", "", "", 0, 0, "", "",
-                            dict(attrs or {}), events=events)  # fmt: skip
-        messages = span_messages(record)
-        attempt["step_messages_span_id"] = step.span_id
-        con.execute(
-            f"UPDATE {ATTEMPTS} SET step_system_prompt = ?, step_user_prompt = ?, step_input_messages_json = ?, "
-            "step_messages_span_id = ? WHERE attempt_id = ?",
-            [messages.system, messages.user, messages.json, step.span_id, attempt["attempt_id"]])
+    the same derivation as an attempt span's own messages (their start times prune the scan)."""
+    wanted = {(step.data["trace_id"], step.span_id): attempt for attempt, step in todo if step.start is not None}
+    if not wanted:
+        return  # a step without a start cannot be looked up: its messages stay not recorded
+    starts = [step.start for _, step in todo if step.start is not None]
+    span_ids = sorted({span_id for _, span_id in wanted})
+    updates: list[dict[str, Any]] = []
+    for chunk in _chunks(span_ids):
+        cur = con.execute(
+            'SELECT "TraceId", "SpanId", "SpanAttributes", "Events.Name", "Events.Attributes" FROM otel_traces '
+            'WHERE "Timestamp" BETWEEN make_timestamp_ns(?) AND make_timestamp_ns(?) '
+            f'AND "SpanId" IN ({_marks(chunk)})', [min(starts), max(starts), *chunk])
+        for trace_id, span_id, attrs, ev_names, ev_attrs in cur.fetchall():
+            attempt = wanted.get((trace_id, span_id))
+            if attempt is None:
+                continue
+            events = tuple(EventRecord(name, 0, dict(a)) for name, a in zip(ev_names or (), ev_attrs or ()))
+            record = SpanRecord(trace_id, span_id, "", "", "", "", 0, 0, "", "", dict(attrs or {}), events=events)
+            messages = span_messages(record)
+            attempt["step_messages_span_id"] = span_id
+            updates.append({"attempt_id": attempt["attempt_id"], "step_system_prompt": messages.system,
+                            "step_user_prompt": messages.user, "step_input_messages_json": messages.json,
+                            "step_messages_span_id": span_id})  # fmt: skip
+    update_attempts(con, updates, _STEP_MESSAGE_COLUMNS)
 
 
 def step_trace_ids(traces: pa.Table | None, attempts: pa.Table | None) -> tuple[set[str], set[str]]:
