@@ -166,7 +166,7 @@ ENV_STORE_MIN_FREE = "OTEL_INPUTS_STORE_MIN_FREE"
 ENV_RUN_BUDGET = "OTEL_INPUTS_RUN_BUDGET"
 ENV_ACCESS_POLICY = "OTEL_INPUTS_ACCESS_POLICY"
 ENV_REVOCATIONS = "OTEL_INPUTS_REVOCATIONS"
-# === Foreign encodings read by the exporter's projection (docs/encodings.md) ====================
+# === Foreign encodings read by the exporter's projection (docs/encodings.md) =============
 # Read from other instrumentations' spans and log records only; otel-inputs never writes them.
 GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
 GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
@@ -238,3 +238,10 @@ ENV_BACKEND_COMPAT = "OTEL_INPUTS_BACKEND_COMPAT"
 # === end of GenAI/compat block ================================================================
 # Local secret for the keyed digests of collector-config/vendor.yaml (read by the Collector).
 ENV_EXPORT_DIGEST_KEY = "OTEL_INPUTS_EXPORT_DIGEST_KEY"
+
+# Viewer login (docs/access.md): the [auth] section `otel-inputs view` writes for st.login (OIDC).
+ENV_AUTH_METADATA_URL = "OTEL_INPUTS_AUTH_METADATA_URL"
+ENV_AUTH_CLIENT_ID = "OTEL_INPUTS_AUTH_CLIENT_ID"
+ENV_AUTH_CLIENT_SECRET = "OTEL_INPUTS_AUTH_CLIENT_SECRET"
+ENV_AUTH_COOKIE_SECRET = "OTEL_INPUTS_AUTH_COOKIE_SECRET"
+ENV_AUTH_REDIRECT_URI = "OTEL_INPUTS_AUTH_REDIRECT_URI"

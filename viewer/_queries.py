@@ -272,6 +272,7 @@ class AttemptBundle:
     """The C2 row when the database has one for this attempt; else the attempt row's own messages."""
     operation: tuple[RetryMember, ...] = ()
     """The physical attempts of this attempt's logical operation, in time order (itself included)."""
+    withheld: Any = None  # set by otel_inputs.viewer._access.Access.gate: what this viewer may not see
 
 
 @dataclass(frozen=True)

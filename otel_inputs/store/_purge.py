@@ -167,6 +167,49 @@ def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str 
     return report
 
 
+@dataclass(frozen=True)
+class PurgeState:
+    """What the tombstones say about one attempt: purged as a whole (when), and which inputs (when)."""
+
+    attempt_purged_at_ns: int | None = None
+    inputs_purged_at_ns: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def attempt_purged(self) -> bool:
+        return self.attempt_purged_at_ns is not None
+
+    def input_purged_at_ns(self, input_id: str) -> int | None:
+        """When this input was purged (by its attempt's purge or its own), else ``None``."""
+        if self.attempt_purged_at_ns is not None:
+            return self.attempt_purged_at_ns
+        return self.inputs_purged_at_ns.get(input_id)
+
+
+def purge_state(store: ArtifactStore, attempt_id: str) -> PurgeState:
+    """The purge facts of ``attempt_id`` from the tombstones (the authority that outlives manifests)."""
+    attempt_at: int | None = None
+    inputs: dict[str, int] = {}
+    try:
+        entries = sorted(os.scandir(store.tombstones_dir), key=lambda e: e.name)
+    except FileNotFoundError:
+        return PurgeState()
+    for entry in entries:
+        if not entry.name.endswith(".json"):
+            continue
+        try:
+            with open(entry.path, "rb") as fh:
+                body = json.loads(fh.read())
+        except (OSError, ValueError):
+            continue  # a torn tombstone was never acted on: purge writes it before any change
+        at = body.get("created_at_ns") if isinstance(body.get("created_at_ns"), int) else 0
+        if attempt_id in body.get("attempts", ()) and attempt_at is None:
+            attempt_at = at
+        for pair in body.get("inputs", ()):
+            if len(pair) == 2 and pair[0] == attempt_id:
+                inputs.setdefault(pair[1], at)
+    return PurgeState(attempt_at, inputs)
+
+
 def delete_run(store: ArtifactStore, run_id: str) -> PurgeReport:
     """Explicit run deletion: tombstone, then remove the run's manifests and unreferenced bytes."""
     report = purge(store, run_id=run_id)
