@@ -238,12 +238,34 @@ class Access:
             prev_w = self.decide(dataclasses.replace(a, attempt_id=bundle.previous_turn_id), previous)
             previous = self.gate_inputs(previous, prev_w)
         prompts = {k: v for k, v in bundle.recovery_prompts.items() if not self._purge(k).attempt_purged}
-        parts = bundle.parts
-        if w.parts:
-            parts = tuple(dataclasses.replace(p, receipt=None, receipt_outcome=p.receipt_outcome) for p in parts)
+        extra = {f.name: _null_content(getattr(bundle, f.name), w) for f in dataclasses.fields(bundle)
+                 if f.name not in _GATED_BUNDLE_FIELDS}
         return dataclasses.replace(
-            bundle, attempt=self.gate_attempt(a, w), inputs=self.gate_inputs(bundle.inputs, w),
-            previous_inputs=previous, recovery_prompts=prompts, parts=parts, withheld=w)
+            bundle, **extra, attempt=self.gate_attempt(a, w), inputs=self.gate_inputs(bundle.inputs, w),
+            previous_inputs=previous, recovery_prompts=prompts, withheld=w)
+
+
+# Bundle fields gate() handles by name; any other field holding records (steps, messages, ...)
+# has its content-named fields nulled when the messages or parts are withheld.
+_GATED_BUNDLE_FIELDS = frozenset({"attempt", "inputs", "previous_inputs", "recovery_prompts", "withheld",
+                                  "session_turns", "previous_turn_id"})
+MESSAGE_FIELDS = frozenset({"system_prompt", "user_prompt", "input_messages_json", "tool_arguments"})
+
+
+def _null_content(value: Any, w: Withheld) -> Any:
+    """``value`` with every content-named field of its dataclass records set to ``None`` when withheld."""
+    if not (w.messages or w.parts):
+        return value
+
+    def one(record: Any) -> Any:
+        if not dataclasses.is_dataclass(record) or isinstance(record, type):
+            return record
+        names_ = {f.name for f in dataclasses.fields(record)} & MESSAGE_FIELDS
+        return dataclasses.replace(record, **{n: None for n in names_}) if names_ else record
+
+    if isinstance(value, tuple):
+        return tuple(one(v) for v in value)
+    return one(value)
 
 
 def withheld_of(bundle: AttemptBundle) -> Withheld:
@@ -252,10 +274,27 @@ def withheld_of(bundle: AttemptBundle) -> Withheld:
     return w if isinstance(w, Withheld) else NOTHING
 
 
+def viewer_identity() -> str:
+    """Who is looking: the login (e-mail, else name, else subject) when ``[auth]`` is configured, else the OS user.
+
+    With login configured the OS user is never used: the server's account is not the reader's.
+    """
+    from otel_inputs import current_viewer
+    from otel_inputs.viewer import _evidence
+
+    user = _evidence.streamlit_user()
+    if user:
+        return user
+    if auth_configured():
+        import streamlit as st
+
+        sub = st.user.get("sub") if bool(getattr(st.user, "is_logged_in", False)) else None
+        return f"oidc-sub:{sub}" if isinstance(sub, str) and sub else "(not logged in)"
+    return current_viewer()
+
+
 def current_access(store_root: str | os.PathLike[str] | None, viewer: str | None = None) -> Access:
     """The decisions for this refresh: identity, the environment's policy, the store's tombstones."""
-    from otel_inputs.viewer._evidence import viewer_identity
-
     who = viewer or viewer_identity()
     path = os.environ.get(names.ENV_ACCESS_POLICY)
     try:

@@ -16,7 +16,7 @@ import streamlit as st
 from otel_inputs import names
 from otel_inputs.viewer import _charts as charts
 from otel_inputs.viewer import _queries as q
-from otel_inputs.viewer._access import Access, current_access, login_gate, logout_button
+from otel_inputs.viewer._access import Access, current_access, login_gate, logout_button, viewer_identity
 from otel_inputs.viewer._draw import draw_panel, note
 from otel_inputs.viewer._evidence import Evidence, budget_usage, open_evidence, overlay_store
 from otel_inputs.viewer._format import NOT_RECORDED, count_text, size_text, status_text, time_text, value_text
@@ -38,7 +38,7 @@ def _store() -> str | None:
 
 def _evidence() -> Evidence:
     """This refresh's reader: the viewer's identity and the environment's access policy."""
-    return open_evidence(_store())
+    return open_evidence(_store(), viewer_identity())
 
 
 def _access() -> Access:
