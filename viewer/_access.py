@@ -179,26 +179,26 @@ class Access:
                             items={i.input_id: items.get(i.input_id, f"{PURGED} {_when(ps.attempt_purged_at_ns)}")
                                    for i in inputs},
                             purged_at_ns=ps.attempt_purged_at_ns)
-        task = None
+        # The task is withheld when its prompt file (as an item, or by its own path/digest) is.
         task_items = [i for i in inputs if i.input_id in items and (
             i.source_kind == "prompt_file"
             or (attempt.task_source_path and i.source_path == attempt.task_source_path)
             or (attempt.task_sha256 and i.sha256 == attempt.task_sha256))]
         task_why = items[task_items[0].input_id] if task_items else self._revoked(
             attempt.task_sha256, attempt.task_source_path if attempt.task_source_kind == "prompt_file" else None)
-        if task_why:
-            task = f"The task text is withheld: its prompt file was {task_why}. Its size and SHA-256 are as recorded."
+        task = (f"The task text is withheld: its prompt file was {task_why}. Its size and SHA-256 are as recorded."
+                if task_why else None)
+        # The exact messages (and the parts and tool arguments that repeat them) carry the task and
+        # every inline item, so they are withheld with any of those.
         embedded = [i for i in inputs if i.input_id in items and i.delivery_mode in EMBEDDED_MODES]
-        messages = None
-        if task_why:
-            messages = f"The exact messages are withheld: they carry the task, whose prompt file was {task_why}."
-        elif embedded:
-            messages = (f"The exact messages are withheld: they carry input #{embedded[0].seq}, "
-                        f"which was {items[embedded[0].input_id]}.")
-        if attempt.is_legacy and messages and not task:
+        carried = (f"they carry the task, whose prompt file was {task_why}" if task_why else
+                   f"they carry input #{embedded[0].seq}, which was {items[embedded[0].input_id]}" if embedded else None)
+        if carried is None:
+            return Withheld(items=items)
+        if attempt.is_legacy and task is None:
             task = "The task text is withheld: it is derived from the exact messages, which are withheld."
-        parts = f"content withheld: {messages[len('The exact messages are withheld: '):].rstrip('.')}" if messages else None
-        return Withheld(task=task, messages=messages, parts=parts, items=items)
+        return Withheld(task=task, messages=f"The exact messages are withheld: {carried}.",
+                        parts=f"content withheld: {carried}", items=items)
 
     # -- applying a decision to the records built from DuckDB rows ----------------------------
     def _item(self, item: InputRecord, why: str) -> InputRecord:
@@ -232,7 +232,8 @@ class Access:
         w = self.decide(a, bundle.inputs)
         if w.denied:
             # Nothing of a denied attempt survives, so no surface can show it by accident.
-            return AttemptBundle(AttemptRecord(a.attempt_id), (), (), None, None, {}, (), withheld=w)
+            return AttemptBundle(attempt=AttemptRecord(a.attempt_id), inputs=(), session_turns=(),
+                                 previous_turn_id=None, previous_inputs=None, withheld=w)
         previous = bundle.previous_inputs
         if previous and bundle.previous_turn_id:
             prev_w = self.decide(dataclasses.replace(a, attempt_id=bundle.previous_turn_id), previous)

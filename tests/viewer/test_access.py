@@ -246,3 +246,13 @@ def test_hostile_labels_and_paths_stay_plain_text_or_withheld(builder: FixtureBu
     text = page_text(run_app(attempt="h-1"))
     assert "PATHHOSTILE" not in text and HOSTILE_LABEL + " 2" in text
     assert text.count("LABELHOSTILE") == 1  # only the unrevoked item's label
+
+
+def test_unreadable_revocation_list_withholds_content_instead_of_showing_it(fx: AccessFixture) -> None:
+    """A revocation list that cannot be parsed fails closed: labels, paths, task and messages are withheld."""
+    (fx.store_path / "revocations.json").write_text("{broken")
+    at = run_app(attempt=fx.open_id)
+    text = page_text(at)
+    m = fx.open_markers
+    assert [k for k in ("task", "user", "system", "label", "path") if m[k] in text] == []
+    assert "(label withheld: unknown whether revoked: the revocation list cannot be read" in text
