@@ -185,29 +185,46 @@ class PurgeState:
         return self.inputs_purged_at_ns.get(input_id)
 
 
-def purge_state(store: ArtifactStore, attempt_id: str) -> PurgeState:
-    """The purge facts of ``attempt_id`` from the tombstones (the authority that outlives manifests)."""
-    attempt_at: int | None = None
-    inputs: dict[str, int] = {}
+_PurgeIndex = tuple[dict[str, int], dict[str, dict[str, int]]]
+_purge_index_cache: dict[str, tuple[tuple[str, ...], _PurgeIndex]] = {}
+
+
+def _purge_index(store: ArtifactStore) -> _PurgeIndex:
+    """Attempt -> first purge time, and attempt -> input -> first purge time, over every tombstone.
+
+    Re-read whenever the set of tombstone files changes (tombstones are written once, never edited),
+    so each call reflects every purge committed before it.
+    """
     try:
-        entries = sorted(os.scandir(store.tombstones_dir), key=lambda e: e.name)
+        names = tuple(sorted(n for n in os.listdir(store.tombstones_dir) if n.endswith(".json")))
     except FileNotFoundError:
-        return PurgeState()
-    for entry in entries:
-        if not entry.name.endswith(".json"):
-            continue
+        return {}, {}
+    key = str(store.tombstones_dir)
+    cached = _purge_index_cache.get(key)
+    if cached is not None and cached[0] == names:
+        return cached[1]
+    attempts: dict[str, int] = {}
+    inputs: dict[str, dict[str, int]] = {}
+    for name in names:  # in creation order: the first purge of a target gives its time
         try:
-            with open(entry.path, "rb") as fh:
+            with open(store.tombstones_dir / name, "rb") as fh:
                 body = json.loads(fh.read())
         except (OSError, ValueError):
             continue  # a torn tombstone was never acted on: purge writes it before any change
         at = body.get("created_at_ns") if isinstance(body.get("created_at_ns"), int) else 0
-        if attempt_id in body.get("attempts", ()) and attempt_at is None:
-            attempt_at = at
+        for attempt_id in body.get("attempts", ()):
+            attempts.setdefault(attempt_id, at)
         for pair in body.get("inputs", ()):
-            if len(pair) == 2 and pair[0] == attempt_id:
-                inputs.setdefault(pair[1], at)
-    return PurgeState(attempt_at, inputs)
+            if len(pair) == 2:
+                inputs.setdefault(pair[0], {}).setdefault(pair[1], at)
+    _purge_index_cache[key] = (names, (attempts, inputs))
+    return attempts, inputs
+
+
+def purge_state(store: ArtifactStore, attempt_id: str) -> PurgeState:
+    """The purge facts of ``attempt_id`` from the tombstones (the authority that outlives manifests)."""
+    attempts, inputs = _purge_index(store)
+    return PurgeState(attempts.get(attempt_id), dict(inputs.get(attempt_id, {})))
 
 
 def delete_run(store: ArtifactStore, run_id: str) -> PurgeReport:
