@@ -20,6 +20,7 @@ from viewer_process import serve_viewer
 
 from otel_inputs import names
 from otel_inputs.viewer._access import NO_LOGIN, current_access
+from otel_inputs.viewer._bundle import verify_bundle
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -66,7 +67,7 @@ def wait_text(page, text: str, timeout: float = 30_000) -> None:  # noqa: ANN001
 
 def test_denied_viewer_sees_no_content_in_the_browser(fx: AccessFixture, browser, chromium,  # noqa: ANN001
                                                       tmp_path: Path) -> None:
-    """Served with a policy denying the OS user run-secret: not listed, its attempt page holds no marker."""
+    """Served with a policy denying the OS user run-secret: not listed, no marker on its pages; run-open downloads a bundle that verifies."""
     who = current_access(None).viewer
     policy = _policy(tmp_path, {"default": "deny", "viewers": {who: {"runs": [OPEN_RUN]}}})
     with serve_viewer(fx.db_path, fx.store_path, tmp_path / "view.log", env=_env(policy)) as url:
@@ -85,7 +86,13 @@ def test_denied_viewer_sees_no_content_in_the_browser(fx: AccessFixture, browser
         assert [m for m in fx.all_secret_markers if m in html] == [] and SECRET_RUN not in html
         page.goto(url + "?attempt=" + fx.open_id)
         wait_text(page, fx.open_markers["task"])
-        assert "Download evidence bundle" in body_text(page)
+        with page.expect_download(timeout=60_000) as download:
+            page.get_by_role("button", name="Download evidence bundle (tar with SHA-256 manifest)").click()
+        saved = tmp_path / "downloaded.tar"
+        download.value.save_as(saved)
+        manifest = verify_bundle(saved)  # the served bytes verify offline
+        assert manifest["attempt_id"] == fx.open_id and manifest["viewer"] == who
+        assert sum(1 for s in manifest["snapshots"] if s["status"] == "included") == 3
         page.close()
 
 
