@@ -26,7 +26,8 @@ from pathlib import Path
 import duckdb
 
 from benchmarks._common import machine_line, median_ms, spread_ms, timed_runs
-from otel_inputs import ArtifactStore, names, purge
+from otel_inputs import names
+from otel_inputs.store import ArtifactStore, purge
 from otel_inputs.exporter._schema import migrate
 from otel_inputs.viewer._access import current_access
 from otel_inputs.viewer._evidence import open_evidence, overlay_store

@@ -280,7 +280,7 @@ def viewer_identity() -> str:
 
     With login configured the OS user is never used: the server's account is not the reader's.
     """
-    from otel_inputs import current_viewer
+    from otel_inputs.store import current_viewer
     from otel_inputs.viewer import _evidence
 
     user = _evidence.streamlit_user()

@@ -16,7 +16,8 @@ from access_fixture import HOSTILE_LABEL, HOSTILE_PATH, OPEN_RUN, SECRET_RUN, Ac
 from streamlit.testing.v1 import AppTest
 from viewer_fixture import FixtureBuilder
 
-from otel_inputs import ArtifactStore, names, purge, purge_state, revoke_source
+from otel_inputs import names
+from otel_inputs.store import ArtifactStore, purge, purge_state, revoke_source
 from otel_inputs.viewer._access import current_access
 
 APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")

@@ -17,7 +17,8 @@ from access_fixture import OPEN_RUN, AccessFixture, build_access_fixture
 from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
 
-from otel_inputs import ArtifactStore, names, purge, revoke_source
+from otel_inputs import names
+from otel_inputs.store import ArtifactStore, purge, revoke_source
 from otel_inputs.exporter.cli import main
 from otel_inputs.viewer._access import current_access
 from otel_inputs.viewer._bundle import MANIFEST, BundleInvalid, bundle_bytes, verify_bundle
@@ -189,7 +190,7 @@ def test_purged_attempt_bundle_lists_bytes_as_purged_and_holds_no_content(fx: Ac
 
 def test_revoked_and_evicted_bytes_are_listed_never_included(fx: AccessFixture, tmp_path: Path) -> None:
     """A revoked source is listed as revoked and an evicted one as evicted; neither's bytes are in the archive."""
-    from otel_inputs._retention import _evict_attempt  # the store's own eviction, as gc runs it
+    from otel_inputs.store._retention import _evict_attempt  # the store's own eviction, as gc runs it
 
     store = ArtifactStore(fx.store_path, create=False)
     revoke_source(store, fx.notes_dir, reason="consent withdrawn")
