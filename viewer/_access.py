@@ -141,6 +141,44 @@ class Access:
             offset += limit
         return out[:limit], hidden
 
+    def gate_foreign(self, rows: Iterable[T]) -> tuple[list[T], int]:
+        """Rows about other attempts' inputs (where-else, drift) as this viewer may see them.
+
+        Each row needs ``attempt_id`` and ``run_id`` and may have ``input_id``/``seq``, ``label``,
+        ``source_path`` and ``sha256``.  Rows of denied runs are dropped (their number is returned,
+        so a total can say some were hidden); a purged or revoked input keeps its row with label and
+        path withheld, exactly as its own attempt page would show it.
+        """
+        out: list[T] = []
+        hidden = 0
+        purges: dict[str, PurgeState] = {}
+        for row in rows:
+            if not self.run_allowed(getattr(row, "run_id", None)):
+                hidden += 1
+                continue
+            attempt_id = getattr(row, "attempt_id", "")
+            ps = purges.setdefault(attempt_id, self._purge(attempt_id))
+            input_id = getattr(row, "input_id", None)
+            if ps.attempt_purged:
+                purged, at = True, ps.attempt_purged_at_ns
+            elif input_id is not None:
+                at = ps.inputs_purged_at_ns.get(input_id)
+                purged = at is not None
+            else:  # a row without its input id: if any input of that attempt was purged, withhold (fail closed)
+                purged = bool(ps.inputs_purged_at_ns)
+                at = min(ps.inputs_purged_at_ns.values()) if purged else None
+            why = (f"{PURGED} {_when(at)}" if purged
+                   else self._revoked(getattr(row, "sha256", None), getattr(row, "source_path", None)))
+            if why:
+                changes = {}
+                if not self.show_labels and getattr(row, "label", None) is not None:
+                    changes["label"] = f"(label withheld: {why})"
+                if not self.show_paths and getattr(row, "source_path", None) is not None:
+                    changes["source_path"] = f"(path withheld: {why})"
+                row = dataclasses.replace(row, **changes) if changes else row  # type: ignore[type-var]
+            out.append(row)
+        return out, hidden
+
     # -- purge and revocation -----------------------------------------------------------------
     def _purge(self, attempt_id: str) -> PurgeState:
         if self.store is None:
@@ -292,6 +330,11 @@ def viewer_identity() -> str:
         sub = st.user.get("sub") if bool(getattr(st.user, "is_logged_in", False)) else None
         return f"oidc-sub:{sub}" if isinstance(sub, str) and sub else "(not logged in)"
     return current_viewer()
+
+
+def page_access() -> Access:
+    """The decisions for the page being drawn (the app's configured store, the page's viewer)."""
+    return current_access(os.environ.get(names.ENV_STORE))
 
 
 def current_access(store_root: str | os.PathLike[str] | None, viewer: str | None = None) -> Access:

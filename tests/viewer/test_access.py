@@ -257,3 +257,31 @@ def test_unreadable_revocation_list_withholds_content_instead_of_showing_it(fx: 
     m = fx.open_markers
     assert [k for k in ("task", "user", "system", "label", "path") if m[k] in text] == []
     assert "(label withheld: unknown whether revoked: the revocation list cannot be read" in text
+
+
+def test_rows_about_other_attempts_drop_denied_runs_and_withhold_purged_labels(
+        fx: AccessFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gate_foreign (where-else, drift): denied runs' rows are dropped and counted; purged inputs lose label and path."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Row:  # the shape of a where-else row: another attempt's input
+        attempt_id: str
+        run_id: str | None
+        label: str | None
+        source_path: str | None
+        sha256: str | None
+        input_id: str | None = None
+
+    only_open_run(tmp_path, monkeypatch)
+    store = ArtifactStore(fx.store_path, create=False)
+    purge(store, source_path=fx.notes_dir)
+    rows = [Row(fx.secret_id, SECRET_RUN, "HIDDENLABEL", "/x/HIDDENPATH", "a" * 64, f"{fx.secret_id}-in1"),
+            Row(fx.open_id, OPEN_RUN, "notes.md", f"{fx.notes_dir}/notes.md", "b" * 64, f"{fx.open_id}-in1"),
+            Row(fx.open_id, OPEN_RUN, "failure.txt", fx.inline_path, "c" * 64, f"{fx.open_id}-in2"),
+            Row(fx.open_id, OPEN_RUN, "no-id.txt", "/work/y.txt", "d" * 64)]
+    shown, hidden = current_access(fx.store_path).gate_foreign(rows)
+    assert hidden == 1 and [r.attempt_id for r in shown] == [fx.open_id] * 3
+    assert shown[0].label.startswith("(label withheld: purged at ") and fx.notes_dir not in shown[0].source_path
+    assert shown[1].label == "failure.txt" and shown[1].source_path == fx.inline_path  # not purged: as recorded
+    assert shown[2].label.startswith("(label withheld: purged at ")  # no input id: cannot tell which, so withheld
