@@ -285,3 +285,28 @@ def test_rows_about_other_attempts_drop_denied_runs_and_withhold_purged_labels(
     assert shown[0].label.startswith("(label withheld: purged at ") and fx.notes_dir not in shown[0].source_path
     assert shown[1].label == "failure.txt" and shown[1].source_path == fx.inline_path  # not purged: as recorded
     assert shown[2].label.startswith("(label withheld: purged at ")  # no input id: cannot tell which, so withheld
+
+
+def test_view_auth_options_become_a_private_streamlit_auth_section(tmp_path: Path) -> None:
+    """--auth-* options give a TOML [auth] section (default loopback redirect) in a 0600 file; a client id is required."""
+    import os
+    import stat
+    import tomllib
+
+    import click
+
+    from otel_inputs.viewer._cli import auth_secrets, write_secrets
+
+    assert auth_secrets(8501, None, None, None, None, None) is None  # no provider: login stays off
+    with pytest.raises(click.UsageError):
+        auth_secrets(8501, "http://127.0.0.1:9/.well-known/openid-configuration", None, None, None, None)
+    text = auth_secrets(8501, "http://127.0.0.1:9/.well-known/openid-configuration", "viewer", 'se"cr\\et', None, None)
+    path = write_secrets(text)
+    try:
+        auth = tomllib.loads(path.read_text())["auth"]
+        assert auth["redirect_uri"] == "http://127.0.0.1:8501/oauth2callback"
+        assert auth["client_secret"] == 'se"cr\\et' and len(auth["cookie_secret"]) == 64
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    finally:
+        path.unlink()
+        path.parent.rmdir()
