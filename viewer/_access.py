@@ -114,6 +114,11 @@ class Access:
     def run_allowed(self, run_id: str | None) -> bool:
         return self.policy is not None and self.policy.allows(self.viewer, run_id)
 
+    @property
+    def sees_all(self) -> bool:
+        """Whether every run is visible to this viewer, so totals over all runs may be shown as they are."""
+        return self.policy is not None and self.viewer not in self.policy.viewers and self.policy.default_allow
+
     def denial(self) -> str:
         """The sentence a denied viewer reads (it names no run, attempt or content)."""
         if self.policy is None:

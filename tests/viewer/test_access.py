@@ -280,7 +280,9 @@ def test_rows_about_other_attempts_drop_denied_runs_and_withhold_purged_labels(
             Row(fx.open_id, OPEN_RUN, "notes.md", f"{fx.notes_dir}/notes.md", "b" * 64, f"{fx.open_id}-in1"),
             Row(fx.open_id, OPEN_RUN, "failure.txt", fx.inline_path, "c" * 64, f"{fx.open_id}-in2"),
             Row(fx.open_id, OPEN_RUN, "no-id.txt", "/work/y.txt", "d" * 64)]
-    shown, hidden = current_access(fx.store_path).gate_foreign(rows)
+    access = current_access(fx.store_path)
+    assert not access.sees_all  # a restricted viewer: totals over all runs must not be shown
+    shown, hidden = access.gate_foreign(rows)
     assert hidden == 1 and [r.attempt_id for r in shown] == [fx.open_id] * 3
     assert shown[0].label.startswith("(label withheld: purged at ") and fx.notes_dir not in shown[0].source_path
     assert shown[1].label == "failure.txt" and shown[1].source_path == fx.inline_path  # not purged: as recorded
