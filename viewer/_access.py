@@ -68,10 +68,16 @@ class Withheld:
     parts: str | None = None
     items: Mapping[str, str] = field(default_factory=dict)  # input_id -> why
     purged_at_ns: int | None = None
+    tool_arguments: str | None = None  # tool calls may name or carry any withheld input
 
     @property
     def anything(self) -> bool:
-        return bool(self.denied or self.task or self.messages or self.parts or self.items)
+        return bool(self.denied or self.task or self.messages or self.parts or self.items or self.tool_arguments)
+
+    def read_text(self, input_id: str) -> str | None:
+        """What "was it read?" says for a withheld item (its path and the tool arguments are withheld)."""
+        why = self.items.get(input_id)
+        return f"withheld ({why})" if why else None
 
 
 NOTHING = Withheld()
@@ -221,7 +227,8 @@ class Access:
                             parts=f"content withheld: {why}",
                             items={i.input_id: items.get(i.input_id, f"{PURGED} {_when(ps.attempt_purged_at_ns)}")
                                    for i in inputs},
-                            purged_at_ns=ps.attempt_purged_at_ns)
+                            purged_at_ns=ps.attempt_purged_at_ns,
+                            tool_arguments=f"Tool arguments are withheld: {why}.")
         # The task is withheld when its prompt file (as an item, or by its own path/digest) is.
         task_items = [i for i in inputs if i.input_id in items and (
             i.source_kind == "prompt_file"
@@ -236,12 +243,16 @@ class Access:
         embedded = [i for i in inputs if i.input_id in items and i.delivery_mode in EMBEDDED_MODES]
         carried = (f"they carry the task, whose prompt file was {task_why}" if task_why else
                    f"they carry input #{embedded[0].seq}, which was {items[embedded[0].input_id]}" if embedded else None)
+        first = min((i for i in inputs if i.input_id in items), key=lambda i: i.seq, default=None)
+        tool_args = (f"Tool arguments are withheld: they may name or carry input #{first.seq}, "
+                     f"which was {items[first.input_id]}." if first is not None else None)
         if carried is None:
-            return Withheld(items=items)
+            return Withheld(items=items, tool_arguments=tool_args)
         if attempt.is_legacy and task is None:
             task = "The task text is withheld: it is derived from the exact messages, which are withheld."
         return Withheld(task=task, messages=f"The exact messages are withheld: {carried}.",
-                        parts=f"content withheld: {carried}", items=items)
+                        parts=f"content withheld: {carried}", items=items,
+                        tool_arguments=tool_args or f"Tool arguments are withheld: {carried}.")
 
     # -- applying a decision to the records built from DuckDB rows ----------------------------
     def _item(self, item: InputRecord, why: str) -> InputRecord:
@@ -293,18 +304,20 @@ class Access:
 # has its content-named fields nulled when the messages or parts are withheld.
 _GATED_BUNDLE_FIELDS = frozenset({"attempt", "inputs", "previous_inputs", "recovery_prompts", "withheld",
                                   "session_turns", "previous_turn_id"})
-MESSAGE_FIELDS = frozenset({"system_prompt", "user_prompt", "input_messages_json", "tool_arguments"})
+MESSAGE_FIELDS = frozenset({"system_prompt", "user_prompt", "input_messages_json"})
+TOOL_FIELDS = frozenset({"tool_arguments"})
 
 
 def _null_content(value: Any, w: Withheld) -> Any:
     """``value`` with every content-named field of its dataclass records set to ``None`` when withheld."""
-    if not (w.messages or w.parts):
+    wanted = (MESSAGE_FIELDS if w.messages else frozenset()) | (TOOL_FIELDS if w.tool_arguments else frozenset())
+    if not wanted:
         return value
 
     def one(record: Any) -> Any:
         if not dataclasses.is_dataclass(record) or isinstance(record, type):
             return record
-        names_ = {f.name for f in dataclasses.fields(record)} & MESSAGE_FIELDS
+        names_ = {f.name for f in dataclasses.fields(record)} & wanted
         return dataclasses.replace(record, **{n: None for n in names_}) if names_ else record
 
     if isinstance(value, tuple):
@@ -372,7 +385,7 @@ CONTENT_COLUMNS: dict[str, dict[str, str]] = {
     "agent_artifacts": {"label": "label", "source_path": "path"},
     "agent_attempt_messages": {"system_prompt": "messages", "user_prompt": "messages",
                                "input_messages_json": "messages"},
-    "agent_attempt_steps": {"tool_arguments": "parts"},
+    "agent_attempt_steps": {"tool_arguments": "tool_arguments"},
 }
 
 
@@ -385,7 +398,7 @@ def gate_row(access: Access, table: str, row: dict[str, Any], w: Withheld) -> tu
         if out.get(column) is None:
             continue
         reason = {
-            "task": w.task, "messages": w.messages, "parts": w.parts,
+            "task": w.task, "messages": w.messages, "parts": w.parts, "tool_arguments": w.tool_arguments,
             "task_path": w.task if not access.show_paths else None,
             "label": item_why if not access.show_labels else None,
             "path": item_why if not access.show_paths else None,

@@ -537,7 +537,7 @@ def build_panel(bundle: AttemptBundle, read_tools: ReadTools | None = None) -> P
     for item in bundle.inputs:
         finding = find_reads(item, bundle.steps, read_tools)
         if finding is not None:
-            reads[item.input_id] = finding.text
+            reads[item.input_id] = withheld_of(bundle).read_text(item.input_id) or finding.text
     by_mode = group_items(bundle.inputs, marks, reads)
     cov = coverage_model(a, bundle.inputs)
     files_notes: list[str] = []
@@ -583,7 +583,7 @@ def build_panel(bundle: AttemptBundle, read_tools: ReadTools | None = None) -> P
                                  withheld=withheld_of(bundle).messages),
         is_legacy=a.is_legacy,
         header=header_model(bundle, cov),
-        steps=steps_section(bundle.steps),
+        steps=steps_section(bundle.steps, withheld_of(bundle).tool_arguments),
         read_tools_problem=read_tools.problem,
         record=a,
     )

@@ -1,9 +1,10 @@
 """A small database + store whose every content-bearing field carries a findable marker.
 
 Two runs: ``run-open`` (the viewer may see it) and ``run-secret`` (a policy may deny it).  Each
-attempt has a prompt-file task, system and user messages, an inline item, a path-reference item
-and a logical-request part, and each of those carries its own marker, so a test can say exactly
-which content reached a page, a table or a bundle.
+attempt has a prompt-file task, system and user messages, an inline item, a path-reference item,
+a tool step and a logical-request part, and each of those carries its own marker, so a test can
+say exactly which content reached a page, a table or a bundle; both attempts also had one shared
+file (same bytes, same path), so "where else" from one leads to the other.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from viewer_fixture import FixtureBuilder
 
 OPEN_RUN, SECRET_RUN = "run-open", "run-secret"
 HOSTILE_LABEL = "**LABELHOSTILE** <img src=x onerror=alert(1)> [x](javascript:alert(2))"
+SHARED_PATH = "/work/shared/handoff.md"
 HOSTILE_PATH = "/work/ctx/<script>PATHHOSTILE</script>\n../../etc/passwd"
 
 STEPS_DDL = """
@@ -62,7 +64,7 @@ def _attempt(b: FixtureBuilder, attempt_id: str, run: str, minute: int, m: dict[
               turn_index=1, task_prompt=task, task_source_kind="prompt_file", task_source_path=task_path,
               task_size_bytes=len(task.encode()), task_sha256=hashlib.sha256(task.encode()).hexdigest(),
               system_prompt=f"{m['system']} you are careful", user_prompt=f"{task}\n{m['user']} please",
-              declared_input_count=3, captured_input_count=3, omitted_input_count=0, item_count=3)
+              declared_input_count=4, captured_input_count=4, omitted_input_count=0, item_count=4)
     b.add_input(attempt_id, 0, "Task prompt file", "prompt_file", "inline", source_path=task_path,
                 data=task.encode(), media_type="text/markdown", preview_kind="text")
     b.add_input(attempt_id, 1, f"{m['label']}-notes.md", "context_handoff", "path_reference",
@@ -70,6 +72,9 @@ def _attempt(b: FixtureBuilder, attempt_id: str, run: str, minute: int, m: dict[
                 media_type="text/markdown", preview_kind="text")
     b.add_input(attempt_id, 2, "failure.txt", "explicit_attachment", "inline", source_path=inline_path,
                 data=f"{m['inline']} FAILED\n".encode(), media_type="text/plain", preview_kind="text")
+    # The same file (bytes and path) in both runs: "where else" from one attempt finds the other.
+    b.add_input(attempt_id, 3, "shared.md", "context_handoff", "path_reference", source_path=SHARED_PATH,
+                data=b"# shared handoff notes\n", media_type="text/markdown", preview_kind="text")
     request = json.dumps({"messages": [{"role": "user", "content": m["part"]}]}).encode()
     b.add_part(attempt_id, "logical_request", request, dispatch="dispatched")
     return task_path, notes_dir, inline_path

@@ -56,7 +56,7 @@ def run_app(**params: str) -> AppTest:
 
 
 def page_text(at: AppTest) -> str:
-    """Everything the page holds: each element's protobuf as text, main area and sidebar."""
+    """Everything the page holds: each element's protobuf as text and every table cell, main area and sidebar."""
     out: list[str] = []
 
     def walk(node: object) -> None:
@@ -68,6 +68,8 @@ def page_text(at: AppTest) -> str:
             walk(child)
 
     walk(at._tree)
+    for df in at.dataframe:
+        out.extend(str(v) for v in df.value.to_numpy().ravel())
     return "\n".join(out)
 
 
@@ -76,22 +78,40 @@ def callouts(at: AppTest) -> list[str]:
     return [re.sub(r"\\(.)", r"\1", c.value) for c in (*at.info, *at.warning, *at.error)]
 
 
-def open_toggles(at: AppTest) -> AppTest:
-    """Switch on every preview and part toggle, so on-demand content would be on the page."""
-    for t in list(at.toggle):
-        at.toggle(key=t.key).set_value(True)
-    at.run()
-    assert not at.exception, at.exception
-    return at
+def _toggles_on(at: AppTest) -> None:
+    for _ in range(3):  # a toggle can reveal more toggles (where-else inside an item); bounded
+        off = [t for t in at.toggle if not t.value]
+        if not off:
+            return
+        for t in off:
+            at.toggle(key=t.key).set_value(True)
+        at.run()
+        assert not at.exception, at.exception
+
+
+def everything(at: AppTest, attempt_id: str) -> str:
+    """The page's text in every state a viewer can reach: each item opened, every toggle switched on."""
+    _toggles_on(at)
+    seen = [page_text(at)]
+    choosers = [s.key for s in at.selectbox if s.key and s.key.endswith(":item")]
+    for key in choosers[:20]:
+        for option in list(at.selectbox(key=key).options)[1:50]:  # the first option is "no selection"
+            seq = option.split()[0].lstrip("#")  # options read "#<seq>  <label>"; the fixture's ids are <attempt>-in<seq>
+            at.selectbox(key=key).set_value(f"{attempt_id}-in{seq}").run()
+            assert not at.exception, at.exception
+            _toggles_on(at)
+            seen.append(page_text(at))
+    return "\n".join(seen)
 
 
 # -- permission ---------------------------------------------------------------------------------
 def test_open_policy_shows_content_so_the_markers_are_findable(fx: AccessFixture) -> None:
     """With no policy every marker of an attempt reaches its page: the searches below can fail."""
-    at = open_toggles(run_app(attempt=fx.secret_id))
-    text = page_text(at)
-    missing = [k for k, v in fx.secret_markers.items() if v not in text and k != "args"]
+    at = run_app(attempt=fx.secret_id)
+    text = everything(at, fx.secret_id)
+    missing = [k for k, v in fx.secret_markers.items() if v not in text]
     assert missing == []
+    assert OPEN_RUN in text  # "where else" from the shared file lists the other run's attempt
     assert at.get("download_button")
 
 
@@ -103,8 +123,8 @@ def test_denied_viewer_sees_no_run_and_no_content_anywhere(fx: AccessFixture, tm
     listed = [row for df in runs.dataframe for row in df.value["run"].tolist()]
     assert listed == [OPEN_RUN]
     assert "Runs that the access policy does not let you see are not listed." in [t.value for t in runs.text]
-    for at in (runs, run_app(run=SECRET_RUN), open_toggles(run_app(attempt=fx.secret_id))):
-        text = page_text(at)
+    for at, aid in ((runs, ""), (run_app(run=SECRET_RUN), ""), (run_app(attempt=fx.secret_id), fx.secret_id)):
+        text = everything(at, aid)
         assert [m for m in fx.all_secret_markers if m in text] == []
         assert SECRET_RUN not in text
     denied = run_app(attempt=fx.secret_id)
@@ -116,8 +136,11 @@ def test_denied_viewer_still_sees_the_allowed_run(fx: AccessFixture, tmp_path: P
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The same policy lets the viewer read the run it lists, content included."""
     only_open_run(tmp_path, monkeypatch)
-    text = page_text(open_toggles(run_app(attempt=fx.open_id)))
+    text = everything(run_app(attempt=fx.open_id), fx.open_id)
     assert fx.open_markers["task"] in text and fx.open_markers["notes"] in text and fx.open_markers["part"] in text
+    # "where else" from the shared file does not lead into the denied run, nor count it
+    assert fx.secret_id not in text and SECRET_RUN not in text
+    assert "No other attempt you may see had the same SHA-256." in text
 
 
 def test_unusable_policy_denies_everything(fx: AccessFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,8 +175,8 @@ def test_purged_attempt_shows_no_content_but_keeps_hashes_counts_and_when(fx: Ac
     """After purge: task, messages, labels, paths, previews, parts withheld; SHA-256, sizes, counts and time shown."""
     store = ArtifactStore(fx.store_path, create=False)
     purge(store, attempt_ids=[fx.open_id])
-    at = open_toggles(run_app(attempt=fx.open_id))
-    text = page_text(at)
+    at = run_app(attempt=fx.open_id)
+    text = everything(at, fx.open_id)
     assert [k for k, v in fx.open_markers.items() if v in text] == []
     assert fx.task_path not in text and fx.notes_dir not in text
     purged_at = purge_state(store, fx.open_id).attempt_purged_at_ns
@@ -161,13 +184,12 @@ def test_purged_attempt_shows_no_content_but_keeps_hashes_counts_and_when(fx: Ac
     notes = callouts(at)
     assert any("The task text is withheld: this attempt was purged at " in n for n in notes)
     assert any("The exact messages are withheld: this attempt was purged at " in n for n in notes)
-    texts = "\n".join(t.value for t in at.text)
     manifest = store.manifest(fx.open_id)
     for item in manifest["items"]:
-        assert f"sha256 {item['sha256']}" in texts  # identity stays
-    assert "declared 3 · captured 3 · omitted 0" in texts
-    assert texts.count("Unavailable: purged") == 3
-    assert "content withheld: this attempt was purged at " in texts
+        assert f"sha256 {item['sha256']}" in text  # identity stays
+    assert "declared 4 · captured 4 · omitted 0" in text
+    assert "Unavailable: purged" in text and "withheld (purged at " in text  # "was it read?" is withheld too
+    assert "content withheld: this attempt was purged at " in text
     assert not at.code  # no preview, no part content, no task, no message
 
 
@@ -175,8 +197,8 @@ def test_purged_prompt_file_is_not_shown_as_the_task(fx: AccessFixture) -> None:
     """Purging the prompt file by source path withholds the task and the messages that carry it; other items stay."""
     store = ArtifactStore(fx.store_path, create=False)
     purge(store, source_path=fx.task_path)
-    at = open_toggles(run_app(attempt=fx.open_id))
-    text = page_text(at)
+    at = run_app(attempt=fx.open_id)
+    text = everything(at, fx.open_id)
     m = fx.open_markers
     assert m["task"] not in text and m["user"] not in text and m["system"] not in text and m["part"] not in text
     assert any("its prompt file was purged at " in n for n in callouts(at))
@@ -188,7 +210,7 @@ def test_policy_may_keep_labels_and_paths_of_purged_items(fx: AccessFixture, tmp
     """``"withheld": {"labels": "show", "paths": "show"}`` keeps labels and paths; content stays withheld."""
     policy(tmp_path, monkeypatch, {"default": "allow", "withheld": {"labels": "show", "paths": "show"}})
     purge(ArtifactStore(fx.store_path, create=False), attempt_ids=[fx.open_id])
-    text = page_text(open_toggles(run_app(attempt=fx.open_id)))
+    text = everything(run_app(attempt=fx.open_id), fx.open_id)
     m = fx.open_markers
     assert m["label"] in text and m["path"] in text
     assert m["task"] not in text and m["notes"] not in text and m["user"] not in text
@@ -198,8 +220,8 @@ def test_policy_may_keep_labels_and_paths_of_purged_items(fx: AccessFixture, tmp
 def test_revoked_path_reference_withholds_its_label_path_and_preview_only(fx: AccessFixture) -> None:
     """A revoked path-reference source hides that item's label, path and bytes; task and messages stay."""
     revoke_source(ArtifactStore(fx.store_path, create=False), fx.notes_dir, reason="consent withdrawn")
-    at = open_toggles(run_app(attempt=fx.open_id))
-    text = page_text(at)
+    at = run_app(attempt=fx.open_id)
+    text = everything(at, fx.open_id)
     m = fx.open_markers
     assert m["label"] not in text and m["path"] not in text and m["notes"] not in text
     assert m["task"] in text and m["user"] in text  # a path reference is not part of the messages
@@ -209,8 +231,8 @@ def test_revoked_path_reference_withholds_its_label_path_and_preview_only(fx: Ac
 def test_revoked_inline_item_withholds_the_messages_that_carry_it(fx: AccessFixture) -> None:
     """A revoked inline item hides the exact messages and part content (they embed it)."""
     revoke_source(ArtifactStore(fx.store_path, create=False), fx.inline_path)
-    at = open_toggles(run_app(attempt=fx.open_id))
-    text = page_text(at)
+    at = run_app(attempt=fx.open_id)
+    text = everything(at, fx.open_id)
     m = fx.open_markers
     assert m["inline"] not in text and m["user"] not in text and m["system"] not in text and m["part"] not in text
     assert any("they carry input #2, which was source revoked at " in n for n in callouts(at))
@@ -240,13 +262,15 @@ def test_hostile_labels_and_paths_stay_plain_text_or_withheld(builder: FixtureBu
     monkeypatch.setenv(names.ENV_STORE, str(store))
     monkeypatch.delenv(names.ENV_ACCESS_POLICY, raising=False)
     at = run_app(attempt="h-1")
+    shown = everything(at, "h-1")
     markdown = "\n".join(m.value for m in at.markdown)
     assert "LABELHOSTILE" not in markdown and "PATHHOSTILE" not in markdown
-    assert any(HOSTILE_LABEL in t.value for t in at.text) and any("PATHHOSTILE" in t.value for t in at.text)
+    assert HOSTILE_LABEL in shown and "PATHHOSTILE" in shown  # as plain text and table cells only
     revoke_source(ArtifactStore(store, create=False), "/work/ctx")
-    text = page_text(run_app(attempt="h-1"))
+    text = everything(run_app(attempt="h-1"), "h-1")
     assert "PATHHOSTILE" not in text and HOSTILE_LABEL + " 2" in text
-    assert text.count("LABELHOSTILE") == 1  # only the unrevoked item's label
+    assert [m.start() for m in re.finditer(re.escape(HOSTILE_LABEL), text)] == \
+        [m.start() for m in re.finditer(re.escape(HOSTILE_LABEL + " 2"), text)]  # only the unrevoked label
 
 
 def test_unreadable_revocation_list_withholds_content_instead_of_showing_it(fx: AccessFixture) -> None:

@@ -92,7 +92,7 @@ def test_denied_viewer_sees_no_content_in_the_browser(fx: AccessFixture, browser
         download.value.save_as(saved)
         manifest = verify_bundle(saved)  # the served bytes verify offline
         assert manifest["attempt_id"] == fx.open_id and manifest["viewer"] == who
-        assert sum(1 for s in manifest["snapshots"] if s["status"] == "included") == 3
+        assert sum(1 for s in manifest["snapshots"] if s["status"] == "included") == 4
         page.close()
 
 

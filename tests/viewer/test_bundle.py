@@ -76,7 +76,7 @@ def test_bundle_round_trip_holds_rows_snapshots_parts_and_verifies(fx: AccessFix
     manifest = json.loads(files[MANIFEST])
     assert set(manifest["tables"]) == {"agent_attempts", "agent_attempt_inputs", "agent_artifacts",
                                        "agent_exchange_parts", "agent_attempt_steps", "agent_attempt_messages"}
-    assert manifest["tables"]["agent_attempts"] == 1 and manifest["tables"]["agent_attempt_inputs"] == 3
+    assert manifest["tables"]["agent_attempts"] == 1 and manifest["tables"]["agent_attempt_inputs"] == 4
     assert manifest["tables"]["agent_attempt_steps"] == 1
     store = ArtifactStore(fx.store_path, create=False)
     for item in store.manifest(fx.open_id)["items"]:
@@ -206,7 +206,7 @@ def test_revoked_and_evicted_bytes_are_listed_never_included(fx: AccessFixture, 
     out2 = tmp_path / "evicted.tar"
     assert make(fx, fx.open_id, out2)[0] == 0
     statuses = {s["seq"]: s["status"] for s in verify_bundle(out2)["snapshots"]}
-    assert statuses == {0: "evicted", 1: "revoked", 2: "evicted"}
+    assert statuses == {0: "evicted", 1: "revoked", 2: "evicted", 3: "evicted"}
     assert not any(n.startswith("snapshots/") for n in members(out2))
 
 
@@ -238,4 +238,4 @@ def test_viewer_download_button_serves_the_same_verified_bundle(fx: AccessFixtur
     data = bundle_bytes(fx.db_path, fx.store_path, fx.open_id, current_access(None).viewer)
     path = tmp_path / "download.tar"
     path.write_bytes(data)
-    assert sum(1 for s in verify_bundle(path)["snapshots"] if s["status"] == "included") == 3
+    assert sum(1 for s in verify_bundle(path)["snapshots"] if s["status"] == "included") == 4
