@@ -23,6 +23,7 @@ BENCHMARKS = {
     "ingest": "benchmarks.bench_ingest",
     "gc": "benchmarks.bench_gc",
     "viewer": "benchmarks.bench_viewer",
+    "access": "benchmarks.bench_access",
 }
 
 

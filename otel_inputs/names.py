@@ -238,3 +238,10 @@ ENV_BACKEND_COMPAT = "OTEL_INPUTS_BACKEND_COMPAT"
 # === end of GenAI/compat block ================================================================
 # Local secret for the keyed digests of collector-config/vendor.yaml (read by the Collector).
 ENV_EXPORT_DIGEST_KEY = "OTEL_INPUTS_EXPORT_DIGEST_KEY"
+
+# Viewer login (docs/access.md): the [auth] section `otel-inputs view` writes for st.login (OIDC).
+ENV_AUTH_METADATA_URL = "OTEL_INPUTS_AUTH_METADATA_URL"
+ENV_AUTH_CLIENT_ID = "OTEL_INPUTS_AUTH_CLIENT_ID"
+ENV_AUTH_CLIENT_SECRET = "OTEL_INPUTS_AUTH_CLIENT_SECRET"
+ENV_AUTH_COOKIE_SECRET = "OTEL_INPUTS_AUTH_COOKIE_SECRET"
+ENV_AUTH_REDIRECT_URI = "OTEL_INPUTS_AUTH_REDIRECT_URI"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,13 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
-def serve_viewer(db: Path, store: Path, log: Path, *, start_timeout_s: float = 60) -> Iterator[str]:
+def serve_viewer(db: Path, store: Path, log: Path, *, start_timeout_s: float = 60,
+                 extra_args: Sequence[str] = (), env: dict[str, str] | None = None) -> Iterator[str]:
     """Serve ``db``/``store`` until Streamlit's health check answers; yield the base URL; always stop the group."""
     port = free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "otel_inputs.exporter.cli", "view", "--db", str(db), "--store", str(store),
-                                 "--port", str(port)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                 "--port", str(port), *extra_args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, env=env)
     try:
         deadline = time.monotonic() + start_timeout_s
         while True:

@@ -55,9 +55,12 @@ def url_for(port: int, attempt_id: str | None = None) -> str:
     return base + (f"?attempt={quote(attempt_id, safe='')}" if attempt_id else "")
 
 
-def serve(db: Path, store: Path | None, port: int) -> int:
+def serve(db: Path, store: Path | None, port: int, secrets_path: Path | None = None) -> int:
     """Run the Streamlit server in the foreground until it exits or Ctrl-C; return its exit code."""
-    proc = subprocess.Popen(streamlit_command(port), env=viewer_env(db, store))
+    cmd = streamlit_command(port)
+    if secrets_path is not None:  # only this file: a stray .streamlit/secrets.toml must not configure login
+        cmd += ["--secrets.files", str(secrets_path)]
+    proc = subprocess.Popen(cmd, env=viewer_env(db, store))
     try:
         return proc.wait()
     except KeyboardInterrupt:
@@ -94,23 +97,75 @@ def upgrade_schema(db: Path) -> str | None:
     return None
 
 
+def auth_secrets(port: int, metadata_url: str | None, client_id: str | None, client_secret: str | None,
+                 cookie_secret: str | None, redirect_uri: str | None) -> str | None:
+    """The ``[auth]`` section of Streamlit's secrets for ``st.login`` (OIDC), or ``None`` when login is off."""
+    if not metadata_url:
+        return None
+    if not client_id:
+        raise click.UsageError("--auth-client-id (or OTEL_INPUTS_AUTH_CLIENT_ID) is needed with --auth-metadata-url")
+    import json
+    import secrets as _secrets
+
+    values = {
+        "redirect_uri": redirect_uri or f"http://{HOST}:{port}/oauth2callback",
+        "cookie_secret": cookie_secret or _secrets.token_hex(32),
+        "client_id": client_id,
+        "client_secret": client_secret or "",
+        "server_metadata_url": metadata_url,
+    }
+    # JSON strings are valid TOML basic strings (both escape quotes, backslashes and controls).
+    return "[auth]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
+
+
+def write_secrets(text: str) -> Path:
+    """Write the secrets to a private file (mode 0600 in a 0700 directory) for ``--secrets.files``."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="otel-inputs-view-"))
+    path = folder / "secrets.toml"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return path
+
+
 @click.command("view")
 @click.option("--db", "db", type=click.Path(path_type=Path), envvar=names.ENV_DB, required=True,
               help="DuckDB file written by the exporter (or OTEL_INPUTS_DB).")
 @click.option("--store", "store", type=click.Path(path_type=Path), envvar=names.ENV_STORE, default=None,
               help="Artifact store directory, for previews (or OTEL_INPUTS_STORE).")
 @click.option("--port", type=int, default=8501, show_default=True, help="Port on 127.0.0.1; 0 picks a free one.")
-def view(db: Path, store: Path | None, port: int) -> None:
+@click.option("--auth-metadata-url", envvar=names.ENV_AUTH_METADATA_URL, default=None,
+              help="OpenID Connect discovery URL (.../.well-known/openid-configuration): viewers log in with it.")
+@click.option("--auth-client-id", envvar=names.ENV_AUTH_CLIENT_ID, default=None, help="OIDC client id.")
+@click.option("--auth-client-secret", envvar=names.ENV_AUTH_CLIENT_SECRET, default=None,
+              help="OIDC client secret (prefer the environment variable).")
+@click.option("--auth-cookie-secret", envvar=names.ENV_AUTH_COOKIE_SECRET, default=None,
+              help="Secret signing the login cookie; random per start when not given.")
+@click.option("--auth-redirect-uri", envvar=names.ENV_AUTH_REDIRECT_URI, default=None,
+              help="Redirect URI registered at the provider; default http://127.0.0.1:PORT/oauth2callback.")
+def view(db: Path, store: Path | None, port: int, auth_metadata_url: str | None, auth_client_id: str | None,
+         auth_client_secret: str | None, auth_cookie_secret: str | None, auth_redirect_uri: str | None) -> None:
     """Serve the review app for DB (and STORE) on 127.0.0.1."""
     port = port or free_port()
+    secrets_text = auth_secrets(port, auth_metadata_url, auth_client_id, auth_client_secret, auth_cookie_secret,
+                                auth_redirect_uri)
     try:
         warning = upgrade_schema(db)
     except Exception as exc:  # SchemaError: a newer or foreign schema, say so plainly
         raise click.ClickException(str(exc)) from exc
     if warning:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(f"otel-inputs viewer on {url_for(port)} (database {db}, store {store or 'not set'})")
-    sys.exit(serve(db, store, port))
+    secrets_path = write_secrets(secrets_text) if secrets_text else None
+    login = "OIDC login required" if secrets_path else "viewer is the OS user"
+    click.echo(f"otel-inputs viewer on {url_for(port)} (database {db}, store {store or 'not set'}; {login})")
+    try:
+        sys.exit(serve(db, store, port, secrets_path))
+    finally:
+        if secrets_path is not None:
+            secrets_path.unlink(missing_ok=True)
+            secrets_path.parent.rmdir()
 
 
 @click.command("demo")
@@ -136,4 +191,60 @@ def demo(out: Path, no_serve: bool, port: int) -> None:
     sys.exit(serve(paths.db_path, paths.store_path, port))
 
 
-COMMANDS = (view, demo)
+class _BundleGroup(click.Group):
+    """``bundle ATTEMPT -o FILE`` creates; ``bundle verify FILE`` checks (``create`` is the default)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["create", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group("bundle", cls=_BundleGroup)
+def bundle_group() -> None:
+    """Export one attempt as an evidence bundle (a tar with a SHA-256 manifest), or verify one."""
+
+
+@bundle_group.command("create")
+@click.argument("attempt_id")
+@click.option("-o", "--output", "output", type=click.Path(path_type=Path, dir_okay=False), required=True,
+              help="Archive to write (a tar).")
+@click.option("--db", "db", type=click.Path(path_type=Path), envvar=names.ENV_DB, required=True,
+              help="DuckDB file written by the exporter (or OTEL_INPUTS_DB).")
+@click.option("--store", "store", type=click.Path(path_type=Path), envvar=names.ENV_STORE, default=None,
+              help="Artifact store directory (or OTEL_INPUTS_STORE); without it no bytes are included.")
+def bundle_create(attempt_id: str, output: Path, db: Path, store: Path | None) -> None:
+    """Write ATTEMPT_ID's rows, snapshots and exchange parts, as this user may see them, to OUTPUT."""
+    from otel_inputs.viewer._bundle import BundleRefused, write_bundle_file
+    from otel_inputs.viewer._queries import DbUnavailable
+
+    try:
+        report = write_bundle_file(output, db, store, attempt_id)
+    except (BundleRefused, DbUnavailable) as exc:
+        raise click.ClickException(f"no bundle written: {exc}") from exc
+    included = sum(1 for s in report.snapshots + report.parts if s.get("status") == "included")
+    listed = len(report.snapshots) + len(report.parts) - included
+    click.echo(f"wrote {output}: {len(report.members)} member(s), {included} byte stream(s) included, "
+               f"{listed} listed without bytes, {len(report.withheld)} field(s) withheld")
+    click.echo(f"manifest sha256 {report.manifest_sha256}")
+
+
+@bundle_group.command("verify")
+@click.argument("archive", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+def bundle_verify(archive: Path) -> None:
+    """Check ARCHIVE offline: every member listed once, sizes and SHA-256 match, no unsafe names."""
+    import hashlib
+
+    from otel_inputs.viewer._bundle import MANIFEST, BundleInvalid, verify_bundle
+
+    try:
+        manifest = verify_bundle(archive)
+    except BundleInvalid as exc:
+        for problem in exc.problems:
+            click.echo(f"error: {problem}", err=True)
+        raise click.ClickException(f"{archive} does not verify ({len(exc.problems)} problem(s))") from exc
+    click.echo(f"{archive}: OK, attempt {manifest.get('attempt_id')}, {len(manifest['members'])} member(s) verified "
+               f"(plus {MANIFEST})")
+
+
+COMMANDS = (view, demo, bundle_group)

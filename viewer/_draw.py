@@ -140,7 +140,7 @@ def _dispatch(p: PanelModel, ev: Evidence, key: str, con: Any, open_attempt: Cal
     _parts(d.parts, ev, key)
     with st.expander("Exact current user message"):
         if d.current_message is None:
-            st.text("The exact current message was not recorded.")
+            st.text(p.messages.withheld or "The exact current message was not recorded.")
         else:
             st.code(d.current_message, language=None, wrap_lines=True)
 
@@ -183,12 +183,12 @@ def _messages(p: PanelModel) -> None:
     with st.expander("Show the exact system and user messages"):
         st.text("System message")
         if s.system is None:
-            st.text("not recorded")
+            st.text("withheld" if s.withheld else "not recorded")
         else:
             st.code(s.system, language=None, wrap_lines=True)
         st.text("User message")
         if s.user is None:
-            st.text("not recorded")
+            st.text("withheld" if s.withheld else "not recorded")
         else:
             st.code(s.user, language=None, wrap_lines=True)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from otel_inputs import names
 from otel_inputs.types import CaptureDecision, Coverage, DeliveryMode, SendKind, TaskSourceKind
+from otel_inputs.viewer._access import withheld_of
 from otel_inputs.viewer._changes import ChangesModel, compute_changes
 from otel_inputs.viewer._format import (
     NOT_RECORDED,
@@ -184,6 +185,7 @@ class MessagesSection:
     system: str | None
     user: str | None
     notes: tuple[str, ...]
+    withheld: str | None = None  # why the messages are not shown to this viewer (purge, revocation)
     title: str = SECTION_TITLES[5]
     source: str = "from the attempt span"
     """Where the messages were taken from ("taken from the first model call", ...)."""
@@ -276,7 +278,7 @@ def _part_persistence(p: PartRecord) -> str:
     return f"{at_submit} (as recorded at submit; no store receipt: {p.receipt_outcome})"
 
 
-def part_row(p: PartRecord, index: int) -> PartRow:
+def part_row(p: PartRecord, index: int, withheld: str | None = None) -> PartRow:
     capture = value_text(p.capture, missing=UNKNOWN).replace("_", " ")
     if p.capture not in (None, "captured"):
         capture += f" ({reason_text(p.reason) if p.reason else 'reason not recorded'})"
@@ -290,13 +292,13 @@ def part_row(p: PartRecord, index: int) -> PartRow:
         persistence=_part_persistence(p),
         size=size_text(p.size_bytes),
         sha256=value_text(p.sha256, missing=UNKNOWN),
-        detail=p.detail or p.row_problem,
-        content_offered=p.capture in ("captured", "truncated"),
+        detail=withheld or p.detail or p.row_problem,
+        content_offered=p.capture in ("captured", "truncated") and withheld is None,
         record=p,
     )
 
 
-def parts_model(parts: tuple[PartRecord, ...]) -> PartsModel:
+def parts_model(parts: tuple[PartRecord, ...], withheld: str | None = None) -> PartsModel:
     if not parts:
         return PartsModel((), (PARTS_NOT_RECORDED,))
     notes: list[str] = []
@@ -304,7 +306,7 @@ def parts_model(parts: tuple[PartRecord, ...]) -> PartsModel:
     for name, title in PART_TITLES.items():
         if name not in present:
             notes.append(f"{title}: not recorded for this attempt (unknown, not empty).")
-    return PartsModel(tuple(part_row(p, i) for i, p in enumerate(parts)), tuple(notes))
+    return PartsModel(tuple(part_row(p, i, withheld) for i, p in enumerate(parts)), tuple(notes))
 
 
 def item_row(item: InputRecord, change: str | None = None, read: str | None = None) -> ItemRow:
@@ -399,7 +401,7 @@ def _task_section(bundle: AttemptBundle, prior: PriorTurns) -> TaskSection:
     a = bundle.attempt
     if a.is_legacy:
         lt = legacy_task(a, prior, bundle.recovery_prompts)
-        notes = [names.SENTENCE_LEGACY_TASK, lt.note]
+        notes = [names.SENTENCE_LEGACY_TASK, lt.note] + [n for n in (withheld_of(bundle).task,) if n]
         provenance = [("Source", "derived from the exact user message" if lt.derived else "the exact user message")]
         if lt.template:
             provenance.append(("Known template", lt.template))
@@ -417,7 +419,9 @@ def _task_section(bundle: AttemptBundle, prior: PriorTurns) -> TaskSection:
     provenance.append(("Size", size_text(a.task_size_bytes)))
     provenance.append(("SHA-256", value_text(a.task_sha256, missing=UNKNOWN)))
     notes: list[str] = []
-    if a.task_prompt is None:
+    if a.task_prompt is None and withheld_of(bundle).task:
+        notes.append(withheld_of(bundle).task)
+    elif a.task_prompt is None:
         notes.append(
             "The task text was not captured for this attempt "
             f"(capture decision: {value_text(a.capture_decision)}; reason: {reason_text(a.capture_gap_reason)}). "
@@ -453,7 +457,7 @@ def _dispatch_section(bundle: AttemptBundle, by_mode: dict[str | None, ItemGroup
         groups=_groups(by_mode, DeliveryMode.INLINE.value),
         current_message=a.user_prompt,
         notes=tuple(notes),
-        parts=parts_model(bundle.parts),
+        parts=parts_model(bundle.parts, withheld_of(bundle).parts),
     )
 
 
@@ -533,7 +537,7 @@ def build_panel(bundle: AttemptBundle, read_tools: ReadTools | None = None) -> P
     for item in bundle.inputs:
         finding = find_reads(item, bundle.steps, read_tools)
         if finding is not None:
-            reads[item.input_id] = finding.text
+            reads[item.input_id] = withheld_of(bundle).read_text(item.input_id) or finding.text
     by_mode = group_items(bundle.inputs, marks, reads)
     cov = coverage_model(a, bundle.inputs)
     files_notes: list[str] = []
@@ -560,7 +564,9 @@ def build_panel(bundle: AttemptBundle, read_tools: ReadTools | None = None) -> P
     )
     msgs = exact_messages(a, bundle.messages)
     msg_notes: tuple[str, ...] = (msgs.note,) if msgs.note else ()
-    if msgs.system is None and msgs.user is None:
+    if withheld_of(bundle).messages:
+        msg_notes = (withheld_of(bundle).messages,)
+    elif msgs.system is None and msgs.user is None:
         msg_notes += (
             "The exact messages were not captured "
             f"({reason_text(a.capture_gap_reason) if a.capture_gap_reason else 'not recorded'}).",
@@ -573,10 +579,11 @@ def build_panel(bundle: AttemptBundle, read_tools: ReadTools | None = None) -> P
         inherited=_inherited_section(bundle, by_mode, prior),
         files=FilesSection(files_groups, changes, tuple(files_notes)),
         attachments=_attachments_section(a, by_mode),
-        messages=MessagesSection(msgs.system, msgs.user, msg_notes, source=msgs.source),
+        messages=MessagesSection(msgs.system, msgs.user, msg_notes, source=msgs.source,
+                                 withheld=withheld_of(bundle).messages),
         is_legacy=a.is_legacy,
         header=header_model(bundle, cov),
-        steps=steps_section(bundle.steps),
+        steps=steps_section(bundle.steps, withheld_of(bundle).tool_arguments),
         read_tools_problem=read_tools.problem,
         record=a,
     )

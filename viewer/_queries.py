@@ -272,6 +272,7 @@ class AttemptBundle:
     """The C2 row when the database has one for this attempt; else the attempt row's own messages."""
     operation: tuple[RetryMember, ...] = ()
     """The physical attempts of this attempt's logical operation, in time order (itself included)."""
+    withheld: Any = None  # set by otel_inputs.viewer._access.Access.gate: what this viewer may not see
 
 
 @dataclass(frozen=True)
@@ -712,6 +713,7 @@ class ElsewhereRow:
     label: str | None
     source_path: str | None
     sha256: str | None
+    input_id: str | None = None  # lets the access layer tell which input of that attempt was purged
 
 
 @dataclass(frozen=True)
@@ -732,7 +734,7 @@ def where_else(con: duckdb.DuckDBPyConnection, *, sha256: str | None = None, sou
     # Two steps: the (few) matching input rows by a column scan, then their attempts by the unique
     # attempt_id index; a join would scan every attempt row instead.
     hits = con.execute(
-        f"SELECT attempt_id, seq, label, source_path, sha256, count(*) OVER () FROM agent_attempt_inputs "
+        f"SELECT attempt_id, seq, label, source_path, sha256, input_id, count(*) OVER () FROM agent_attempt_inputs "
         f"WHERE {column} = ? AND attempt_id IS DISTINCT FROM ? ORDER BY attempt_started_at DESC NULLS LAST, "
         "attempt_id, seq LIMIT ?",
         [value, exclude_attempt, limit],
@@ -747,7 +749,7 @@ def where_else(con: duckdb.DuckDBPyConnection, *, sha256: str | None = None, sou
             "WHERE attempt_id IN (SELECT unnest(?::VARCHAR[]))", [ids]).fetchall()
     }
     rows = tuple(
-        ElsewhereRow(h[0], *meta.get(h[0], (None, None, None)), h[1], h[2], h[3], h[4]) for h in hits
+        ElsewhereRow(h[0], *meta.get(h[0], (None, None, None)), h[1], h[2], h[3], h[4], h[5]) for h in hits
     )
     return Elsewhere(rows, int(hits[0][-1]))
 

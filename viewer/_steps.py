@@ -87,7 +87,7 @@ def _sum(values: list[int | None]) -> str:
     return total if len(known) == len(values) else f"at least {total}"
 
 
-def steps_section(steps: tuple[StepRecord, ...] | None) -> StepsSection:
+def steps_section(steps: tuple[StepRecord, ...] | None, withheld: str | None = None) -> StepsSection:
     if steps is None:
         return StepsSection(False, (), NOT_RECORDED, (STEPS_TABLE_MISSING,))
     if not steps:
@@ -97,7 +97,9 @@ def steps_section(steps: tuple[StepRecord, ...] | None) -> StepsSection:
     summary = (f"{len(models)} model call(s), {len(tools)} tool call(s), {len(steps) - len(models) - len(tools)} other; "
                f"tokens {_sum([s.input_tokens for s in models])} in / {_sum([s.output_tokens for s in models])} out")
     notes: list[str] = []
-    if tools and all(s.tool_arguments is None for s in tools):
+    if withheld and tools:
+        notes.append(withheld)  # the access layer withheld them (otel_inputs.viewer._access)
+    elif tools and all(s.tool_arguments is None for s in tools):
         notes.append("Tool arguments were not recorded (message content was not admitted for these spans).")
     return StepsSection(True, tuple(step_row(s) for s in steps), summary, tuple(notes))
 

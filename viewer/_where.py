@@ -49,10 +49,18 @@ def _item(r: ElsewhereRow) -> ElsewhereItem:
 
 
 def _listing(con: duckdb.DuckDBPyConnection, what: str, **kw: str | None) -> ElsewhereList:
+    from otel_inputs.viewer._access import page_access
+
     found = where_else(con, **kw)
-    rows = tuple(_item(r) for r in found.rows)
-    if not found.total:
-        return ElsewhereList((), 0, f"No other attempt had {what}.")
+    access = page_access()
+    visible, hidden = access.gate_foreign(found.rows)  # runs this viewer may not see are left out
+    rows = tuple(_item(r) for r in visible)
+    total = found.total if access.sees_all else len(rows)
+    if not total:
+        return ElsewhereList((), 0, f"No other attempt you may see had {what}." if hidden or not access.sees_all
+                             else f"No other attempt had {what}.")
+    if not access.sees_all:  # a total over all runs would count runs this viewer may not see
+        return ElsewhereList(rows, total, f"{total} input(s) of other attempts you may see had {what}.")
     more = f" (showing the newest {len(rows)})" if found.total > len(rows) else ""
     return ElsewhereList(rows, found.total, f"{found.total} input(s) of other attempts had {what}{more}.")
 
@@ -102,9 +110,12 @@ def task_drift(con: duckdb.DuckDBPyConnection, attempt: AttemptRecord, inputs: t
     """The runs that used ``attempt``'s task SHA-256, each with how its first attempt's inputs differed."""
     if not attempt.task_sha256:
         return ()
+    from otel_inputs.viewer._access import page_access
+
     mine = _files(inputs)
     out = []
-    for tr in task_runs(con, attempt.task_sha256, limit=limit):
+    runs = page_access().visible(task_runs(con, attempt.task_sha256, limit=limit))  # runs it may see only
+    for tr in runs:
         if tr.first_attempt_id == attempt.attempt_id:
             theirs = mine
         else:

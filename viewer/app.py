@@ -16,6 +16,7 @@ import streamlit as st
 from otel_inputs import names
 from otel_inputs.viewer import _charts as charts
 from otel_inputs.viewer import _queries as q
+from otel_inputs.viewer._access import Access, current_access, login_gate, logout_button, viewer_identity
 from otel_inputs.viewer._draw import draw_panel, note
 from otel_inputs.viewer._evidence import Evidence, budget_usage, open_evidence, overlay_store
 from otel_inputs.viewer._format import NOT_RECORDED, count_text, size_text, status_text, time_text, value_text
@@ -37,7 +38,12 @@ def _store() -> str | None:
 
 def _evidence() -> Evidence:
     """This refresh's reader: the viewer's identity and the environment's access policy."""
-    return open_evidence(_store())
+    return open_evidence(_store(), viewer_identity())
+
+
+def _access() -> Access:
+    """This refresh's access decisions (identity, policy, purge, revocation), asked anew each time."""
+    return current_access(_store())
 
 
 def open_attempt(attempt_id: str) -> None:
@@ -74,9 +80,11 @@ def _health(con: Any) -> None:
 
 def _runs_page(con: Any) -> None:
     st.header("Runs")
-    runs = q.list_runs(con, limit=200)
+    runs, hidden = _access().visible_pages(lambda limit, offset: q.list_runs(con, limit=limit, offset=offset), 200)
+    if hidden:
+        st.text("Runs that the access policy does not let you see are not listed.")
     if not runs:
-        st.text("No attempts recorded yet.")
+        st.text("No attempts recorded yet." if not hidden else "No run is visible to you.")
         return
     table = [
         {"run": r.run_id if r.run_id is not None else "(no run id)", "attempts": r.attempts,
@@ -107,6 +115,10 @@ def _choice(label: str, values: tuple[str | None, ...], key: str) -> str | None:
 def _run_page(con: Any, run_id: str | None) -> None:
     if st.button("← All runs", key="home"):
         go_home()
+    access = _access()
+    if not access.run_allowed(run_id):
+        note(access.denial(), "error")
+        return
     st.header("Run")
     st.text(run_id if run_id is not None else "(no run id)")
     facets = q.run_facets(con, run_id)
@@ -229,11 +241,31 @@ def _drawer(con: Any, attempt_id: str) -> None:
 
 def _draw_attempt(con: Any, bundle: q.AttemptBundle, *, key: str) -> None:
     """The shared panel, with the store's current status and part receipts laid over the rows."""
+    access = _access()
+    if not access.run_allowed(bundle.attempt.run_id):  # before the store is asked anything about it
+        note(access.denial(), "error")
+        return
     ev = _evidence()
     bundle, notes = overlay_store(bundle, ev)
+    bundle = access.gate(bundle)
     for n in notes:
         st.text(n)
     draw_panel(build_panel(bundle), ev, key=key, open_attempt=open_attempt, con=con)
+    _bundle_button(bundle.attempt.attempt_id, access, key)
+
+
+def _bundle_button(attempt_id: str, access: Access, key: str) -> None:
+    """The evidence bundle of this attempt, built only on click and decided afresh for this viewer."""
+    from otel_inputs.viewer._bundle import bundle_bytes
+
+    db = _db()
+    if not db:
+        return
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in attempt_id)[:80]
+    st.download_button("Download evidence bundle (tar with SHA-256 manifest)",
+                       data=lambda: bundle_bytes(db, _store(), attempt_id, access.viewer),
+                       file_name=f"evidence-{safe}.tar", mime="application/x-tar", key=f"{key}:bundle",
+                       on_click="ignore")
 
 
 def _attempt_page(con: Any, attempt_id: str) -> None:
@@ -273,6 +305,8 @@ def _body() -> None:
 
 def main() -> None:
     st.set_page_config(page_title="otel-inputs review", layout="wide", initial_sidebar_state="collapsed")
+    if not login_gate():  # login configured and nobody logged in: nothing else is drawn
+        return
     # A static style only (no recorded string ever reaches HTML): less empty space above the page.
     st.html("<style>.stMainBlockContainer, .block-container {padding-top: 1.5rem;}</style>")
     with st.sidebar:
@@ -282,6 +316,7 @@ def main() -> None:
         db, store = _db(), _store()
         st.text(f"Database: {Path(db).name if db else 'not set'}\n"
                 f"Store: {'configured' if store else 'not set'}\nViewing as: {_evidence().viewer}")
+        logout_button()
         choice = st.selectbox("Live refresh", list(REFRESH_CHOICES), index=2, key="refresh")
         jump = st.text_input("Open attempt by id", key="jump")
         if st.button("Open", key="jump_go") and jump.strip():

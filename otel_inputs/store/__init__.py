@@ -8,12 +8,21 @@ from __future__ import annotations
 
 from otel_inputs.store._errors import ReadbackError, StoreCleanupError, StoreError, StoreWriteError
 from otel_inputs.store._part_readback import PARTS_DIR, read_part, read_part_receipt
-from otel_inputs.store._purge import PurgeReport, delete_run, purge, reapply_tombstones, reconcile_store
+from otel_inputs.store._purge import (
+    PurgeReport,
+    PurgeState,
+    delete_run,
+    purge,
+    purge_state,
+    reapply_tombstones,
+    reconcile_store,
+)
 from otel_inputs.store._readback import (
     AccessPolicy,
     EvidenceReader,
     PolicyError,
     ReadResult,
+    Revocation,
     RevocationList,
     current_viewer,
     revoke_source,
@@ -39,11 +48,13 @@ __all__ = [
     "GcReport",
     "PolicyError",
     "PurgeReport",
+    "PurgeState",
     "ReadResult",
     "ReadbackError",
     "ReadbackOutcome",
     "RetentionGate",
     "RetentionPolicy",
+    "Revocation",
     "RevocationList",
     "StagedBlob",
     "StoreCleanupError",
@@ -56,6 +67,7 @@ __all__ = [
     "delete_run",
     "parse_size",
     "purge",
+    "purge_state",
     "read_part",
     "read_part_receipt",
     "reapply_tombstones",

@@ -167,6 +167,66 @@ def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str 
     return report
 
 
+@dataclass(frozen=True)
+class PurgeState:
+    """What the tombstones say about one attempt: purged as a whole (when), and which inputs (when)."""
+
+    attempt_purged_at_ns: int | None = None
+    inputs_purged_at_ns: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def attempt_purged(self) -> bool:
+        return self.attempt_purged_at_ns is not None
+
+    def input_purged_at_ns(self, input_id: str) -> int | None:
+        """When this input was purged (by its attempt's purge or its own), else ``None``."""
+        if self.attempt_purged_at_ns is not None:
+            return self.attempt_purged_at_ns
+        return self.inputs_purged_at_ns.get(input_id)
+
+
+_PurgeIndex = tuple[dict[str, int], dict[str, dict[str, int]]]
+_purge_index_cache: dict[str, tuple[tuple[str, ...], _PurgeIndex]] = {}
+
+
+def _purge_index(store: ArtifactStore) -> _PurgeIndex:
+    """Attempt -> first purge time, and attempt -> input -> first purge time, over every tombstone.
+
+    Re-read whenever the set of tombstone files changes (tombstones are written once, never edited),
+    so each call reflects every purge committed before it.
+    """
+    try:
+        names = tuple(sorted(n for n in os.listdir(store.tombstones_dir) if n.endswith(".json")))
+    except FileNotFoundError:
+        return {}, {}
+    key = str(store.tombstones_dir)
+    cached = _purge_index_cache.get(key)
+    if cached is not None and cached[0] == names:
+        return cached[1]
+    attempts: dict[str, int] = {}
+    inputs: dict[str, dict[str, int]] = {}
+    for name in names:  # in creation order: the first purge of a target gives its time
+        try:
+            with open(store.tombstones_dir / name, "rb") as fh:
+                body = json.loads(fh.read())
+        except (OSError, ValueError):
+            continue  # a torn tombstone was never acted on: purge writes it before any change
+        at = body.get("created_at_ns") if isinstance(body.get("created_at_ns"), int) else 0
+        for attempt_id in body.get("attempts", ()):
+            attempts.setdefault(attempt_id, at)
+        for pair in body.get("inputs", ()):
+            if len(pair) == 2:
+                inputs.setdefault(pair[0], {}).setdefault(pair[1], at)
+    _purge_index_cache[key] = (names, (attempts, inputs))
+    return attempts, inputs
+
+
+def purge_state(store: ArtifactStore, attempt_id: str) -> PurgeState:
+    """The purge facts of ``attempt_id`` from the tombstones (the authority that outlives manifests)."""
+    attempts, inputs = _purge_index(store)
+    return PurgeState(attempts.get(attempt_id), dict(inputs.get(attempt_id, {})))
+
+
 def delete_run(store: ArtifactStore, run_id: str) -> PurgeReport:
     """Explicit run deletion: tombstone, then remove the run's manifests and unreferenced bytes."""
     report = purge(store, run_id=run_id)

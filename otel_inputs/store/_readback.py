@@ -27,6 +27,7 @@ import fnmatch
 import getpass
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,9 +91,19 @@ class AccessPolicy:
 
 
 @dataclass(frozen=True)
+class Revocation:
+    """One entry of the revocation list: the revoked source path or digest, why, and when."""
+
+    what: str
+    reason: str = ""
+    revoked_at_ns: int | None = None  # None: revoked before the list recorded times
+
+
+@dataclass(frozen=True)
 class RevocationList:
     paths: tuple[str, ...] = ()
     digests: frozenset[str] = frozenset()
+    entries: tuple[Revocation, ...] = ()
 
     @classmethod
     def load(cls, store: ArtifactStore, path: str | os.PathLike[str] | None = None) -> RevocationList:
@@ -105,11 +116,31 @@ class RevocationList:
             raise PolicyError(f"revocation list {path} is unreadable: {exc.strerror}") from exc
         try:
             body = json.loads(raw)
-            paths = tuple(canonical_path(str(s["path"])) for s in body.get("sources", ()))
-            digests = frozenset(str(d).lower() for d in body.get("sha256", ()))
+            sources = [(canonical_path(str(s["path"])), s) for s in body.get("sources", ())]
+            paths = tuple(p for p, _ in sources)
+            raw_digests = list(body.get("sha256", ()))
+            digests = frozenset((str(d["sha256"]) if isinstance(d, dict) else str(d)).lower() for d in raw_digests)
+            entries = tuple(Revocation(p, str(s.get("reason") or ""), _ns(s.get("revoked_at_ns"))) for p, s in sources)
+            entries += tuple(Revocation(str(d["sha256"]).lower(), str(d.get("reason") or ""), _ns(d.get("revoked_at_ns")))
+                             if isinstance(d, dict) else Revocation(str(d).lower()) for d in raw_digests)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise PolicyError(f"revocation list {path} is malformed: {exc}") from exc
-        return cls(paths, digests)
+        return cls(paths, digests, entries)
+
+    def match(self, item: dict[str, Any]) -> Revocation | None:
+        """The entry that revokes ``item`` (by digest first, then by source path), else ``None``."""
+        if not self.revoked(item):
+            return None
+        digest = item.get("sha256")
+        src = safe_text(item["source_path"]) if isinstance(item.get("source_path"), str) else None
+        for entry in self.entries:
+            if entry.what == digest:
+                return entry
+        if isinstance(src, str):
+            for entry in self.entries:
+                if src == entry.what or src.startswith(entry.what.rstrip("/") + "/"):
+                    return entry
+        return Revocation(str(digest or src))
 
     def revoked(self, item: dict[str, Any]) -> bool:
         if item.get("sha256") in self.digests:
@@ -121,14 +152,19 @@ class RevocationList:
         return any(src == p or src.startswith(p.rstrip("/") + "/") for p in self.paths)
 
 
+def _ns(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def revoke_source(store: ArtifactStore, path: str, reason: str = "") -> Path:
-    """Append a source to the store's revocation list (atomically)."""
+    """Append a source to the store's revocation list (atomically), with the time of revocation."""
     target = store.root / "revocations.json"
     try:
         body = json.loads(target.read_text(encoding="utf-8"))
     except FileNotFoundError:
         body = {"sources": [], "sha256": []}
-    body.setdefault("sources", []).append({"path": canonical_path(path), "reason": reason})
+    body.setdefault("sources", []).append({"path": canonical_path(path), "reason": reason,
+                                          "revoked_at_ns": time.time_ns()})
     tmp = target.with_suffix(".tmp")
     tmp.write_text(json.dumps(body, indent=2), encoding="utf-8")
     os.replace(tmp, target)

@@ -257,10 +257,18 @@ def test_sec_hostile_labels_and_paths_render_literally_in_the_app(fx: SecFixture
     at.query_params["attempt"] = fx.main
     at.run()
     assert not at.exception, at.exception
-    texts = "\n".join(t.value for t in at.text)
-    assert HOSTILE_LABEL in texts
-    assert HOSTILE_FILE in texts  # the label
-    assert f"path {fx.ctx / HOSTILE_FILE}" in texts  # the path
+    cells = [str(v) for df in at.dataframe for v in df.value.to_numpy().ravel()]
+    assert HOSTILE_LABEL in cells and HOSTILE_FILE in cells  # table cells are plain text
+    items = fx.inputs(fx.main)
+    texts = []
+    for label in (HOSTILE_LABEL, HOSTILE_FILE):  # each item's details beside its table, opened by the chooser
+        item = items[label]
+        at.selectbox(key=f"page:grp:{item.delivery_mode}:item").set_value(item.input_id).run()
+        assert not at.exception, at.exception
+        texts.append("\n".join(t.value for t in at.text))
+    assert f"#{items[HOSTILE_LABEL].seq}  {HOSTILE_LABEL}" in texts[0]
+    assert f"#{items[HOSTILE_FILE].seq}  {HOSTILE_FILE}" in texts[1]  # the label
+    assert f"path {fx.ctx / HOSTILE_FILE}" in texts[1]  # the path
     for m in at.markdown:
         assert "<img" not in m.value and "javascript:" not in m.value and "**bold**" not in m.value, m.value
 
@@ -290,8 +298,9 @@ def test_sec_extreme_aspect_image_preview_does_not_crash_the_page(tmp_path: Path
     at.query_params["attempt"] = "wide-1"
     at.run()
     assert not at.exception
-    at.toggle(key=f"page:pv:{item.input_id}").set_value(True).run()
+    at.selectbox(key=f"page:grp:{item.delivery_mode}:item").set_value(item.input_id).run()
     assert not at.exception, at.exception[0].message
+    assert any(t.value.startswith(("Preview of #", "Preview refused")) for t in at.text)
 
 
 # ------------------------------------------------------------------------------------------
@@ -488,20 +497,25 @@ def _open_attempt(page, served: Served, attempt_id: str) -> None:  # noqa: ANN00
     page.get_by_text("1. Task instructions").first.wait_for(state="visible", timeout=45_000)
 
 
-def _open_previews(page, max_toggles: int = 12) -> int:  # noqa: ANN001
-    """Open up to ``max_toggles`` previews of the attempt page; return how many were opened."""
+def _choose_item(page, item: q.InputRecord) -> None:  # noqa: ANN001
+    """Open ``item`` beside its group's table with the keyboard chooser (options read "#<seq>  <label>")."""
+    page.get_by_label(f"Open an item ({names.DELIVERY_LABELS[item.delivery_mode].lower()})").first.click()
+    page.keyboard.type(f"#{item.seq}  ")
+    page.keyboard.press("Enter")
+
+
+def _open_previews(page, items: dict[str, q.InputRecord], max_items: int = 12) -> int:  # noqa: ANN001
+    """Open up to ``max_items`` previewable items of the attempt page; return how many previews answered."""
     page.get_by_text("6. Exact model messages").first.wait_for(state="visible", timeout=45_000)
-    page.get_by_text(re.compile(r"^Preview #\d+$")).first.wait_for(state="visible", timeout=45_000)
     opened = 0
-    for seq in range(40):
-        toggle = page.get_by_text(f"Preview #{seq}", exact=True)
-        if toggle.count() == 0:
+    for item in sorted(items.values(), key=lambda i: i.seq):
+        if item.preview_kind not in ("text", "image") or item.delivery_mode not in names.DELIVERY_LABELS:
             continue
-        toggle.first.click()
-        page.get_by_text(f"Preview of #{seq}:", exact=False).or_(page.get_by_text("Preview refused", exact=False)) \
-            .first.wait_for(state="visible", timeout=30_000)
+        _choose_item(page, item)
+        page.get_by_text(f"Preview of #{item.seq}:", exact=False).or_(page.get_by_text("Preview refused", exact=False)) \
+            .or_(page.get_by_text("Unavailable:", exact=False)).first.wait_for(state="visible", timeout=30_000)
         opened += 1
-        if opened >= max_toggles:
+        if opened >= max_items:
             break
     page.wait_for_timeout(1000)
     return opened
@@ -520,7 +534,7 @@ def _pages_html(page, served: Served) -> list[tuple[str, str]]:  # noqa: ANN001
     out.append(("run", page.content()))
     for attempt_id in (served.demo_attempt, served.fx.main):
         _open_attempt(page, served, attempt_id)
-        assert _open_previews(page) > 0
+        assert _open_previews(page, served.fx.inputs(attempt_id)) > 0
         out.append((attempt_id, page.content()))
     return out
 
@@ -576,11 +590,12 @@ def test_sec_served_polyglot_bytes_are_a_clean_image(browser_page, served: Serve
     page = browser_page
     _open_attempt(page, served, served.fx.main)
     items = served.fx.inputs(served.fx.main)
+    _choose_item(page, items[HOSTILE_LABEL])
     page.get_by_text(f"#{items[HOSTILE_LABEL].seq}  {HOSTILE_LABEL}").first.wait_for(state="visible", timeout=30_000)
     for label, original in (("polyglot.png", PNG_HTML_POLYGLOT), ("gifjs.gif", gif_js_polyglot())):
         seq = items[label].seq
         before = _image_srcs(page)
-        page.get_by_text(f"Preview #{seq}", exact=True).click()
+        _choose_item(page, items[label])
         page.get_by_text(f"Preview of #{seq}:", exact=False).wait_for(state="visible", timeout=30_000)
         body = _new_served_image(page, served, before)
         # Streamlit may re-encode our PNG once more (e.g. to JPEG); either way it is a fresh image.

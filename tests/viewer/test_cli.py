@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_commands_are_registered_and_bind_loopback_only() -> None:
-    """The click group gets `view` and `demo`, and the server command binds 127.0.0.1 headless."""
-    assert [c.name for c in COMMANDS] == ["view", "demo"]
+    """The click group gets `view`, `demo` and `bundle`, and the server command binds 127.0.0.1 headless."""
+    assert [c.name for c in COMMANDS] == ["view", "demo", "bundle"]
     cmd = streamlit_command(8765)
     assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1"
     assert cmd[cmd.index("--server.headless") + 1] == "true"

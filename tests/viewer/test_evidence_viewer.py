@@ -16,6 +16,7 @@ from otel_inputs.names import ENV_STORE_BUDGET as ENV_BUDGET
 from otel_inputs.store import ArtifactStore, current_viewer, purge, revoke_source
 from otel_inputs.store._retention import _evict_attempt
 from otel_inputs.viewer import _evidence
+from otel_inputs.viewer._format import md_escape
 from otel_inputs.viewer._panel import PARTS_NOT_RECORDED
 from otel_inputs.viewer._queries import get_inputs, load_attempt
 from apptest_helpers import open_item, table, table_cells, texts
@@ -135,16 +136,14 @@ def test_revoked_source_preview_is_refused_although_its_bytes_still_match(small:
 
 def test_access_policy_refuses_previews_and_parts_to_an_unlisted_viewer(
         small: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a deny-by-default policy that does not list the OS user, previews and part content read permission_denied."""
+    """With a deny-by-default policy that does not list the OS user, the attempt page shows only the denial."""
     _policy(tmp_path, monkeypatch, {"someone-else": ["*"]})
     at = run_app(attempt="ev-1")
-    open_item(at, "path_reference", "ev-1-in0")
-    at.toggle(key="page:part:logical_request:0").set_value(True).run()
-    t = texts(at)
     who = current_viewer()
-    assert f"Preview refused: permission_denied ({who} may not read run '{RUN}')" in t
-    assert f"Content refused: permission_denied ({who} may not read run '{RUN}')" in t
-    assert REQUEST.decode() not in [c.value for c in at.code]
+    assert [e.value for e in at.error] == [
+        md_escape(f"permission_denied: the access policy does not let {who} see this run or its attempts.")]
+    assert not at.toggle and not at.code and not at.get("download_button")
+    assert "notes.md" not in "\n".join(texts(at)) and RUN not in "\n".join(texts(at))
 
 
 def test_streamlit_login_identity_is_the_viewer_when_logged_in(
@@ -181,7 +180,9 @@ def test_store_eviction_and_purge_show_over_the_capture_time_status(small: tuple
     sha = store.manifest("ev-1")["items"][0]["sha256"]
     assert f"sha256 {sha}" in t and f"{len(NOTES_V1.encode())} B" in t
     at2 = open_item(run_app(attempt="ev-2"), "path_reference", "ev-2-in0")
-    assert "Unavailable: purged" in texts(at2) and list(table(at2, "artifact")["label"]) == ["spec.md"]
+    # A purged item keeps its row, hash and size; its label and path are withheld (docs/access.md).
+    assert "Unavailable: purged" in texts(at2)
+    assert [lb.startswith("(label withheld: purged at ") for lb in table(at2, "artifact")["label"]] == [True]
 
 
 # -- the usage picture --------------------------------------------------------------------------
