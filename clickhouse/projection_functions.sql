@@ -1,0 +1,103 @@
+-- SQL functions the projection views use (ClickHouse SQL UDFs are server-global, hence the
+-- otel_inputs_ prefix).  Each one mirrors a named Python or DuckDB rule; see docs/clickhouse.md.
+-- Apply before projection.sql:  clickhouse-client --multiquery < clickhouse/projection_functions.sql
+
+-- A present map entry, else NULL (the exporter stores a missing attribute as a missing key).
+CREATE FUNCTION IF NOT EXISTS otel_inputs_attr AS (m, k) -> if(mapContains(m, k), m[k], NULL);
+
+-- exporter/_rows.py _int: a non-negative integer up to hi, else NULL.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_int AS (v, hi) ->
+    if(toInt64OrNull(v) IS NOT NULL AND toInt64OrNull(v) >= 0 AND toInt64OrNull(v) <= hi, toInt64OrNull(v), NULL);
+
+-- A JSON string literal as Python's json.dumps(ensure_ascii=False) writes it (the common escapes).
+CREATE FUNCTION IF NOT EXISTS otel_inputs_json_str AS (s) ->
+    concat('"', replaceAll(replaceAll(replaceAll(replaceAll(replaceAll(replaceAll(replaceAll(s,
+        '\\', '\\\\'), '"', '\\"'), '\n', '\\n'), '\r', '\\r'), '\t', '\\t'), '\b', '\\b'), '\f', '\\f'), '"');
+
+-- exporter/_rows.py _part_texts on raw JSON: (1, texts) or (0, []) when the shape is not recognised.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_part_texts AS (parts) ->
+    if(JSONType(parts) = 'String', (toUInt8(1), [JSONExtractString(parts)]),
+       if(JSONType(parts) != 'Array'
+              OR arrayExists(p -> JSONType(p) NOT IN ('String', 'Object'), JSONExtractArrayRaw(parts)),
+          (toUInt8(0), CAST([], 'Array(String)')),
+          (toUInt8(1), arrayMap(p -> if(JSONType(p) = 'String', JSONExtractString(p),
+                                        JSONExtractString(p, if(JSONHas(p, 'content'), 'content', 'text'))),
+              arrayFilter(p -> JSONType(p) = 'String'
+                      OR ((NOT JSONHas(p, 'type') OR JSONExtractString(p, 'type') = 'text')
+                          AND JSONType(p, if(JSONHas(p, 'content'), 'content', 'text')) = 'String'),
+                  JSONExtractArrayRaw(parts))))));
+
+-- The texts of one message item for role `role` ('' = any role), exporter/_rows.py _messages_text.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_item_texts AS (item, role) ->
+    if(JSONType(item) = 'Object' AND JSONHas(item, 'role'),
+       if(role != '' AND (JSONType(item, 'role') != 'String' OR JSONExtractString(item, 'role') != role),
+          (toUInt8(1), CAST([], 'Array(String)')),
+          otel_inputs_part_texts(if(JSONHas(item, 'parts'), JSONExtractRaw(item, 'parts'),
+                                    if(JSONHas(item, 'content'), JSONExtractRaw(item, 'content'), 'null')))),
+       if(role IN ('', 'system'), otel_inputs_part_texts(concat('[', item, ']')),
+          (toUInt8(1), CAST([], 'Array(String)'))));
+
+CREATE FUNCTION IF NOT EXISTS otel_inputs_texts_or_raw AS (raw, got) ->
+    if(arrayExists(g -> g.1 = 0, got), raw,
+       if(length(arrayFlatten(arrayMap(g -> g.2, got))) > 0,
+          arrayStringConcat(arrayFlatten(arrayMap(g -> g.2, got)), '\n\n'),
+          if(length(got) > 0, NULL, raw)));
+
+-- exporter/_rows.py _messages_text(raw, role): text of the messages with role, the raw text if unparseable.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_messages_text AS (raw, role) ->
+    if(raw IS NULL, NULL,
+       if(NOT isValidJSON(assumeNotNull(raw)) OR JSONType(assumeNotNull(raw)) NOT IN ('Array', 'Object'), raw,
+          otel_inputs_texts_or_raw(raw, arrayMap(item -> otel_inputs_item_texts(item, role),
+              if(JSONType(assumeNotNull(raw)) = 'Object', [assumeNotNull(raw)], JSONExtractArrayRaw(assumeNotNull(raw)))))));
+
+-- exporter/_rows.py _has_role
+CREATE FUNCTION IF NOT EXISTS otel_inputs_has_role AS (raw, role) ->
+    raw IS NOT NULL AND isValidJSON(assumeNotNull(raw)) AND JSONType(assumeNotNull(raw)) = 'Array'
+    AND arrayExists(m -> JSONType(m) = 'Object' AND JSONType(m, 'role') = 'String' AND JSONExtractString(m, 'role') = role,
+                    JSONExtractArrayRaw(assumeNotNull(raw)));
+
+-- exporter/_rows.py _genai_json: flattened (role, content) messages as GenAI input-message JSON.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_flat_json AS (msgs) ->
+    concat('[', arrayStringConcat(arrayMap(t -> concat('{"role":', otel_inputs_json_str(t.1),
+        ',"parts":[{"type":"text","content":', otel_inputs_json_str(t.2), '}]}'), msgs), ','), ']');
+
+CREATE FUNCTION IF NOT EXISTS otel_inputs_flat_role AS (msgs, role) ->
+    if(arrayExists(t -> t.1 = role, msgs),
+       arrayStringConcat(arrayMap(t -> t.2, arrayFilter(t -> t.1 = role, msgs)), '\n\n'), NULL);
+
+-- (role, content) of flattened <prefix>.<i>.<role|content> attributes in index order (_indexed_messages).
+CREATE FUNCTION IF NOT EXISTS otel_inputs_flat AS (m, prefix, role_key, content_key) ->
+    arrayMap(i -> (m[concat(prefix, '.', toString(i), '.', role_key)], m[concat(prefix, '.', toString(i), '.', content_key)]),
+        arrayFilter(i -> mapContains(m, concat(prefix, '.', toString(i), '.', role_key))
+                         AND mapContains(m, concat(prefix, '.', toString(i), '.', content_key)),
+            arraySort(arrayDistinct(arrayMap(k -> toUInt64(extract(k, '^[^0-9]*\\.([0-9]+)\\.')),
+                arrayFilter(k -> startsWith(k, concat(prefix, '.'))
+                                 AND match(substring(k, length(prefix) + 2), concat('^[0-9]+\\.(', replaceAll(role_key, '.', '\\.'), '|', replaceAll(content_key, '.', '\\.'), ')$')),
+                            mapKeys(m)))))));
+
+-- DuckDB migration 11 macro otel_inputs_parts_text (the messages view's reading of log records).
+CREATE FUNCTION IF NOT EXISTS otel_inputs_log_value AS (p, k) ->
+    if(JSONType(p, k) = 'String', JSONExtractString(p, k), JSONExtractRaw(p, k));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_log_parts_text AS (parts) ->
+    if(parts IS NULL OR NOT isValidJSON(assumeNotNull(parts)), NULL,
+       if(JSONType(assumeNotNull(parts)) = 'String', JSONExtractString(assumeNotNull(parts)),
+          if(JSONType(assumeNotNull(parts)) != 'Array', NULL,
+             nullIf(arrayStringConcat(arrayMap(p -> assumeNotNull(p), arrayFilter(p -> p IS NOT NULL, arrayMap(p ->
+                 if(JSONType(p) = 'String', JSONExtractString(p),
+                    if(if(JSONType(p, 'type') IN ('Null', ''), 'text', otel_inputs_log_value(p, 'type')) = 'text',
+                       if(JSONType(p, 'content') NOT IN ('Null', ''), otel_inputs_log_value(p, 'content'),
+                          if(JSONType(p, 'text') NOT IN ('Null', ''), otel_inputs_log_value(p, 'text'), NULL)),
+                       NULL)),
+                 JSONExtractArrayRaw(assumeNotNull(parts))))), '\n\n'), ''))));
+
+-- DuckDB migration 11 macro otel_inputs_role_text(doc, want).
+CREATE FUNCTION IF NOT EXISTS otel_inputs_role_text AS (doc, want) ->
+    if(doc IS NULL, NULL,
+       if(NOT isValidJSON(assumeNotNull(doc)), if(want = 'user', doc, NULL),
+          if(JSONType(assumeNotNull(doc)) NOT IN ('Array', 'Object'), NULL,
+             nullIf(arrayStringConcat(arrayMap(p -> assumeNotNull(p), arrayFilter(p -> p IS NOT NULL, arrayMap(m ->
+                 otel_inputs_log_parts_text(if(JSONType(m, 'parts') NOT IN ('Null', ''), JSONExtractRaw(m, 'parts'),
+                                               if(JSONType(m, 'content') NOT IN ('Null', ''), JSONExtractRaw(m, 'content'), NULL))),
+                 arrayFilter(m -> otel_inputs_log_value(m, 'role') = want,
+                     if(JSONType(assumeNotNull(doc)) = 'Array', JSONExtractArrayRaw(assumeNotNull(doc)), [assumeNotNull(doc)]))))),
+                 '\n\n'), ''))));
