@@ -294,7 +294,9 @@ WITH ev AS (
     SELECT a.attempt_id AS attempt_id, l.SpanId = a.span_id AS on_attempt, l.Timestamp AS ts, l.Body AS body,
            l.LogAttributes AS attrs, if(l.EventName != '', l.EventName, l.LogAttributes['event.name']) AS event_name
     FROM agent_attempts a
-    JOIN otel_logs l ON l.TraceId = a.trace_id
+    -- A record the Collector inserted twice (a retried export) counts once: identical records are one.
+    JOIN (SELECT * FROM otel_logs LIMIT 1 BY TraceId, SpanId, Timestamp, EventName, Body, LogAttributes) l
+      ON l.TraceId = a.trace_id
     WHERE l.Timestamp >= a.started_at AND l.Timestamp <= a.ended_at
       AND (l.SpanId = a.span_id OR l.SpanId = coalesce(a.step_messages_span_id, ''))
       AND event_name IN ('gen_ai.client.inference.operation.details', 'gen_ai.system.message', 'gen_ai.user.message',

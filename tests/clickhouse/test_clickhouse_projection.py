@@ -5,6 +5,7 @@ the ClickHouse views give the DuckDB agent_* rows row for row."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,27 +65,60 @@ def _providers() -> tuple[TracerProvider, InMemorySpanExporter, LoggerProvider, 
     return tp, memory, lp, logs
 
 
-def _corpus(spans: SpanFactory) -> tuple[list[Any], list[Any]]:
-    """A small corpus over the encodings: packet attempts (one with malformed input events and an
-    exchange part), a packet attempt whose chat step sits under an ordinary span, OpenLLMetry and
-    OpenInference spans, a chat span with per-message log events, and an ordinary span."""
-    records = [from_readable(spans.attempt(0, items=3)), from_readable(spans.attempt(1, items=4))]
+def _text(content: str) -> str:
+    return json.dumps([{"role": "user", "parts": [{"type": "text", "content": content}]}])
+
+
+def _single_spans(spans: SpanFactory) -> list[Any]:
+    """Spans alone in their trace: packet attempts (complete, malformed inputs, no coverage) and one
+    legacy attempt per message encoding (docs/encodings.md), plus spans that map to nothing."""
     bad = [(n.INPUT_EVENT, input_event(2, 0)), (n.INPUT_EVENT, input_event(2, 0, **{n.INPUT_ID: "in-dup"})),
            (n.INPUT_EVENT, input_event(2, 1, **{n.INPUT_ID: None})), (n.INPUT_EVENT, input_event(2, 5, **{n.INPUT_SEQ: None})),
            (n.EXCHANGE_PART_EVENT, {n.PART_NAME: "request", n.PART_CAPTURE: "captured", n.PART_SIZE_BYTES: 42,
                                     n.PART_SHA256: "cd" * 32, n.PART_DISPATCH: "dispatched"}),
            (n.EXCHANGE_PART_EVENT, {n.PART_CAPTURE: "skipped"})]  # fmt: skip
-    records.append(from_readable(spans.span(packet_attributes(2, items=4), bad)))
-    records.append(from_readable(spans.span({
-        n.OPENINFERENCE_SPAN_KIND: "LLM", n.OPENINFERENCE_LLM_PROVIDER: "azure", n.OPENINFERENCE_MODEL_NAME: "gpt-4o",
-        "llm.input_messages.0.message.role": "system", "llm.input_messages.0.message.content": "Be terse.",
-        "llm.input_messages.1.message.role": "user", "llm.input_messages.1.message.content": 'Say "hi"\nplease.',
-        n.OPENINFERENCE_PROMPT_TOKENS: 7, n.OPENINFERENCE_COMPLETION_TOKENS: 2}, name="llm")))  # fmt: skip
-    records.append(from_readable(spans.span({"http.method": "GET"}, name="GET /health")))
+    chat = {n.GEN_AI_OPERATION_NAME: "chat"}
+    out = [
+        spans.attempt(0, items=3),
+        spans.span(packet_attributes(2, items=4), bad),
+        spans.span(packet_attributes(4, items=1, **{n.PACKET_COVERAGE: None, n.PACKET_GAP_REASON: "policy: size"}),
+                   [(n.INPUT_EVENT, input_event(4, 0))]),
+        spans.span({n.OPENINFERENCE_SPAN_KIND: "LLM", n.OPENINFERENCE_LLM_PROVIDER: "azure", n.OPENINFERENCE_MODEL_NAME: "gpt-4o",
+                    "llm.input_messages.0.message.role": "system", "llm.input_messages.0.message.content": "Be terse.",
+                    "llm.input_messages.1.message.role": "user", "llm.input_messages.1.message.content": 'Say "hi"\nplease.',
+                    n.OPENINFERENCE_PROMPT_TOKENS: 7, n.OPENINFERENCE_COMPLETION_TOKENS: 2}, name="llm"),
+        spans.span({n.OPENINFERENCE_SPAN_KIND: "TOOL", n.OPENINFERENCE_TOOL_NAME: "search",
+                    n.OPENINFERENCE_INPUT_VALUE: '{"q": "otel"}'}, name="tool"),
+        spans.span({n.OPENINFERENCE_SPAN_KIND: "AGENT", n.OPENINFERENCE_INPUT_VALUE: "plan the fix"}, name="agent"),
+        spans.span({n.GEN_AI_SYSTEM: "openai", "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "One word.",
+                    "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "Capital of France?",
+                    n.GEN_AI_USAGE_PROMPT_TOKENS: 12}, name="openai.chat"),
+        spans.span({**chat, n.GEN_AI_PROMPT: "plain ask"}, name="legacy prompt"),
+        spans.span(chat, [(n.EVENT_CONTENT_PROMPT, {n.GEN_AI_PROMPT: "asked on an event"})], name="event prompt"),
+        spans.span(chat, [(n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_INPUT_MESSAGES: _text("q on details"),
+                                                       n.GEN_AI_SYSTEM_INSTRUCTIONS: "sys as text"})], name="details"),
+        spans.span({n.GEN_AI_OPERATION_NAME: n.OPERATION_EXECUTE_TOOL, n.GEN_AI_TOOL_NAME: "read",
+                    n.GEN_AI_TOOL_CALL_ARGUMENTS: {"path": "src/x.py", "lines": [1, 2]},
+                    n.GEN_AI_INPUT_MESSAGES: [{"role": "user", "parts": [{"type": "text", "content": "a <b> & c"}]}]},
+                   name="structured"),  # SDK >= 1.45 sends maps and arrays: stored as pdata's JSON
+        spans.span({**chat, n.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "system", "content": "in the list"},
+                                                                 {"role": "user", "content": [{"text": "t1"}, "t2"]}])},
+                   name="system in messages"),
+        spans.span({n.GEN_AI_OPERATION_NAME: "invoke_agent", n.PYDANTIC_AI_ALL_MESSAGES: _text("the whole run")}, name="pyd"),
+        spans.span({**chat, n.GEN_AI_USAGE_INPUT_TOKENS: 0, n.GEN_AI_PROVIDER_NAME: "openai"}, name="no content"),
+        spans.span({"http.method": "GET"}, name="GET /health"),
+        spans.span({n.GEN_AI_SYSTEM: "openai"}, name="gen_ai-like"),  # GenAI-looking, yet no known encoding
+    ]
+    return [from_readable(s) for s in out]
+
+
+def _traces() -> tuple[list[Any], list[Any]]:
+    """Nested traces: steps under packet and legacy attempts (across an ordinary span), a packet
+    inside a packet, and GenAI log events (per message, operation details, disagreeing)."""
     tp, memory, lp, logs = _providers()
-    tracer = tp.get_tracer("app")
-    with tracer.start_as_current_span("invoke_agent", attributes=packet_attributes(
-            3, items=0, **{n.GEN_AI_SYSTEM_INSTRUCTIONS: None, n.GEN_AI_INPUT_MESSAGES: None})):
+    tracer, log = tp.get_tracer("app"), lp.get_logger("openllmetry")
+    no_messages = {n.GEN_AI_SYSTEM_INSTRUCTIONS: None, n.GEN_AI_INPUT_MESSAGES: None}
+    with tracer.start_as_current_span("invoke_agent", attributes=packet_attributes(3, items=0, **no_messages)):
         with tracer.start_as_current_span("POST /v1/chat"):  # an ordinary span between attempt and step
             with tracer.start_as_current_span("openai.chat", attributes={
                     n.GEN_AI_SYSTEM: "openai", n.OPENLLMETRY_REQUEST_TYPE: "chat", n.GEN_AI_REQUEST_MODEL: "gpt-4o-mini",
@@ -95,11 +129,26 @@ def _corpus(spans: SpanFactory) -> tuple[list[Any], list[Any]]:
                 n.GEN_AI_OPERATION_NAME: n.OPERATION_EXECUTE_TOOL, n.GEN_AI_TOOL_NAME: "read",
                 n.GEN_AI_TOOL_CALL_ARGUMENTS: json.dumps({"path": "a.py"})}):  # fmt: skip
             pass
+        with tracer.start_as_current_span("inner", attributes=packet_attributes(5, items=0, **{n.ATTEMPT_ID: "att-inner"})):
+            with tracer.start_as_current_span("chat inner", attributes={n.GEN_AI_OPERATION_NAME: "chat"}):
+                pass
+    with tracer.start_as_current_span("agent run", attributes={n.GEN_AI_OPERATION_NAME: "invoke_agent", n.GEN_AI_AGENT_NAME: "a"}):
+        with tracer.start_as_current_span("embed", attributes={n.GEN_AI_OPERATION_NAME: "embeddings",
+                                                               n.GEN_AI_INPUT_MESSAGES: _text("not a prompt")}):
+            pass
+        with tracer.start_as_current_span("chat step", attributes={n.GEN_AI_OPERATION_NAME: "chat"}):
+            log.emit(event_name=n.EVENT_INFERENCE_DETAILS, attributes={
+                n.GEN_AI_INPUT_MESSAGES: _text("from the step's log"), n.GEN_AI_SYSTEM_INSTRUCTIONS: json.dumps(
+                    [{"type": "text", "content": "log sys"}])})
     with tracer.start_as_current_span("chat", attributes={n.GEN_AI_OPERATION_NAME: "chat", n.GEN_AI_PROVIDER_NAME: "openai"}):
-        lp.get_logger("openllmetry").emit(event_name=n.EVENT_SYSTEM_MESSAGE, body={"content": "be exact"})
-        lp.get_logger("openllmetry").emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "ask <1>"})
-    records.extend(from_readable(s) for s in memory.get_finished_spans())
-    return records, list(logs.get_finished_logs())
+        log.emit(event_name=n.EVENT_SYSTEM_MESSAGE, body={"content": "be exact"})
+        log.emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "ask <1>"})
+        log.emit(event_name=n.EVENT_CHOICE, body={"message": {"content": "answer"}})
+    with tracer.start_as_current_span("chat disagree", attributes={n.GEN_AI_OPERATION_NAME: "chat",
+                                                                   n.GEN_AI_INPUT_MESSAGES: _text("span text")}):
+        log.emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "log text"})
+    log.emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "orphan"})  # no trace context: joins nothing
+    return [from_readable(s) for s in memory.get_finished_spans()], list(logs.get_finished_logs())
 
 
 def _duckdb_rows(db: Path, table: str, columns: list[str], order: str) -> list[tuple[Any, ...]]:
@@ -126,7 +175,8 @@ def landed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any
     """The corpus landed in DuckDB, and the same otel_traces / otel_logs rows in chdb under the projection."""
     tmp = tmp_path_factory.mktemp("ch")
     db = tmp / "t.duckdb"
-    records, logs = _corpus(SpanFactory())
+    records, logs = _traces()
+    records = _single_spans(SpanFactory()) + records
     with file_lock(db, exclusive=True, timeout_s=10):
         con = connect_with_retry(db, read_only=False)
         try:
@@ -149,8 +199,9 @@ def landed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any
         for name in _SQL_FILES:
             for stmt in statements(SQL_DIR / name):
                 sess.query(stmt)
-        for table in ("otel_traces", "otel_logs"):
-            sess.query(f"INSERT INTO otel.{table} SELECT * FROM file('{tmp / table}.parquet', Parquet)")
+        for _ in range(2):  # every row twice, as a retried Collector export inserts it again
+            for table in ("otel_traces", "otel_logs"):
+                sess.query(f"INSERT INTO otel.{table} SELECT * FROM file('{tmp / table}.parquet', Parquet)")
         yield db, sess
     finally:
         sess.close()
@@ -159,7 +210,8 @@ def landed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("table", list(_TABLES))
 def test_views_give_the_duckdb_rows(landed: tuple[Path, Any], table: str) -> None:
-    """For the same spans and log records, each ClickHouse view gives exactly the DuckDB table's rows."""
+    """For the same spans and log records (each inserted twice, as a retried export does), each
+    ClickHouse view gives exactly the DuckDB table's rows."""
     db, sess = landed
     columns, order = _TABLES[table]
     expected = _duckdb_rows(db, table, columns, order)
@@ -180,7 +232,21 @@ def test_unmapped_spans_are_counted_and_stock_gaps_marked(landed: tuple[Path, An
     lacks are NULL with the gap named, never 0."""
     _, sess = landed
     out = sess.query("SELECT span_name, genai_like FROM otel_inputs_unmapped_spans ORDER BY span_name", "TSV").bytes().decode()
-    assert out.strip().split("\n") == ["GET /health\t0", "POST /v1/chat\t0"]
+    assert out.strip().split("\n") == ["GET /health\t0", "POST /v1/chat\t0", "gen_ai-like\t1"]
     row = sess.query("SELECT countIf(dropped_events_count IS NULL), count(), any(projection_gaps) FROM agent_attempts",
                      "TSV").bytes().decode().strip().split("\t")  # fmt: skip
     assert row[0] == row[1] and "dropped" in row[2]
+
+
+def test_every_wire_name_in_the_sql_is_registered() -> None:
+    """Every otel_inputs./gen_ai./llm. name the ClickHouse SQL reads is a value in otel_inputs/names.py."""
+    registered = {v for k, v in vars(n).items() if k.isupper() and isinstance(v, str)}
+    registered |= {v for k, v in vars(n).items() if k.isupper() and isinstance(v, tuple) for v in v if isinstance(v, str)}
+    found = set()
+    for name in _SQL_FILES[1:]:
+        found |= set(re.findall(r"'((?:otel_inputs|gen_ai|llm|openinference|pydantic_ai|tool|input|session)\.[a-z_.]+)'",
+                                (SQL_DIR / name).read_text()))  # fmt: skip
+    prefixes = {n.OPENLLMETRY_PROMPT_PREFIX, n.OPENLLMETRY_COMPLETION_PREFIX, n.OPENINFERENCE_INPUT_MESSAGES}
+    flat = {f"{p}.0.{f}" for p in (n.OPENLLMETRY_PROMPT_PREFIX, n.OPENLLMETRY_COMPLETION_PREFIX) for f in ("role", "content")}
+    unknown = sorted(found - registered - prefixes - flat - {"otel_inputs.input", "otel_inputs.exchange_part"} - {"event.name"})
+    assert found and unknown == []
