@@ -250,3 +250,53 @@ def test_every_wire_name_in_the_sql_is_registered() -> None:
     flat = {f"{p}.0.{f}" for p in (n.OPENLLMETRY_PROMPT_PREFIX, n.OPENLLMETRY_COMPLETION_PREFIX) for f in ("role", "content")}
     unknown = sorted(found - registered - prefixes - flat - {"otel_inputs.input", "otel_inputs.exchange_part"} - {"event.name"})
     assert found and unknown == []
+
+
+def _session(path: Path) -> Any:
+    sess = chdb_session.Session(str(path))
+    sess.query("CREATE DATABASE IF NOT EXISTS otel")
+    sess.query("USE otel")
+    for name in _SQL_FILES:
+        for stmt in statements(SQL_DIR / name):
+            sess.query(stmt)
+    return sess
+
+
+def _insert(sess: Any, tmp: Path, records: list[Any], tag: str) -> None:
+    """Land the records through the DuckDB path in a scratch file and insert their otel_traces rows."""
+    db = tmp / f"{tag}.duckdb"
+    DuckDBWriter(db).write_spans(records)
+    con = connect_with_retry(db, read_only=True)
+    try:
+        con.execute(f"COPY otel_traces TO '{tmp / tag}.parquet' (FORMAT parquet)")
+    finally:
+        con.close()
+    sess.query(f"INSERT INTO otel.otel_traces SELECT * FROM file('{tmp / tag}.parquet', Parquet)")
+
+
+@pytest.mark.timeout(300)
+def test_a_late_ancestor_and_dropped_events(tmp_path: Path) -> None:
+    """Steps inserted before their attempt are attempts until it arrives, then its steps; a packet
+    whose span events were dropped is never complete, and the dropped count reads NULL, not 0."""
+    tp, memory, _, _ = _providers()
+    tracer = tp.get_tracer("app")
+    with tracer.start_as_current_span("invoke_agent", attributes=packet_attributes(7, items=0)):
+        with tracer.start_as_current_span("chat", attributes={n.GEN_AI_OPERATION_NAME: "chat"}):
+            pass
+    chat, attempt = (from_readable(s) for s in memory.get_finished_spans())
+    sess = _session(tmp_path / "chdb")
+    try:
+        _insert(sess, tmp_path, [chat], "child")
+        q = "SELECT attempt_id FROM agent_attempts ORDER BY attempt_id"
+        assert sess.query(q, "TSV").bytes().decode().split() == [chat.span_id]
+        _insert(sess, tmp_path, [attempt], "parent")
+        assert sess.query(q, "TSV").bytes().decode().split() == ["att-7"]
+        steps = sess.query("SELECT attempt_id, seq, span_id FROM agent_attempt_steps", "TSV").bytes().decode().split()
+        assert steps == ["att-7", "0", chat.span_id]
+        limited = SpanFactory(max_events=2).attempt(8, items=4)  # the SDK drops 2 of the 4 input events
+        _insert(sess, tmp_path, [from_readable(limited)], "limited")
+        got = sess.query("SELECT input_coverage, coverage_reason, dropped_events_count IS NULL FROM agent_attempts "
+                         "WHERE attempt_id = 'att-8'", "TSV").bytes().decode().strip().split("\t")  # fmt: skip
+        assert got[0] == "partial" and got[1].startswith("only 2 of 4 input events arrived") and got[2] == "1"
+    finally:
+        sess.close()
