@@ -1,6 +1,7 @@
 -- The stock OpenTelemetry Collector `clickhouseexporter` tables (Map variant, the default), as its
--- internal/sqltemplates/traces_table.sql and logs_table.sql create them with create_schema: true.
--- (contrib commits f92a576 and e3bd2d1 of those files).  Column names and types are what the exporter's INSERT statements need; keep them.  The codecs,
+-- internal/sqltemplates/traces_table.sql and logs_table.sql (opentelemetry-collector-contrib
+-- commits f92a576 and e3bd2d1 of those files) create them with create_schema: true.  Column names
+-- and types are what the exporter's INSERT statements need; keep them.  The codecs,
 -- skip indexes, partitioning and sort keys are the exporter's defaults; tune them freely (the
 -- exporter's README: "Column names and types must be the same").  otel_logs.EventName is the
 -- column the exporter writes when present (it detects it with DESC TABLE; older tables lack it,

@@ -109,6 +109,16 @@ FROM s;
 CREATE VIEW IF NOT EXISTS otel_inputs_genai_spans AS
 SELECT * FROM otel_inputs_genai_span_rows FINAL;
 
+-- Every span's parent link, narrow, for the ancestry walk below (kept as spans are inserted).
+CREATE TABLE IF NOT EXISTS otel_inputs_span_links (
+    trace_id String, span_id String, parent_span_id String
+) ENGINE = ReplacingMergeTree
+ORDER BY (trace_id, span_id);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_span_links_mv TO otel_inputs_span_links AS
+SELECT TraceId AS trace_id, SpanId AS span_id, ParentSpanId AS parent_span_id FROM otel_traces
+WHERE ParentSpanId != '';
+
 -- Which attempt each GenAI span belongs to (exporter/_steps.py): a packet span is always an attempt;
 -- another GenAI span with a GenAI ancestor (ancestry crosses ordinary spans) is a step of its
 -- nearest packet ancestor, else of its topmost GenAI ancestor; with none it is an attempt itself.
@@ -117,9 +127,9 @@ WITH RECURSIVE up AS (
     SELECT trace_id, span_id, assumeNotNull(parent_span_id) AS cur, 1 AS depth
     FROM otel_inputs_genai_spans WHERE parent_span_id IS NOT NULL AND NOT packet
     UNION ALL
-    SELECT up.trace_id, up.span_id, p.ParentSpanId AS cur, up.depth + 1 AS depth
-    FROM up JOIN otel_inputs_spans p ON p.TraceId = up.trace_id AND p.SpanId = up.cur
-    WHERE p.ParentSpanId != '' AND up.depth < 256
+    SELECT up.trace_id, up.span_id, p.parent_span_id AS cur, up.depth + 1 AS depth
+    FROM up ANY INNER JOIN otel_inputs_span_links p ON p.trace_id = up.trace_id AND p.span_id = up.cur
+    WHERE up.depth < 256
 ),
 anc AS (
     SELECT up.trace_id AS trace_id, up.span_id AS span_id,

@@ -194,11 +194,7 @@ def landed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any
         con.close()
     sess = chdb_session.Session(str(tmp / "chdb"))
     try:
-        sess.query("CREATE DATABASE IF NOT EXISTS otel")
-        sess.query("USE otel")
-        for name in _SQL_FILES:
-            for stmt in statements(SQL_DIR / name):
-                sess.query(stmt)
+        _apply(sess, "otel")
         for _ in range(2):  # every row twice, as a retried Collector export inserts it again
             for table in ("otel_traces", "otel_logs"):
                 sess.query(f"INSERT INTO otel.{table} SELECT * FROM file('{tmp / table}.parquet', Parquet)")
@@ -252,14 +248,13 @@ def test_every_wire_name_in_the_sql_is_registered() -> None:
     assert found and unknown == []
 
 
-def _session(path: Path) -> Any:
-    sess = chdb_session.Session(str(path))
-    sess.query("CREATE DATABASE IF NOT EXISTS otel")
-    sess.query("USE otel")
+def _apply(sess: Any, database: str) -> None:
+    """The schema files, applied in ``database`` (which becomes the session's current one)."""
+    sess.query(f"CREATE DATABASE IF NOT EXISTS {database}")
+    sess.query(f"USE {database}")
     for name in _SQL_FILES:
         for stmt in statements(SQL_DIR / name):
             sess.query(stmt)
-    return sess
 
 
 def _insert(sess: Any, tmp: Path, records: list[Any], tag: str) -> None:
@@ -271,11 +266,11 @@ def _insert(sess: Any, tmp: Path, records: list[Any], tag: str) -> None:
         con.execute(f"COPY otel_traces TO '{tmp / tag}.parquet' (FORMAT parquet)")
     finally:
         con.close()
-    sess.query(f"INSERT INTO otel.otel_traces SELECT * FROM file('{tmp / tag}.parquet', Parquet)")
+    sess.query(f"INSERT INTO otel_traces SELECT * FROM file('{tmp / tag}.parquet', Parquet)")
 
 
 @pytest.mark.timeout(300)
-def test_a_late_ancestor_and_dropped_events(tmp_path: Path) -> None:
+def test_a_late_ancestor_and_dropped_events(landed: tuple[Path, Any], tmp_path: Path) -> None:
     """Steps inserted before their attempt are attempts until it arrives, then its steps; a packet
     whose span events were dropped is never complete, and the dropped count reads NULL, not 0."""
     tp, memory, _, _ = _providers()
@@ -284,7 +279,8 @@ def test_a_late_ancestor_and_dropped_events(tmp_path: Path) -> None:
         with tracer.start_as_current_span("chat", attributes={n.GEN_AI_OPERATION_NAME: "chat"}):
             pass
     chat, attempt = (from_readable(s) for s in memory.get_finished_spans())
-    sess = _session(tmp_path / "chdb")
+    _, sess = landed  # chdb runs one embedded server per process: a database of its own in it
+    _apply(sess, "otel_late")
     try:
         _insert(sess, tmp_path, [chat], "child")
         q = "SELECT attempt_id FROM agent_attempts ORDER BY attempt_id"
@@ -299,4 +295,4 @@ def test_a_late_ancestor_and_dropped_events(tmp_path: Path) -> None:
                          "WHERE attempt_id = 'att-8'", "TSV").bytes().decode().strip().split("\t")  # fmt: skip
         assert got[0] == "partial" and got[1].startswith("only 2 of 4 input events arrived") and got[2] == "1"
     finally:
-        sess.close()
+        sess.query("USE otel")
