@@ -1,5 +1,6 @@
 """The ClickHouse projection (clickhouse/*.sql) on the real engine in-process (chdb): the stock
-exporter's tables receive the same spans and log records that landed through the DuckDB path, and
+exporter's tables receive the same spans and log records that landed through the DuckDB path (the
+span writer and the in-process duckdb logs exporter), and
 the ClickHouse views give the DuckDB agent_* rows row for row."""
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "exporter"))
 from exporter_helpers import SpanFactory, input_event, packet_attributes  # noqa: E402
-from otel_logs_rows import land_logs  # noqa: E402
 from opentelemetry.sdk._logs import LoggerProvider  # noqa: E402
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 from otel_inputs import names as n  # noqa: E402
+from otel_inputs.exporter import DuckDBLogExporter  # noqa: E402
 from otel_inputs.exporter._db import connect_with_retry, file_lock  # noqa: E402
 from otel_inputs.exporter._rows import ATTEMPT_COLUMNS, ATTEMPT_STEP_MESSAGE_COLUMNS, INPUT_COLUMNS, PART_COLUMNS, STEP_COLUMNS  # noqa: E402
 from otel_inputs.exporter._schema import migrate  # noqa: E402
@@ -183,7 +184,9 @@ def landed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any
             migrate(con)
         finally:
             con.close()
-    land_logs(db, logs)
+    log_exporter = DuckDBLogExporter(db)  # the real in-process logs path
+    log_exporter.export(logs)
+    log_exporter.shutdown()
     for r in records:  # one span per batch, children first, as a batch processor may send them
         DuckDBWriter(db).write_spans([r])
     con = connect_with_retry(db, read_only=True)
