@@ -140,6 +140,10 @@ class _Protocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
 
+# A refused body is read and dropped up to this many times the cap before the answer (see _drain).
+_DRAIN_FACTOR = 4
+
+
 def _error(code: int, rpc: int, message: str, *, as_json: bool, headers: dict[str, str] | None = None,
            close: bool = False) -> Response:  # fmt: skip
     hdrs = dict(headers or {})
@@ -153,6 +157,26 @@ async def _stream(request: Request) -> AsyncIterator[bytes]:
     async for chunk in request.stream():
         if chunk:
             yield chunk
+
+
+async def _drain(request: Request, limit: int, deadline_s: float) -> None:
+    """Read and drop a refused, not yet started body (bounded in bytes and time) so the client reads the answer.
+
+    Answering before the body is read and then closing resets a client that is still sending: it
+    sees a connection error instead of the 413 and retries the same oversized request."""
+    seen = 0
+    try:
+        async with asyncio.timeout(deadline_s):
+            # The raw ASGI messages: request.stream() cannot be started again once partly read.
+            while seen <= limit:
+                message = await request.receive()
+                if message["type"] != "http.request":
+                    return
+                seen += len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    return
+    except TimeoutError:
+        return
 
 
 def build_app(sink: OTLPSink) -> Starlette:
@@ -192,6 +216,7 @@ def build_app(sink: OTLPSink) -> Starlette:
                               as_json=as_json, close=True)  # fmt: skip
             declared = request.headers.get("content-length")
             if declared is not None and declared.isdigit() and int(declared) > cfg.max_body_bytes:
+                await _drain(request, _DRAIN_FACTOR * cfg.max_body_bytes, cfg.request_deadline_s)
                 return _error(413, _RPC_RESOURCE_EXHAUSTED, f"body over {cfg.max_body_bytes} bytes",
                               as_json=as_json, close=True)  # fmt: skip
             held = [0]

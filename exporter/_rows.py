@@ -461,7 +461,7 @@ def attempt_row(span: SpanRecord, kind: str) -> dict[str, Any]:
     row.update(
         session_id=_str(attrs, n.GEN_AI_CONVERSATION_ID) or _str(attrs, n.OPENINFERENCE_SESSION_ID),
         agent_name=_str(attrs, n.GEN_AI_AGENT_NAME),
-        provider_name=(_str(attrs, n.GEN_AI_PROVIDER_NAME) or _str(attrs, n.GEN_AI_SYSTEM)
+        provider_name=(_str(attrs, n.GEN_AI_PROVIDER_NAME) or _str(attrs, n.PROVIDER_NAME) or _str(attrs, n.GEN_AI_SYSTEM)
                        or _str(attrs, n.OPENINFERENCE_LLM_PROVIDER) or _str(attrs, n.OPENINFERENCE_LLM_SYSTEM)),
         request_model=_str(attrs, n.GEN_AI_REQUEST_MODEL) or _str(attrs, n.OPENINFERENCE_MODEL_NAME),
         system_prompt=messages.system,

@@ -95,3 +95,19 @@ def test_agent_sink_and_plain_genai_spans_share_one_file_under_a_reader(tmp_path
     assert agent[0][5] in ("complete", "partial")
     assert ("a-1", "notes.txt", "provider_attachment", "captured") in inputs
     assert ("a-1",) in artifacts
+
+
+def test_internal_attempt_lands_its_provider_from_the_otel_inputs_attribute(tmp_path: Path) -> None:
+    """An INTERNAL attempt span carries its provider as otel_inputs.provider.name; agent_attempts still shows it."""
+    db, store = tmp_path / "p.duckdb", tmp_path / "store"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(DuckDBSpanExporter(db, store=store)))
+    observer = AgentObserver(tracer_provider=provider, store=store, agent_name="coder", provider_name="openai")
+    with observer.attempt(run_id="run-p", request=inline_request("task"), attempt_id="a-p"):
+        pass
+    provider.shutdown()
+    with read_connection(db) as con:
+        span_attrs = con.execute("SELECT SpanAttributes FROM otel_traces").fetchone()[0]
+        row = con.execute("SELECT provider_name FROM agent_attempts WHERE attempt_id = 'a-p'").fetchone()
+    assert n.GEN_AI_PROVIDER_NAME not in dict(span_attrs)
+    assert row == ("openai",)
