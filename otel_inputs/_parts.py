@@ -56,8 +56,7 @@ from typing import Any
 
 from otel_inputs import names
 from otel_inputs._policy import AdmissionDecision
-from otel_inputs.store import PARTS_DIR, attempt_key
-from otel_inputs.store._store_io import fsync_dir
+from otel_inputs.store import PARTS_DIR, attempt_key, fsync_dir
 from otel_inputs.types import (
     CaptureDecision,
     GapReason,
