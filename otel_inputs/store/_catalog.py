@@ -4,8 +4,8 @@ purge and revocation; the bytes stay files (:mod:`otel_inputs.store._objects`).
 Connections are per process (reset after fork) and come in three roles:
 
 * ``AGENT``: the agent's commits.  ``synchronous=NORMAL`` (a WAL commit is atomic under kill -9;
-  power loss may roll back the last ones) and no checkpoint on the committing thread: a
-  background thread checkpoints.  The lock wait is bounded (50 ms); past it the commit fails as
+  power loss may roll back the last ones) and no checkpoint on the committing thread: the
+  background thread of :class:`_Chores` checkpoints.  The lock wait is bounded (50 ms); past it the commit fails as
   :class:`StoreBusyError`, which capture records as a ``store_busy`` gap instead of blocking.
 * ``MAINT``: retention, purge, import.  ``synchronous=FULL``, so what they mark is on disk before
   they delete a byte, and a patient lock wait.
@@ -95,9 +95,12 @@ ATTEMPT_COLUMNS = tuple(f.name for f in fields(AttemptRecord) if f.name not in (
 
 def _script(con: sqlite3.Connection, sql: str) -> None:
     """Run statements one by one (``executescript`` would commit the migration's transaction)."""
-    for statement in sql.split(";"):
-        if statement.strip():
+    statement = ""
+    for line in sql.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
             con.execute(statement)
+            statement = ""
 
 
 def _m001_initial(con: sqlite3.Connection) -> None:
@@ -130,7 +133,14 @@ def _m001_initial(con: sqlite3.Connection) -> None:
     CREATE TABLE revocations (revocation_id INTEGER PRIMARY KEY, source_path TEXT, sha256 TEXT,
       reason TEXT NOT NULL DEFAULT '', at_ns INTEGER NOT NULL);
     CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-    INSERT INTO meta VALUES ('changed_seq', 0);
+    INSERT INTO meta VALUES ('changed_seq', 0), ('objects', 0), ('object_bytes', 0);
+    -- totals kept by triggers: a retention pass within budget reads two rows, not 100,000
+    CREATE TRIGGER objects_added AFTER INSERT ON objects BEGIN
+      UPDATE meta SET value = value + 1 WHERE key = 'objects';
+      UPDATE meta SET value = value + NEW.allocated WHERE key = 'object_bytes'; END;
+    CREATE TRIGGER objects_removed AFTER DELETE ON objects BEGIN
+      UPDATE meta SET value = value - 1 WHERE key = 'objects';
+      UPDATE meta SET value = value - OLD.allocated WHERE key = 'object_bytes'; END;
     """)
 
 
@@ -155,47 +165,70 @@ def _after_fork_in_child() -> None:
     _abandoned.extend(_conns.values())
     _conns.clear()
     _conns_lock = threading.RLock()
-    _checkpointer.reset()
+    chores.reset()
 
 
-class _Checkpointer:
-    """Checkpoints agent-written WAL on its own thread and connection, at most every 50 ms."""
+class _Chores:
+    """This process's one background thread for the catalog: ended marks (span end on the agent's
+    thread costs a dict insert) and WAL checkpoints of agent commits, gathered over 50 ms.
+
+    A mark lost to a crash costs nothing: retention treats a dead owner's attempts as ended.
+    """
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
-        self._wake = threading.Event()
-        self._paths: set[str] = set()
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._ended: dict[str, tuple[Catalog, list[str]]] = {}
+        self._checkpoint: set[str] = set()
+        self._busy = False
         self._thread: threading.Thread | None = None
 
-    def poke(self, path: str) -> None:
-        with self._lock:
-            self._paths.add(path)
+    def submit(self, catalog: Catalog, ended: str | None = None) -> None:
+        with self._cond:
+            if ended is not None:
+                self._ended.setdefault(catalog.path, (catalog, []))[1].append(ended)
+            else:
+                self._checkpoint.add(catalog.path)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="otel-inputs-checkpoint", daemon=True)
+                self._thread = threading.Thread(target=self._run, name="otel-inputs-catalog", daemon=True)
                 self._thread.start()
-        self._wake.set()
+            self._cond.notify_all()
+
+    def flush(self, timeout: float = 30.0) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: not (self._ended or self._busy), timeout)
 
     def _run(self) -> None:
-        wake, cons = self._wake, {}
+        cons: dict[str, sqlite3.Connection] = {}
         while True:
-            wake.wait()
+            with self._cond:
+                self._cond.wait_for(lambda: self._ended or self._checkpoint)
             time.sleep(CHECKPOINT_EVERY_S)
-            wake.clear()
-            with self._lock:
-                paths = list(self._paths)
-            for path in paths:
-                try:
-                    con = cons.get(path) or cons.setdefault(path, sqlite3.connect(path, timeout=1.0,
-                                                                                  isolation_level=None))
-                    con.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                except sqlite3.Error:
-                    pass  # the next commit pokes again; readers still see every commit meanwhile
+            with self._cond:
+                ended, paths, self._ended, self._checkpoint = self._ended, self._checkpoint, {}, set()
+                self._busy = True
+            try:
+                for catalog, ids in ended.values():
+                    try:
+                        catalog.mark_ended(ids)
+                    except Exception:  # noqa: BLE001 - a background chore must never kill the thread
+                        pass
+                for path in paths:
+                    try:
+                        con = cons.get(path) or cons.setdefault(path, sqlite3.connect(path, timeout=1.0,
+                                                                                      isolation_level=None))
+                        con.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    except sqlite3.Error:
+                        pass  # the next commit asks again; readers see every commit meanwhile
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
 
 
-_checkpointer = _Checkpointer()
+chores = _Chores()
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
@@ -257,10 +290,17 @@ class Catalog:
                 raise
 
     @contextmanager
-    def write(self, role: Role = Role.MAINT) -> Iterator[sqlite3.Connection]:
-        """One write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) on this process's connection."""
+    def write(self, role: Role = Role.MAINT, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) on this process's connection.
+
+        ``durable=False`` on a MAINT connection commits without the WAL fsync: a series of such
+        transactions is made durable by the next ordinary MAINT commit (its fsync covers the whole
+        WAL), so a pass holds the write lock through one fsync instead of one per transaction.
+        """
         c = self._conn(role)
         with c.lock:
+            if not durable and role is Role.MAINT:
+                c.con.execute("PRAGMA synchronous=NORMAL")
             try:
                 c.con.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
@@ -274,8 +314,11 @@ class Catalog:
                 if c.con.in_transaction:
                     c.con.execute("ROLLBACK")
                 raise
+            finally:
+                if not durable and role is Role.MAINT:
+                    c.con.execute("PRAGMA synchronous=FULL")
         if role is Role.AGENT:
-            _checkpointer.poke(self.path)
+            chores.submit(self)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

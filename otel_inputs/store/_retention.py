@@ -7,9 +7,9 @@ run.  When a limit is crossed, the oldest ended attempts' items are marked ``evi
 them.  Running attempts (a live owner) and staged captures are protected.  Metadata, hashes and
 provenance always stay.
 
-Marks go in small ``synchronous=FULL`` transactions (:data:`CHUNK` attempts, a short pause
-between), each durable before any byte it frees is deleted, so an agent's commit never waits long
-for the catalog's write lock.
+Marks go in small transactions (:data:`CHUNK` attempts, a short pause between) so an agent's
+commit never waits long for the catalog's write lock; one ``synchronous=FULL`` commit at the end of
+the pass makes them all durable before any byte they free is deleted.
 
 Limits come from the environment (sizes accept K/M/G suffixes; names in :mod:`otel_inputs.names`:
 ``OTEL_INPUTS_STORE_BUDGET``, ``OTEL_INPUTS_STORE_MIN_FREE``, ``OTEL_INPUTS_RUN_BUDGET``) or from
@@ -104,7 +104,6 @@ class StoreUsage:
     object_bytes: int
     objects: int
     staging_bytes: int
-    attempts: int
     protected: set[str]
     per_run: dict[str, int] | None = None
 
@@ -159,11 +158,11 @@ def store_usage(store: ArtifactStore, *, per_run: bool = False) -> StoreUsage:
     staging = store.objects.staging_bytes()
     try:
         with store.catalog.read() as con:
-            count, total = con.execute("SELECT count(*), coalesce(sum(allocated), 0) FROM objects").fetchone()
-            attempts = con.execute("SELECT count(*) FROM attempts").fetchone()[0]
-            return StoreUsage(total, count, staging, attempts, _protected(con), _run_bytes(con) if per_run else None)
+            totals = dict(con.execute("SELECT key, value FROM meta WHERE key IN ('objects', 'object_bytes')"))
+            return StoreUsage(totals["object_bytes"], totals["objects"], staging, _protected(con),
+                              _run_bytes(con) if per_run else None)
     except FileNotFoundError:
-        return StoreUsage(0, 0, staging, 0, set(), {} if per_run else None)
+        return StoreUsage(0, 0, staging, set(), {} if per_run else None)
 
 
 @contextmanager
@@ -279,8 +278,10 @@ def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable
             report.deleted_objects, report.freed_bytes = len(deleted), sum(deleted.values())
             total -= report.freed_bytes
     report.total_bytes_after = total
-    with store.catalog.read() as con:
-        report.protected_bytes = _bytes_of(con, usage.protected) + usage.staging_bytes
+    if usage.protected:
+        with store.catalog.read() as con:
+            report.protected_bytes = _bytes_of(con, usage.protected)
+    report.protected_bytes += usage.staging_bytes
     if policy.min_free_bytes is not None:
         free_at_start = measure_free(str(store.root))
     report.over_budget_after = over(0)
@@ -289,13 +290,14 @@ def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable
 
 def _mark(store: ArtifactStore, victims: list[tuple[str, int]], report: GcReport,
           progress: Callable[[int], None] | None) -> None:
-    """Mark the victims' available items evicted, :data:`CHUNK` attempts per FULL transaction; an
-    attempt committed again since the plan (another ``committed_at_ns``) is left alone."""
+    """Mark the victims' available items evicted, :data:`CHUNK` attempts per transaction, then make
+    the marks durable (the caller deletes bytes only after this returns); an attempt committed
+    again since the plan (another ``committed_at_ns``) is left alone."""
+    at = time.time_ns()
     for k in range(0, len(victims), CHUNK):
         chunk = victims[k:k + CHUNK]
-        at = time.time_ns()
         items = 0
-        with store.catalog.write(Role.MAINT) as con:
+        with store.catalog.write(Role.MAINT, durable=False) as con:
             seq = store.catalog.next_seq(con)
             for aid, committed in chunk:
                 n = con.execute("UPDATE items SET artifact_status = 'evicted', status_reason = ?, evicted_at_ns = ? "
@@ -306,13 +308,13 @@ def _mark(store: ArtifactStore, victims: list[tuple[str, int]], report: GcReport
                     con.execute("UPDATE attempts SET changed_seq = ? WHERE attempt_id = ?", [seq, aid])
                     items += n
                     report.evicted_attempts += 1
-            con.execute("INSERT INTO evictions (at_ns, reason, attempts, items) VALUES (?, ?, ?, ?)",
-                        [at, EVICTION_REASON, len(chunk), items])
         report.evicted_items += items
         if progress:
             progress(len(chunk))
-        if k + CHUNK < len(victims):
-            time.sleep(CHUNK_PAUSE_S)  # let waiting agent commits take the write lock
+        time.sleep(CHUNK_PAUSE_S)  # let waiting agent commits take the write lock
+    with store.catalog.write(Role.MAINT) as con:  # FULL: its WAL fsync covers every chunk above
+        con.execute("INSERT INTO evictions (at_ns, reason, attempts, items) VALUES (?, ?, ?, ?)",
+                    [at, EVICTION_REASON, report.evicted_attempts, report.evicted_items])
 
 
 def store_status(store: ArtifactStore, policy: RetentionPolicy) -> dict[str, Any]:
@@ -320,9 +322,10 @@ def store_status(store: ArtifactStore, policy: RetentionPolicy) -> dict[str, Any
     usage = store_usage(store, per_run=True)
     with store.catalog.read() as con:
         protected = _bytes_of(con, usage.protected)
+        attempts = con.execute("SELECT count(*) FROM attempts").fetchone()[0]
     return {
         "store": str(store.root),
-        "attempts": usage.attempts,
+        "attempts": attempts,
         "objects": usage.objects,
         "object_bytes": usage.object_bytes,
         "staging_bytes": usage.staging_bytes,

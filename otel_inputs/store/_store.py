@@ -16,23 +16,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-import queue
 import secrets
 import shutil
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from otel_inputs.store._catalog import AttemptRecord, Catalog, CatalogItem, Role
+from otel_inputs.store._catalog import AttemptRecord, CatalogItem, Catalog, Role, chores
 from otel_inputs.store._errors import ReadbackError, StoreCleanupError, StoreError, StoreWriteError
 from otel_inputs.store._objects import HEX64, IncompleteWrite, ObjectDB, write_all
 from otel_inputs.types import ArtifactStatus, ReadbackOutcome
 
 SNAPSHOT_REF_PREFIX = "sha256:"
 DEFAULT_RECONCILE_AGE_S = 3600.0
+REMOVE_CHUNK = 250  # objects moved aside, re-checked under the catalog's write lock and deleted at a time
 _STATUSES = {s.value for s in ArtifactStatus}
 
 
@@ -180,60 +179,6 @@ class AttemptStaging:
             raise StoreCleanupError(str(self.path), exc) from exc
 
 
-class _EndedMarks:
-    """Marks attempts ended on a background thread: span end on the agent's thread costs a queue put.
-
-    A mark lost to a crash or a full queue costs nothing: retention treats every running attempt
-    of a dead owner as ended.
-    """
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self._queue: queue.Queue[tuple[Catalog, str]] = queue.Queue(4096)
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def submit(self, catalog: Catalog, attempt_id: str) -> None:
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="otel-inputs-ended", daemon=True)
-                self._thread.start()
-        try:
-            self._queue.put_nowait((catalog, attempt_id))
-        except queue.Full:
-            pass
-
-    def _run(self) -> None:
-        q = self._queue
-        while True:
-            batch = [q.get()]
-            while len(batch) < 256:
-                try:
-                    batch.append(q.get_nowait())
-                except queue.Empty:
-                    break
-            by_catalog: dict[str, tuple[Catalog, list[str]]] = {}
-            for catalog, attempt_id in batch:
-                by_catalog.setdefault(catalog.path, (catalog, []))[1].append(attempt_id)
-            for catalog, ids in by_catalog.values():
-                try:
-                    catalog.mark_ended(ids)
-                except Exception:  # noqa: BLE001 - a background chore must never kill the thread
-                    pass
-            for _ in batch:
-                q.task_done()
-
-    def flush(self) -> None:
-        if self._thread is not None:
-            self._queue.join()
-
-
-_ended = _EndedMarks()
-os.register_at_fork(after_in_child=_ended.reset)
-
-
 class ArtifactStore:
     """A local directory holding snapshot bytes and the catalog that says what they are."""
 
@@ -255,8 +200,8 @@ class ArtifactStore:
         return AttemptStaging(self, attempt_id, self.staging_dir / f"{key[:32]}.{os.getpid()}.{secrets.token_hex(4)}")
 
     def mark_terminal_later(self, attempt_id: str) -> None:
-        """The attempt has ended (recorded off the caller's thread; see :class:`_EndedMarks`)."""
-        _ended.submit(self.catalog, attempt_id)
+        """The attempt has ended (recorded off the caller's thread, see :class:`_catalog._Chores`)."""
+        chores.submit(self.catalog, attempt_id)
 
     def mark_terminal(self, attempt_id: str) -> None:
         """The attempt has ended: its snapshots are no longer protected from retention."""
@@ -264,7 +209,7 @@ class ArtifactStore:
 
     def flush(self) -> None:
         """Wait until every ended mark submitted so far is recorded."""
-        _ended.flush()
+        chores.flush()
 
     # -- reading ---------------------------------------------------------------------------
     def object_path(self, sha256: str) -> Path:
@@ -342,7 +287,11 @@ class ArtifactStore:
                 con.executemany("DELETE FROM objects WHERE sha256 = ?", [(d,) for d in moved - refs])
             return refs
 
-        return self.objects.delete(digests, keep)
+        gone: dict[str, int] = {}
+        listed = list(digests)
+        for k in range(0, len(listed), REMOVE_CHUNK):  # short lock holds: agent commits slip in between
+            gone.update(self.objects.delete(listed[k:k + REMOVE_CHUNK], keep))
+        return gone
 
     def reconcile(self, *, min_age_s: float = DEFAULT_RECONCILE_AGE_S, now: float | None = None) -> dict[str, int]:
         """Remove staging and object bytes older than ``min_age_s`` that the catalog does not name."""
