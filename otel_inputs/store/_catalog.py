@@ -366,8 +366,9 @@ class Catalog:
             raise StoreWriteError(f"catalog commit failed: {exc}") from exc
         return intact
 
-    def mark_ended(self, attempt_ids: Sequence[str], role: Role = Role.MAINT) -> None:
-        with self.write(role) as con:
+    def mark_ended(self, attempt_ids: Sequence[str]) -> None:
+        """Not fsynced: a lost mark costs nothing (a dead owner's attempts count as ended)."""
+        with self.write(Role.MAINT, durable=False) as con:
             seq = self.next_seq(con)
             con.executemany("UPDATE attempts SET state = 'ended', ended_at_ns = ?, changed_seq = ? "
                             "WHERE attempt_id = ? AND state = 'running'",

@@ -95,6 +95,10 @@ def reconcile_store(store: ArtifactStore, *, min_age_s: float = DEFAULT_RECONCIL
             "SELECT sha256 FROM objects WHERE sha256 NOT IN "
             "(SELECT sha256 FROM items WHERE artifact_status = 'available' AND sha256 IS NOT NULL)")]
     freed = store.remove_objects(unreferenced)
+    stale = [(d,) for d in unreferenced if d not in freed and not store.objects.has(d)]
+    with store.catalog.write(Role.MAINT) as con:  # rows of bytes already gone (see remove_objects)
+        con.executemany("DELETE FROM objects WHERE sha256 = ? AND sha256 NOT IN (SELECT sha256 FROM items "
+                        "WHERE artifact_status = 'available' AND sha256 IS NOT NULL)", stale)
     result = store.reconcile(min_age_s=min_age_s)
     result["unreferenced_removed"] = len(freed)
     return result
