@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from otel_inputs.store._catalog import CATALOG_FILE, AttemptRecord, CatalogItem
 from otel_inputs.store._errors import ReadbackError, StoreBusyError, StoreCleanupError, StoreError, StoreWriteError
-from otel_inputs.store._objects import fsync_dir, write_all
+from otel_inputs.store._objects import write_all
 from otel_inputs.store._purge import PurgeReport, delete_run, purge, reconcile_store
 from otel_inputs.store._readback import (
     PARTS_DIR,
@@ -73,7 +73,6 @@ __all__ = [
     "attempt_key",
     "current_viewer",
     "delete_run",
-    "fsync_dir",
     "parse_size",
     "purge",
     "read_part",

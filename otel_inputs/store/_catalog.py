@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -351,7 +351,7 @@ class Catalog:
                 claimed = {i.sha256 for i in record.items if i.artifact_status == "available" and i.sha256}
                 intact = all(present(d) for d in claimed)
                 items = record.items if intact else tuple(
-                    _replace(i, artifact_status="never_captured", status_reason="store_race")
+                    replace(i, artifact_status="never_captured", status_reason="store_race")
                     if i.artifact_status == "available" else i for i in record.items)
                 seq = self.next_seq(con)
                 row = [getattr(record, c) for c in ATTEMPT_COLUMNS[:-1]] + [seq]
@@ -407,15 +407,9 @@ class Catalog:
         return found[0] if found else None
 
 
-def _replace(item: CatalogItem, **changes: Any) -> CatalogItem:
-    values = {f: getattr(item, f) for f in ITEM_COLUMNS}
-    values.update(changes)
-    return CatalogItem(**values)
-
-
 def _purged(item: CatalogItem) -> CatalogItem:
     """A purged item reads as purged even if a later commit claims its bytes again."""
     if item.status_reason == "purged":
         return item
     status = "evicted" if item.artifact_status == "available" else item.artifact_status
-    return _replace(item, artifact_status=status, status_reason="purged")
+    return replace(item, artifact_status=status, status_reason="purged")

@@ -41,19 +41,6 @@ def allocated(st: os.stat_result) -> int:
     return getattr(st, "st_blocks", 0) * 512 or st.st_size
 
 
-def fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 class IncompleteWrite(OSError):
     """A staged file is not the size its writer recorded: it must never be named by its hash."""
 

@@ -1,26 +1,14 @@
-"""Readback discipline: who may read which evidence, checked again on every read.
+"""Readback discipline: who may read which evidence, checked again on every read, in order:
+permission (``permission_denied``), retention (``not_found`` / ``retention_expired``), revocation
+(``source_unavailable``) and digest (``integrity_mismatch``).
 
-Three separate checks, in order, each with its own outcome:
-
-1. the viewer and the run's scope are authorized (``permission_denied``);
-2. the item exists and its bytes are retained (``not_found`` / ``retention_expired``);
-3. the bytes still match the recorded digest and the source is not revoked
-   (``integrity_mismatch`` / ``source_unavailable``).
-
-The access policy is a local JSON file (``OTEL_INPUTS_ACCESS_POLICY``)::
-
-    {"default": "deny",
-     "viewers": {"alice": {"runs": ["*"]}, "bob": {"runs": ["demo-run-*"]}}}
-
-With no policy file every local viewer is allowed (a single-user workstation); the file turns
-that off.  Revocations are catalog rows (``otel-inputs store revoke``); a JSON file named by
-``OTEL_INPUTS_REVOCATIONS`` adds more::
-
-    {"sources": [{"path": "/data/customer-a", "reason": "consent withdrawn"}],
-     "sha256": ["<hex digest>"]}
-
-A revoked source is refused even when its bytes still match their hash.  Paths are compared in
-the store's one canonical text form (:func:`otel_inputs._text.canonical_path`).
+The access policy is a JSON file (``OTEL_INPUTS_ACCESS_POLICY``),
+``{"default": "deny", "viewers": {"bob": {"runs": ["demo-run-*"]}}}``; without one every local
+viewer is allowed (a single-user workstation).  Revocations are catalog rows (``otel-inputs store
+revoke``); a JSON file named by ``OTEL_INPUTS_REVOCATIONS``
+(``{"sources": [{"path": ..., "reason": ...}], "sha256": [...]}``) adds more.  A revoked source is
+refused even when its bytes still match; paths compare in one canonical text form
+(:func:`otel_inputs._text.canonical_path`).
 """
 
 from __future__ import annotations
