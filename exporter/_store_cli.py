@@ -1,7 +1,8 @@
 """``otel-inputs store …`` and ``otel-inputs purge``: a thin click layer over the store's lifecycle.
 
-Every command works on the artifact store directly (the store is the authority on bytes); with
-``--db`` the changed manifests are landed in DuckDB too, so the viewer shows the new status.
+Every command works on the artifact store directly (its catalog is the authority on artifact
+status); with ``--db`` the catalog's records are landed in DuckDB's ``agent_artifacts`` too, the
+one-way copy SQL users query.
 """
 
 from __future__ import annotations
@@ -18,10 +19,19 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from otel_inputs import names
-from otel_inputs.store import PurgeReport, delete_run, purge, reconcile_store
-from otel_inputs.store import revoke_source
-from otel_inputs.store import RetentionPolicy, apply_retention, parse_size, store_status
-from otel_inputs.store import ArtifactStore
+from otel_inputs.store import (
+    CATALOG_FILE,
+    ArtifactStore,
+    PurgeReport,
+    RetentionPolicy,
+    apply_retention,
+    delete_run,
+    parse_size,
+    purge,
+    reconcile_store,
+    revoke_source,
+    store_status,
+)
 
 _console = Console(stderr=True)
 
@@ -35,8 +45,9 @@ def _open_store(store: Path | None) -> ArtifactStore:
     root = store or (Path(os.environ[names.ENV_STORE]) if os.environ.get(names.ENV_STORE) else None)
     if root is None:
         raise click.UsageError(f"give --store DIR or set {names.ENV_STORE}")
-    if not (root / "manifests").is_dir():
-        raise click.ClickException(f"{root} is not an otel-inputs artifact store (no manifests/ directory)")
+    # manifests/: a store in the old layout, imported into the catalog on this first open
+    if not any((root / name).exists() for name in (CATALOG_FILE, "objects", "manifests")):
+        raise click.ClickException(f"{root} is not an otel-inputs artifact store (no {CATALOG_FILE})")
     return ArtifactStore(root)
 
 
@@ -45,11 +56,11 @@ def _land(db: Path | None, store: ArtifactStore, attempt_ids: list[str] | None =
         return
     from otel_inputs.exporter._writer import DuckDBWriter
 
-    manifests = [m for m in store.iter_manifests() if "error" not in m]
+    records = store.attempts()
     if attempt_ids is not None:
         wanted = set(attempt_ids)
-        manifests = [m for m in manifests if m["attempt_id"] in wanted]
-    outcome = DuckDBWriter(db, source_prefix="store-cli").land_manifests(manifests)
+        records = [r for r in records if r.attempt_id in wanted]
+    outcome = DuckDBWriter(db, source_prefix="store-cli").land_manifests(records)
     if outcome.spilled or outcome.dropped:
         _console.print(f"[yellow]DuckDB busy: artifact status spooled for later ({db})[/yellow]")
 
@@ -114,8 +125,6 @@ def status_cmd(store: Path | None, budget: str | None, min_free: str | None, run
     for run, used in info["runs"].items():
         runs.add_row(run, f"{used:,}")
     Console().print(runs)
-    for err in info["unreadable_manifests"]:
-        _console.print(f"[red]{err}[/red]")
 
 
 @store_group.command("gc")
@@ -146,15 +155,13 @@ def verify_cmd(store: Path | None) -> None:
     """Re-hash every object; report mismatches, missing bytes and orphans. Changes nothing."""
     s = _open_store(store)
     referenced: dict[str, list[str]] = {}
-    bad_manifests = []
-    for m in s.iter_manifests():
-        if "error" in m:
-            bad_manifests.append(m["error"])
-            continue
-        for item in m.get("items", ()) or ():
-            if item.get("artifact_status") == "available" and isinstance(item.get("sha256"), str):
-                referenced.setdefault(item["sha256"], []).append(f"{m['attempt_id']}/{item.get('input_id')}")
-    objects = sorted(e.name for e in os.scandir(s.objects_dir))
+    with s.catalog.read() as con:
+        bad_manifests = [r[0] for r in con.execute("PRAGMA integrity_check") if r[0] != "ok"]
+    for record in s.attempts():
+        for item in record.items:
+            if item.artifact_status == "available" and isinstance(item.sha256, str):
+                referenced.setdefault(item.sha256, []).append(f"{record.attempt_id}/{item.input_id}")
+    objects = sorted(e.name for e in os.scandir(s.objects_dir) if not e.name.startswith('.'))
     mismatched, orphans = [], []
     with _progress() as progress:
         task = progress.add_task("re-hashing snapshots", total=len(objects))
@@ -177,7 +184,7 @@ def verify_cmd(store: Path | None) -> None:
     present = set(objects)
     missing = sorted(d for d in referenced if d not in present)
     click.echo(f"objects: {len(objects)}, referenced: {len(referenced)}, mismatched: {len(mismatched)}, "
-               f"missing: {len(missing)}, orphans: {len(orphans)}, unreadable manifests: {len(bad_manifests)}")
+               f"missing: {len(missing)}, orphans: {len(orphans)}, catalog problems: {len(bad_manifests)}")
     for line in mismatched:
         click.echo(f"MISMATCH {line}")
     for d in missing:
@@ -185,7 +192,7 @@ def verify_cmd(store: Path | None) -> None:
     for d in orphans:
         click.echo(f"ORPHAN {d}")
     for err in bad_manifests:
-        click.echo(f"BAD-MANIFEST {err}")
+        click.echo(f"BAD-CATALOG {err}")
     if mismatched or missing or bad_manifests:
         raise SystemExit(1)
 
@@ -210,8 +217,8 @@ def delete_run_cmd(run_id: str, store: Path | None, db: Path | None) -> None:
 def revoke_cmd(source_path: str, store: Path | None, reason: str) -> None:
     """Revoke a source path: previews from it are refused even when the bytes still match."""
     s = _open_store(store)
-    path = revoke_source(s, source_path, reason)
-    click.echo(f"revoked {os.path.abspath(source_path)} (list: {path})")
+    recorded = revoke_source(s, source_path, reason)
+    click.echo(f"revoked {recorded}")
 
 
 @click.command("purge")
@@ -222,20 +229,20 @@ def revoke_cmd(source_path: str, store: Path | None, reason: str) -> None:
 @_db_opt
 def purge_cmd(attempts: tuple[str, ...], run_id: str | None, source_path: str | None, store: Path | None,
               db: Path | None) -> None:
-    """Purge snapshot evidence (tombstone first, then bytes); metadata rows stay, marked purged."""
+    """Purge snapshot evidence (the purge record first, then bytes); metadata rows stay, marked purged."""
     if not attempts and run_id is None and source_path is None:
         raise click.UsageError("give --attempt ID, --run ID or --source PATH")
     s = _open_store(store)
     report = purge(s, attempt_ids=attempts, run_id=run_id, source_path=source_path)
-    if not report.tombstone:
+    if report.purge_id is None:
         raise click.ClickException("nothing matched: no attempt or item was purged")
     _report(report)
     _land(db, s)
 
 
 def _report(report: PurgeReport) -> None:
-    click.echo(f"tombstone {report.tombstone}: {report.attempts} attempts, {report.items} items marked, "
-               f"{report.deleted_objects} objects deleted, {report.deleted_manifests} manifests deleted")
+    click.echo(f"purge {report.purge_id}: {report.attempts} attempts, {report.items} items marked, "
+               f"{report.deleted_objects} objects deleted, {report.deleted_attempts} attempt records deleted")
 
 
 def _delete_run_rows(db: Path, run_id: str) -> None:

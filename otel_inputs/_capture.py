@@ -9,7 +9,7 @@ import os
 import socket
 import stat
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,8 +27,16 @@ from otel_inputs._snapshot import (
     safe_text,
     walk_context_root,
 )
-from otel_inputs.store import ArtifactStore, AttemptStaging, StoreCleanupError, StoreError
-from otel_inputs.store._store import snapshot_ref_for
+from otel_inputs.store import (
+    ArtifactStore,
+    AttemptRecord,
+    AttemptStaging,
+    CatalogItem,
+    StoreBusyError,
+    StoreCleanupError,
+    StoreError,
+    snapshot_ref_for,
+)
 from otel_inputs.types import (
     AgentInputPacket,
     ArtifactStatus,
@@ -170,23 +178,22 @@ def capture_attempt_inputs(
     attachments: Sequence[ProviderAttachment] = (),
     limits: CaptureLimits | None = None,
     clock: Callable[[], float] = time.monotonic,
-    manifest_extra: Mapping[str, Any] | None = None,
     on_chunk: Callable[[tuple[str, ...]], None] | None = None,
     store_budget_bytes: int | None = None,
 ) -> AgentInputPacket:
-    """Snapshot an attempt's declared inputs within the bounds and commit the store manifest.
+    """Snapshot an attempt's declared inputs within the bounds and commit them to the store.
 
     Order of items: the prompt file, the previous envelope, each context root's entries in
     component-wise sorted order, then attachments.  Any store failure becomes a recorded gap.
     """
     return _capture(attempt_id, run_id, decision, store, request, lineage, task_in_message, previous_envelope,
-                    envelope_in_message, context_roots, attachments, limits or CaptureLimits(), clock, manifest_extra,
-                    on_chunk, store_budget_bytes, clock())
+                    envelope_in_message, context_roots, attachments, limits or CaptureLimits(), clock, on_chunk,
+                    store_budget_bytes, clock())
 
 
 def _capture(attempt_id, run_id, decision, store, request, lineage, task_in_message, previous_envelope,
-             envelope_in_message, context_roots, attachments, limits, clock, manifest_extra, on_chunk,
-             store_budget_bytes, started: float) -> AgentInputPacket:
+             envelope_in_message, context_roots, attachments, limits, clock, on_chunk, store_budget_bytes,
+             started: float) -> AgentInputPacket:
     """:func:`capture_attempt_inputs` within the time window that opened at ``started``: the metadata
     fallback after a store failure continues the attempt's window, it never opens a second one."""
     budget = Budget(limits, clock, started, on_chunk=on_chunk, store_left=store_budget_bytes)
@@ -271,7 +278,7 @@ def _capture(attempt_id, run_id, decision, store, request, lineage, task_in_mess
     packet = _packet(attempt_id, run_id, decision, coverage, items, incomplete, lineage, request, gap)
     if store is not None and decision.reads_content and staging is not None:
         try:
-            staging.commit(_manifest(packet, manifest_extra))
+            staging.commit(attempt_record(packet))
         except (OSError, StoreError) as exc:
             store_error = f"snapshot could not be stored: {_safe_reason(exc)}"
             try:
@@ -279,8 +286,9 @@ def _capture(attempt_id, run_id, decision, store, request, lineage, task_in_mess
             except StoreError as cleanup:
                 _log.error("otel_inputs: %s", cleanup)  # the orphan path goes to the log, not the span
             items = _finalize(attempt_id, drafts, incomplete, limits, available=False, store_error=store_error)
+            busy = GapReason.STORE_BUSY if isinstance(exc, StoreBusyError) else GapReason.STORE_UNAVAILABLE
             packet = _packet(attempt_id, run_id, decision, Coverage.PARTIAL, items, incomplete, lineage, request,
-                             GapReason.STORE_UNAVAILABLE.value)
+                             busy.value)
     return packet
 
 
@@ -306,7 +314,7 @@ def _metadata_fallback(attempt_id, run_id, decision, request, lineage, task_in_m
     gap = GapReason.STORE_UNAVAILABLE.value
     meta = AdmissionDecision(CaptureDecision.METADATA_ONLY, GapReason.STORE_UNAVAILABLE)
     packet = _capture(attempt_id, run_id, meta, None, request, lineage, task_in_message, previous_envelope,
-                      envelope_in_message, context_roots, attachments, limits, clock, None, None, None, started)
+                      envelope_in_message, context_roots, attachments, limits, clock, None, None, started)
     items = tuple(i if i.is_sentinel else replace(i, detail=store_error) for i in packet.items)
     return replace(packet, items=items, gap_reason=gap, decision=decision.decision)
 
@@ -374,43 +382,21 @@ def _packet(attempt_id, run_id, decision, coverage, items, incomplete, lineage, 
     )
 
 
-def item_to_dict(item: InputItem) -> dict[str, Any]:
-    """An input item as the store manifest (and DuckDB) spell its fields."""
-    return {
-        "input_id": item.input_id,
-        "seq": item.seq,
-        "label": item.label,
-        "source_kind": item.source_kind.value,
-        "delivery_mode": item.delivery_mode.value,
-        "source_path": item.source_path,
-        "snapshot_ref": item.snapshot_ref,
-        "media_type": item.media_type,
-        "preview_kind": item.preview_kind.value,
-        "size_bytes": item.size_bytes,
-        "sha256": item.sha256,
-        "capture_status": item.capture_status.value,
-        "artifact_status": item.artifact_status.value,
-        "status_reason": None,
-        "detail": item.detail,
-        "captured_at_ns": item.captured_at_ns,
-    }
+def catalog_item(attempt_id: str, item: InputItem) -> CatalogItem:
+    """An input item as the store's catalog records it."""
+    return CatalogItem(
+        attempt_id, item.input_id, item.seq, item.label, item.source_kind.value, item.delivery_mode.value,
+        item.source_path, item.snapshot_ref, item.media_type, item.preview_kind.value, item.size_bytes,
+        item.sha256, item.capture_status.value, item.artifact_status.value, None, item.detail,
+        item.captured_at_ns,
+    )
 
 
-def _manifest(packet: AgentInputPacket, extra: Mapping[str, Any] | None) -> dict[str, Any]:
+def attempt_record(packet: AgentInputPacket) -> AttemptRecord:
     """The store's own record of the attempt: the packet as committed, with its owner while running."""
-    body: dict[str, Any] = {
-        "run_id": packet.run_id,
-        "session_id": packet.lineage.session_id if packet.lineage else None,
-        "state": "running",
-        "owner": {"pid": os.getpid(), "host": socket.gethostname()},
-        "coverage": packet.coverage.value,
-        "decision": packet.decision.value,
-        "gap_reason": packet.gap_reason,
-        "declared_count": packet.declared_count,
-        "captured_count": packet.captured_count,
-        "omitted_count": packet.omitted_count,
-        "items": [item_to_dict(i) for i in packet.items],
-    }
-    if extra:
-        body.update(extra)
-    return body
+    return AttemptRecord(
+        packet.attempt_id, packet.run_id, packet.lineage.session_id if packet.lineage else None, "running",
+        os.getpid(), socket.gethostname(), packet.coverage.value, packet.decision.value, packet.gap_reason,
+        packet.declared_count, packet.captured_count, packet.omitted_count, time.time_ns(),
+        items=tuple(catalog_item(packet.attempt_id, i) for i in packet.items),
+    )

@@ -57,7 +57,6 @@ from typing import Any
 from otel_inputs import names
 from otel_inputs._policy import AdmissionDecision
 from otel_inputs.store import PARTS_DIR, attempt_key
-from otel_inputs.store._store_io import fsync_dir
 from otel_inputs.types import (
     CaptureDecision,
     GapReason,
@@ -286,6 +285,19 @@ def atomic_write(path: Path, data: bytes) -> None:
             pass
         raise
     fsync_dir(path.parent)  # the rename itself must survive a power cut
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 # -- the queue ------------------------------------------------------------------------------------

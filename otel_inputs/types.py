@@ -96,6 +96,7 @@ class GapReason(_StrEnum):
     CAPACITY_EXCEEDED = "capacity_exceeded"
     LIMIT_EXCEEDED = "limit_exceeded"
     STORE_UNAVAILABLE = "store_unavailable"
+    STORE_BUSY = "store_busy"
     OBSERVER_ERROR = "observer_error"
 
 

@@ -356,7 +356,7 @@ def page_access() -> Access:
 
 
 def current_access(store_root: str | os.PathLike[str] | None, viewer: str | None = None) -> Access:
-    """The decisions for this refresh: identity, the environment's policy, the store's tombstones."""
+    """The decisions for this refresh: identity, the environment's policy, the store's purges and revocations."""
     who = viewer or viewer_identity()
     path = os.environ.get(names.ENV_ACCESS_POLICY)
     try:
@@ -365,10 +365,14 @@ def current_access(store_root: str | os.PathLike[str] | None, viewer: str | None
     except PolicyError as exc:
         return Access(who, None, problem=str(exc))
     store = None
-    if store_root and os.path.isdir(os.path.join(os.fspath(store_root), "manifests")):
-        store = ArtifactStore(os.fspath(store_root), create=False)
+    if store_root:
+        root = os.fspath(store_root)
+        store = ArtifactStore(root, create=False)
+        # manifests/: an old-layout store, imported into the catalog on its first open
+        if not store.catalog.exists() and not os.path.isdir(os.path.join(root, "manifests")):
+            store = None
     revocations, rev_problem = None, None
-    if store is not None:  # without a store there are no tombstones or revocation list to consult
+    if store is not None:  # without a store there are no purges or revocations to consult
         try:
             revocations = RevocationList.load(store)
         except PolicyError as exc:

@@ -1,13 +1,14 @@
-"""Readback discipline for the viewer (seed 001 §5): who is looking, and what the store says now.
+"""Readback discipline for the viewer: who is looking, and what the store says now.
 
 Every byte the viewer shows (input previews, diffs, exchange parts) is read through
 :class:`otel_inputs.EvidenceReader` with the viewer's identity, so permission, retention, digest
 and source revocation are re-checked on every read.  Identity is Streamlit's logged-in user when
 login is configured, else the OS user; the access policy comes from ``OTEL_INPUTS_ACCESS_POLICY``.
 
-The store is the authority on an item's current status (eviction and purge rewrite its manifest
-after capture), so :func:`overlay_store` puts the store's status over the DuckDB row's as-of-capture
-value; rows are never hidden, and hash, size and provenance stay as recorded.
+The store's catalog is the one authority on an item's current status (eviction and purge change it
+after capture), so :func:`overlay_store` asks the store at render time and puts its status over
+the DuckDB row's as-of-capture value; rows are never hidden, and hash, size and provenance stay as
+recorded.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from otel_inputs.store import (
     AccessPolicy,
@@ -28,7 +28,7 @@ from otel_inputs.store import (
     current_viewer,
     read_part_receipt,
 )
-from otel_inputs.types import ArtifactStatus, PartName
+from otel_inputs.types import PartName, ReadbackOutcome
 from otel_inputs.viewer._queries import AttemptBundle, InputRecord, PartRecord
 
 PURGED = "purged"
@@ -81,14 +81,16 @@ def open_evidence(store_root: str | os.PathLike[str] | None, viewer: str | None 
     if not store_root:
         return Evidence(None, who, NO_STORE, "not_found")
     root = os.fspath(store_root)
-    if not os.path.isdir(os.path.join(root, "manifests")):
+    store = ArtifactStore(root, create=False)
+    if not store.catalog.exists() and not os.path.isdir(os.path.join(root, "manifests")):  # manifests/: an
+        # old-layout store, imported into the catalog on this first open
         return Evidence(None, who, f"artifact store not found at {root}", "not_found")
     try:
         policy = AccessPolicy.load()
     except PolicyError as exc:
         # An unusable policy refuses every read until it is fixed (never "allow by default").
         return Evidence(None, who, str(exc), "permission_denied")
-    return Evidence(EvidenceReader(ArtifactStore(root, create=False), policy=policy), who)
+    return Evidence(EvidenceReader(store, policy=policy), who)
 
 
 def as_evidence(source: Evidence | str | os.PathLike[str] | None) -> Evidence:
@@ -99,16 +101,16 @@ def as_evidence(source: Evidence | str | os.PathLike[str] | None) -> Evidence:
 def read_input(ev: Evidence, item: InputRecord, max_bytes: int | None) -> ReadResult:
     """An input's bytes through the reader (permission, retention, digest, revocation re-checked)."""
     if ev.reader is None:
-        return ReadResult(ev.problem_outcome, ev.problem or NO_STORE)
+        return ReadResult(ReadbackOutcome(ev.problem_outcome), ev.problem or NO_STORE)
     return ev.reader.read(ev.viewer, item.attempt_id, item.input_id, max_bytes=max_bytes)
 
 
 def read_part(ev: Evidence, part: PartRecord) -> ReadResult:
     """An exchange part's bytes through the reader; a part that was not captured is ``not_found``."""
     if ev.reader is None:
-        return ReadResult(ev.problem_outcome, ev.problem or NO_STORE)
+        return ReadResult(ReadbackOutcome(ev.problem_outcome), ev.problem or NO_STORE)
     if part.part_name not in {p.value for p in PartName}:
-        return ReadResult("not_found", "unknown part name")
+        return ReadResult(ReadbackOutcome.NOT_FOUND, "unknown part name")
     return ev.reader.read_part(ev.viewer, part.attempt_id, part.part_name)
 
 
@@ -125,16 +127,13 @@ def _overlay_inputs(ev: Evidence, attempt_id: str, run_id: str | None,
             return inputs, None  # no manifest: the landed rows are all there is
         return inputs, (f"The store's current status was not consulted ({listed.outcome}: {listed.message}); "
                         "statuses below are as landed in the database.")
-    by_id = {i.get("input_id"): i for i in listed if isinstance(i.get("input_id"), str)}
-    store = reader.store
+    by_id = {i.input_id: i for i in listed}  # purges are already applied by the catalog
     out = []
     for item in inputs:
         status, reason = item.store_artifact_status, item.store_status_reason
         found = by_id.get(item.input_id)
         if found is not None:
-            status, reason = found.get("artifact_status") or status, found.get("status_reason")
-        if store.is_purged(attempt_id, item.input_id):
-            status, reason = ArtifactStatus.EVICTED.value, PURGED
+            status, reason = found.artifact_status or status, found.status_reason
         out.append(dataclasses.replace(item, store_artifact_status=status, store_status_reason=reason))
     return tuple(out), None
 
@@ -146,13 +145,18 @@ def _receipt(ev: Evidence, part: PartRecord, run_id: str | None) -> PartRecord:
     if not reader.policy.allows(ev.viewer, run_id):
         return dataclasses.replace(part, receipt_outcome="permission_denied")
     try:
-        body = read_part_receipt(reader.store.root, part.attempt_id, part.part_name)
-    except ReadbackError as exc:
-        return dataclasses.replace(part, receipt_outcome=exc.outcome)
+        body = reader.part_receipt(ev.viewer, part.attempt_id, part.part_name)
     except Exception:  # noqa: BLE001 - a broken receipt is not an authority
         return dataclasses.replace(part, receipt_outcome="not_found")
-    if reader.store.is_purged(part.attempt_id):
-        return dataclasses.replace(part, receipt=body, receipt_outcome="retention_expired")
+    if isinstance(body, ReadResult):
+        if body.outcome == "retention_expired":  # purged: the receipt stays visible, its bytes do not
+            try:
+                return dataclasses.replace(part, receipt=read_part_receipt(reader.store, part.attempt_id,
+                                                                           part.part_name),
+                                           receipt_outcome="retention_expired")
+            except ReadbackError:
+                pass
+        return dataclasses.replace(part, receipt_outcome=body.outcome.value)
     return dataclasses.replace(part, receipt=body)
 
 
@@ -193,6 +197,3 @@ def budget_usage(used_bytes: int, env: dict[str, str] | None = None) -> BudgetUs
         return BudgetUsage(used_bytes, None, "unusable", f"retention settings are unusable: {exc}")
     return BudgetUsage(used_bytes, policy.budget_bytes, policy.describe())
 
-
-def receipt_value(part: PartRecord, key: str) -> Any:
-    return part.receipt.get(key) if part.receipt else None

@@ -1,23 +1,19 @@
 """The artifact store's public face: everything ``exporter/``, ``viewer/`` and tools use of the store.
 
 The modules behind it are private; this one re-exports what callers need (as
-``opentelemetry.util.genai.invocation`` does for its invocation types).
+``opentelemetry.util.genai.invocation`` does for its invocation types).  Inside: bytes as
+content-addressed files (``_objects``), the SQLite catalog (``_catalog``), the store facade
+(``_store``), retention, purge, readback, and the import of the old on-disk layout (``_legacy``).
 """
 
 from __future__ import annotations
 
-from otel_inputs.store._errors import ReadbackError, StoreCleanupError, StoreError, StoreWriteError
-from otel_inputs.store._part_readback import PARTS_DIR, read_part, read_part_receipt
-from otel_inputs.store._purge import (
-    PurgeReport,
-    PurgeState,
-    delete_run,
-    purge,
-    purge_state,
-    reapply_tombstones,
-    reconcile_store,
-)
+from otel_inputs.store._catalog import CATALOG_FILE, AttemptRecord, CatalogItem
+from otel_inputs.store._errors import ReadbackError, StoreBusyError, StoreCleanupError, StoreError, StoreWriteError
+from otel_inputs.store._objects import write_all
+from otel_inputs.store._purge import PurgeReport, PurgeState, delete_run, purge, purge_state, reconcile_store
 from otel_inputs.store._readback import (
+    PARTS_DIR,
     AccessPolicy,
     EvidenceReader,
     PolicyError,
@@ -25,25 +21,38 @@ from otel_inputs.store._readback import (
     Revocation,
     RevocationList,
     current_viewer,
+    read_part,
+    read_part_receipt,
     revoke_source,
 )
 from otel_inputs.store._retention import (
     GcReport,
     RetentionGate,
     RetentionPolicy,
+    StoreUsage,
     apply_retention,
     parse_size,
-    scan_store,
     store_status,
+    store_usage,
 )
-from otel_inputs.store._store import ArtifactStore, AttemptStaging, StagedBlob, VerifiedSnapshot, attempt_key, write_all
+from otel_inputs.store._store import (
+    ArtifactStore,
+    AttemptStaging,
+    StagedBlob,
+    VerifiedSnapshot,
+    attempt_key,
+    snapshot_ref_for,
+)
 from otel_inputs.types import ReadbackOutcome
 
 __all__ = [
+    "CATALOG_FILE",
     "PARTS_DIR",
     "AccessPolicy",
     "ArtifactStore",
+    "AttemptRecord",
     "AttemptStaging",
+    "CatalogItem",
     "EvidenceReader",
     "GcReport",
     "PolicyError",
@@ -57,8 +66,10 @@ __all__ = [
     "Revocation",
     "RevocationList",
     "StagedBlob",
+    "StoreBusyError",
     "StoreCleanupError",
     "StoreError",
+    "StoreUsage",
     "StoreWriteError",
     "VerifiedSnapshot",
     "apply_retention",
@@ -70,10 +81,10 @@ __all__ = [
     "purge_state",
     "read_part",
     "read_part_receipt",
-    "reapply_tombstones",
     "reconcile_store",
     "revoke_source",
-    "scan_store",
+    "snapshot_ref_for",
     "store_status",
+    "store_usage",
     "write_all",
 ]

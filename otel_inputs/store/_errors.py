@@ -21,6 +21,10 @@ class StoreWriteError(StoreError):
     """The store could not accept bytes (read-only, full, vanished): a store gap, not a source problem."""
 
 
+class StoreBusyError(StoreWriteError):
+    """The catalog stayed locked past the agent's bounded wait: a ``store_busy`` gap, never a block."""
+
+
 class ReadbackError(StoreError):
     """A snapshot cannot be returned; ``outcome`` is the owner-facing refusal reason."""
 

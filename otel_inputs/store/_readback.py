@@ -1,43 +1,43 @@
-"""Readback discipline (seed 001 §5): who may read which evidence, checked again on every read.
+"""Readback discipline: who may read which evidence, checked again on every read, in order:
+permission (``permission_denied``), retention (``not_found`` / ``retention_expired``), revocation
+(``source_unavailable``) and digest (``integrity_mismatch``).
 
-Three separate checks, in order, each with its own outcome:
-
-1. the viewer and the run's scope are authorized (``permission_denied``);
-2. the item exists and its bytes are retained (``not_found`` / ``retention_expired``);
-3. the bytes still match the recorded digest and the source is not revoked
-   (``integrity_mismatch`` / ``source_unavailable``).
-
-The access policy is a local JSON file (``OTEL_INPUTS_ACCESS_POLICY``)::
-
-    {"default": "deny",
-     "viewers": {"alice": {"runs": ["*"]}, "bob": {"runs": ["demo-run-*"]}}}
-
-With no policy file every local viewer is allowed (a single-user workstation); the file turns
-that off.  The revocation list is ``<store>/revocations.json`` (or ``OTEL_INPUTS_REVOCATIONS``)::
-
-    {"sources": [{"path": "/data/customer-a", "reason": "consent withdrawn"}],
-     "sha256": ["<hex digest>"]}
-
-A revoked source is refused even when its bytes still match their hash.
+The access policy is a JSON file (``OTEL_INPUTS_ACCESS_POLICY``),
+``{"default": "deny", "viewers": {"bob": {"runs": ["demo-run-*"]}}}``; without one every local
+viewer is allowed (a single-user workstation).  Revocations are catalog rows (``otel-inputs store
+revoke``); a JSON file named by ``OTEL_INPUTS_REVOCATIONS``
+(``{"sources": [{"path": ..., "reason": ...}], "sha256": [...]}``) adds more.  A revoked source is
+refused even when its bytes still match; paths compare in one canonical text form
+(:func:`otel_inputs._text.canonical_path`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import fnmatch
 import getpass
+import hashlib
 import json
 import os
+import re
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from otel_inputs import names
 from otel_inputs._text import canonical_path, safe_text
-from otel_inputs.store._store import ArtifactStore, ReadbackError, VerifiedSnapshot
+from otel_inputs.store._catalog import CatalogItem, Role
+from otel_inputs.store._errors import ReadbackError
+from otel_inputs.store._store import ArtifactStore, VerifiedSnapshot, attempt_key, check_retained
+from otel_inputs.types import PartName, PartPersistence, ReadbackOutcome
 
-
-OUTCOMES = ("permission_denied", "not_found", "retention_expired", "integrity_mismatch", "source_unavailable")
+PARTS_DIR = "parts"  # <store>/parts/<attempt_key>/<part>.{bin,json}, written by otel_inputs._parts
+_RECEIPT_MAX = 64 * 1024
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 class PolicyError(ValueError):
@@ -97,6 +97,7 @@ class Revocation:
     what: str
     reason: str = ""
     revoked_at_ns: int | None = None  # None: revoked before the list recorded times
+    is_path: bool = True  # a source path (and everything under it), else a SHA-256
 
 
 @dataclass(frozen=True)
@@ -107,68 +108,58 @@ class RevocationList:
 
     @classmethod
     def load(cls, store: ArtifactStore, path: str | os.PathLike[str] | None = None) -> RevocationList:
-        path = Path(path or os.environ.get(names.ENV_REVOCATIONS) or store.root / "revocations.json")
+        """The store's revocations plus those of the file ``path`` (or ``OTEL_INPUTS_REVOCATIONS``)."""
+        entries: list[Revocation] = []
         try:
-            raw = path.read_text(encoding="utf-8")
+            with store.catalog.read() as con:
+                for src, digest, reason, at_ns in con.execute(
+                        "SELECT source_path, sha256, reason, at_ns FROM revocations ORDER BY revocation_id"):
+                    what = src if isinstance(src, str) else digest
+                    if isinstance(what, str):
+                        entries.append(Revocation(what, reason or "", at_ns, is_path=isinstance(src, str)))
         except FileNotFoundError:
-            return cls()
-        except OSError as exc:
-            raise PolicyError(f"revocation list {path} is unreadable: {exc.strerror}") from exc
-        try:
-            body = json.loads(raw)
-            sources = [(canonical_path(str(s["path"])), s) for s in body.get("sources", ())]
-            paths = tuple(p for p, _ in sources)
-            raw_digests = list(body.get("sha256", ()))
-            digests = frozenset((str(d["sha256"]) if isinstance(d, dict) else str(d)).lower() for d in raw_digests)
-            entries = tuple(Revocation(p, str(s.get("reason") or ""), _ns(s.get("revoked_at_ns"))) for p, s in sources)
-            entries += tuple(Revocation(str(d["sha256"]).lower(), str(d.get("reason") or ""), _ns(d.get("revoked_at_ns")))
-                             if isinstance(d, dict) else Revocation(str(d).lower()) for d in raw_digests)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise PolicyError(f"revocation list {path} is malformed: {exc}") from exc
-        return cls(paths, digests, entries)
+            pass
+        except sqlite3.Error as exc:
+            raise PolicyError(f"revocations unreadable: {exc}") from exc
+        path = path or os.environ.get(names.ENV_REVOCATIONS)
+        if path:
+            try:
+                body = json.loads(Path(path).read_text(encoding="utf-8"))
+                entries.extend(Revocation(canonical_path(str(s["path"])), str(s.get("reason") or ""))
+                               for s in body.get("sources", ()))  # fmt: skip
+                entries.extend(Revocation(str(d).lower(), is_path=False) for d in body.get("sha256", ()))
+            except FileNotFoundError:
+                pass
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise PolicyError(f"revocation list {path} is unusable: {exc}") from exc
+        return cls(tuple(e.what for e in entries if e.is_path),
+                   frozenset(e.what for e in entries if not e.is_path), tuple(entries))  # fmt: skip
 
-    def match(self, item: dict[str, Any]) -> Revocation | None:
-        """The entry that revokes ``item`` (by digest first, then by source path), else ``None``."""
-        if not self.revoked(item):
-            return None
-        digest = item.get("sha256")
-        src = safe_text(item["source_path"]) if isinstance(item.get("source_path"), str) else None
+    def match(self, item: CatalogItem | Mapping[str, Any]) -> Revocation | None:
+        """The entry that revokes ``item`` (by digest first, then by source path or a folder above it)."""
+        digest = item.get("sha256") if isinstance(item, Mapping) else item.sha256
+        src = item.get("source_path") if isinstance(item, Mapping) else item.source_path
         for entry in self.entries:
-            if entry.what == digest:
+            if not entry.is_path and entry.what == digest:
                 return entry
         if isinstance(src, str):
+            text = safe_text(src)
             for entry in self.entries:
-                if src == entry.what or src.startswith(entry.what.rstrip("/") + "/"):
+                if entry.is_path and (text == entry.what or text.startswith(entry.what.rstrip("/") + "/")):
                     return entry
-        return Revocation(str(digest or src))
+        return None
 
-    def revoked(self, item: dict[str, Any]) -> bool:
-        if item.get("sha256") in self.digests:
-            return True
-        src = item.get("source_path")
-        if not isinstance(src, str):
-            return False
-        src = safe_text(src)
-        return any(src == p or src.startswith(p.rstrip("/") + "/") for p in self.paths)
+    def revoked(self, item: CatalogItem | Mapping[str, Any]) -> bool:
+        return self.match(item) is not None
 
 
-def _ns(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def revoke_source(store: ArtifactStore, path: str, reason: str = "") -> Path:
-    """Append a source to the store's revocation list (atomically), with the time of revocation."""
-    target = store.root / "revocations.json"
-    try:
-        body = json.loads(target.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        body = {"sources": [], "sha256": []}
-    body.setdefault("sources", []).append({"path": canonical_path(path), "reason": reason,
-                                          "revoked_at_ns": time.time_ns()})
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(json.dumps(body, indent=2), encoding="utf-8")
-    os.replace(tmp, target)
-    return target
+def revoke_source(store: ArtifactStore, path: str | os.PathLike[str], reason: str = "") -> str:
+    """Revoke a source path (and everything under it); returns the path as recorded."""
+    recorded = canonical_path(path)
+    with store.catalog.write(Role.MAINT) as con:
+        con.execute("INSERT INTO revocations (source_path, reason, at_ns) VALUES (?, ?, ?)",
+                    [recorded, reason, time.time_ns()])
+    return recorded
 
 
 def current_viewer(streamlit_user: str | None = None) -> str:
@@ -183,13 +174,73 @@ def current_viewer(streamlit_user: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class ReadResult:
-    outcome: str  # "ok" or one of OUTCOMES
+    outcome: ReadbackOutcome
     message: str
     snapshot: VerifiedSnapshot | None = None
 
     @property
     def ok(self) -> bool:
-        return self.outcome == "ok"
+        return self.outcome is ReadbackOutcome.OK
+
+
+def _refused(exc: ReadbackError) -> ReadResult:
+    return ReadResult(ReadbackOutcome(exc.outcome), str(exc))
+
+
+def read_part_receipt(store: ArtifactStore | str | os.PathLike[str], attempt_id: str, part_name: PartName | str) -> dict[str, Any]:
+    """The stored receipt of one exchange part; :class:`ReadbackError` otherwise."""
+    bin_path, path = _part_paths(store, attempt_id, part_name)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read(_RECEIPT_MAX + 1)
+    except FileNotFoundError as exc:
+        raise ReadbackError(ReadbackOutcome.NOT_FOUND, "no stored receipt for this part") from exc
+    except OSError as exc:
+        raise ReadbackError(ReadbackOutcome.NOT_FOUND, f"part receipt unreadable: {exc.strerror or exc}") from exc
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "part receipt is not valid JSON") from exc
+    if not isinstance(body, dict) or body.get("attemptId") != attempt_id or body.get("part") != path.stem:
+        raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH,
+                            "part receipt does not belong to the requested attempt and part")
+    return body
+
+
+def read_part(store: ArtifactStore | str | os.PathLike[str], attempt_id: str, part_name: PartName | str) -> bytes:
+    """The stored bytes of one part, returned only after their size and SHA-256 match the receipt."""
+    receipt = read_part_receipt(store, attempt_id, part_name)
+    if receipt.get("persistence") != PartPersistence.STORED.value:
+        raise ReadbackError(ReadbackOutcome.NOT_FOUND,
+                            f"part was not stored (persistence {receipt.get('persistence')!r})")
+    digest, size = receipt.get("sha256"), receipt.get("size_bytes")
+    if not isinstance(digest, str) or not _HEX64.fullmatch(digest) or not isinstance(size, int) or size < 0:
+        raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "part receipt has a malformed digest or size")
+    bin_path, _ = _part_paths(store, attempt_id, part_name)
+    try:
+        fd = os.open(bin_path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(size + 1)  # one byte more than recorded exposes an appended tail
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ELOOP):
+            raise ReadbackError(ReadbackOutcome.NOT_FOUND, "part bytes are missing from the store") from exc
+        raise ReadbackError(ReadbackOutcome.NOT_FOUND, f"part bytes unreadable: {exc.strerror or exc}") from exc
+    if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
+        raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "part bytes do not match the recorded size and SHA-256")
+    return data
+
+
+def _part_paths(store: ArtifactStore | str | os.PathLike[str], attempt_id: str, part_name: PartName | str) -> tuple[Path, Path]:
+    try:
+        part = PartName(part_name) if isinstance(part_name, str) else None
+    except ValueError:
+        part = None
+    if part is None:
+        raise ReadbackError(ReadbackOutcome.NOT_FOUND, "unknown part name")
+    root = store.root if isinstance(store, ArtifactStore) else Path(store)  # a store, or its root directory
+    directory = root / PARTS_DIR / attempt_key(attempt_id)
+    return directory / f"{part.value}.bin", directory / f"{part.value}.json"
 
 
 class EvidenceReader:
@@ -201,62 +252,68 @@ class EvidenceReader:
         self.policy = policy if policy is not None else AccessPolicy.load()
         self._revocations_path = revocations_path
 
-    def list_items(self, viewer: str, attempt_id: str) -> list[dict[str, Any]] | ReadResult:
-        """Metadata of an attempt's items without private source bindings (no paths, no digests)."""
-        manifest = self.store.manifest(attempt_id)
-        if manifest is None:
-            return ReadResult("not_found", "no committed record for this attempt")
-        if not self.policy.allows(viewer, manifest.get("run_id")):
-            return ReadResult("permission_denied", f"{viewer} may not read run {manifest.get('run_id')!r}")
-        keep = ("input_id", "seq", "label", "source_kind", "delivery_mode", "media_type", "preview_kind",
-                "size_bytes", "capture_status", "artifact_status", "status_reason", "captured_at_ns")
-        return [{k: item.get(k) for k in keep} for item in manifest.get("items", ()) or ()]
+    def _attempt(self, viewer: str, attempt_id: str):
+        try:
+            record = self.store.attempt(attempt_id)
+        except sqlite3.Error as exc:  # a damaged catalog is not an authority, and never a crash
+            return ReadResult(ReadbackOutcome.INTEGRITY_MISMATCH, f"catalog unreadable ({exc})")
+        if record is None:
+            return ReadResult(ReadbackOutcome.NOT_FOUND, "no committed record for this attempt")
+        if not self.policy.allows(viewer, record.run_id):
+            return ReadResult(ReadbackOutcome.PERMISSION_DENIED, f"{viewer} may not read run {record.run_id!r}")
+        return record
+
+    def list_items(self, viewer: str, attempt_id: str) -> tuple[CatalogItem, ...] | ReadResult:
+        """An attempt's items with their status now (permission-checked), without private source
+        bindings: no paths, no digests."""
+        record = self._attempt(viewer, attempt_id)
+        if isinstance(record, ReadResult):
+            return record
+        return tuple(dataclasses.replace(i, source_path=None, sha256=None, snapshot_ref=None) for i in record.items)
+
+    def part_receipt(self, viewer: str, attempt_id: str, part: str) -> dict[str, Any] | ReadResult:
+        """An exchange part's stored receipt, with the same permission and purge checks as reads."""
+        try:
+            receipt = read_part_receipt(self.store, attempt_id, part)
+        except ReadbackError as exc:
+            return _refused(exc)
+        if not self.policy.allows(viewer, receipt.get("runId")):
+            return ReadResult(ReadbackOutcome.PERMISSION_DENIED, f"{viewer} may not read run {receipt.get('runId')!r}")
+        if self.store.is_purged(attempt_id):
+            return ReadResult(ReadbackOutcome.RETENTION_EXPIRED, "attempt purged")
+        return receipt
 
     def read_part(self, viewer: str, attempt_id: str, part: str) -> ReadResult:
         """An exchange part's bytes, with the same permission and purge checks as inputs."""
-        from otel_inputs.store._part_readback import read_part, read_part_receipt
-
+        receipt = self.part_receipt(viewer, attempt_id, part)
+        if isinstance(receipt, ReadResult):
+            return receipt
         try:
-            receipt = read_part_receipt(self.store.root, attempt_id, part)
+            data = read_part(self.store, attempt_id, part)
         except ReadbackError as exc:
-            return ReadResult(exc.outcome, str(exc))
-        except Exception as exc:  # noqa: BLE001 - a corrupt receipt reads as absent
-            return ReadResult("not_found", f"part receipt unreadable: {exc}")
-        if not self.policy.allows(viewer, receipt.get("runId")):
-            return ReadResult("permission_denied", f"{viewer} may not read run {receipt.get('runId')!r}")
-        if self.store.is_purged(attempt_id):
-            return ReadResult("retention_expired", "attempt purged")
-        try:
-            data = read_part(self.store.root, attempt_id, part)
-        except ReadbackError as exc:
-            return ReadResult(exc.outcome, str(exc))
-        return ReadResult("ok", "verified", VerifiedSnapshot(attempt_id, part, data, receipt.get("sha256", ""), receipt))
+            return _refused(exc)
+        return ReadResult(ReadbackOutcome.OK, "verified",
+                          VerifiedSnapshot(attempt_id, part, data, receipt.get("sha256", "")))
 
     def read(self, viewer: str, attempt_id: str, input_id: str, *, max_bytes: int | None = None) -> ReadResult:
-        try:
-            manifest = self.store.manifest(attempt_id)
-        except Exception:  # noqa: BLE001 - a corrupt manifest reads as absent, never as content
-            manifest = None
-        if manifest is None:
-            return ReadResult("not_found", "no committed record for this attempt")
-        if not self.policy.allows(viewer, manifest.get("run_id")):
-            return ReadResult("permission_denied", f"{viewer} may not read run {manifest.get('run_id')!r}")
-        item = next((i for i in manifest.get("items", ()) or () if i.get("input_id") == input_id), None)
+        record = self._attempt(viewer, attempt_id)
+        if isinstance(record, ReadResult):
+            return record
+        item = next((i for i in record.items if i.input_id == input_id), None)
         if item is None:
-            return ReadResult("not_found", "unknown input id")
+            return ReadResult(ReadbackOutcome.NOT_FOUND, "unknown input id")
         try:
-            self.store.check_retained(attempt_id, item)
+            check_retained(item)
         except ReadbackError as exc:
-            return ReadResult(exc.outcome, str(exc))
+            return _refused(exc)
         try:
             revocations = RevocationList.load(self.store, self._revocations_path)
         except PolicyError as exc:
-            return ReadResult("source_unavailable", str(exc))
+            return ReadResult(ReadbackOutcome.SOURCE_UNAVAILABLE, str(exc))
         if revocations.revoked(item):
-            return ReadResult("source_unavailable", "the source of this input has been revoked")
+            return ReadResult(ReadbackOutcome.SOURCE_UNAVAILABLE, "the source of this input has been revoked")
         try:
-            # The item found above is read as is: the manifest is not parsed a second time.
-            snap = self.store.read_item_bytes(attempt_id, item, max_bytes=max_bytes)
+            snap = self.store.read_item_bytes(item, max_bytes=max_bytes)
         except ReadbackError as exc:
-            return ReadResult(exc.outcome, str(exc))
-        return ReadResult("ok", "verified", snap)
+            return _refused(exc)
+        return ReadResult(ReadbackOutcome.OK, "verified", snap)

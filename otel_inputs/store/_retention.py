@@ -2,48 +2,46 @@
 
 Snapshot bytes are kept by allocated disk space, never by age.  Two limits, both optional: a byte
 budget for the store's objects and a minimum of free space on its filesystem; a third caps any one
-run.  When a limit is crossed, the oldest terminal attempts' snapshots are marked ``evicted``
-(reason ``disk_budget``) in their manifests, and bytes are deleted only once no available item
-references them.  Running attempts (a live owner) and staged captures are protected.  Metadata,
-hashes and provenance always stay.  A pass reads the manifests through the derived manifest index
-(:mod:`otel_inputs.store._store_index`), so only manifests changed since the last pass are read.
+run.  When a limit is crossed, the oldest ended attempts' items are marked ``evicted`` (reason
+``disk_budget``) in the catalog, and bytes are deleted only once no available item references
+them.  Running attempts (a live owner) and staged captures are protected.  Metadata, hashes and
+provenance always stay.
 
-Limits come from the environment (sizes accept K/M/G suffixes) or from flags of
-``otel-inputs store gc``:
+Marks go in small transactions (:data:`CHUNK` attempts, a short pause between) so an agent's
+commit never waits long for the catalog's write lock; one ``synchronous=FULL`` commit at the end of
+the pass makes them all durable before any byte they free is deleted.
 
-* ``OTEL_INPUTS_STORE_BUDGET``: snapshot byte budget of the whole store;
-* ``OTEL_INPUTS_STORE_MIN_FREE``: minimum free bytes on the store's filesystem;
-* ``OTEL_INPUTS_RUN_BUDGET``: snapshot byte cap for any single run.
+Limits come from the environment (sizes accept K/M/G suffixes; names in :mod:`otel_inputs.names`:
+``OTEL_INPUTS_STORE_BUDGET``, ``OTEL_INPUTS_STORE_MIN_FREE``, ``OTEL_INPUTS_RUN_BUDGET``) or from
+flags of ``otel-inputs store gc``.
 """
 
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import os
 import re
 import shutil
+import socket
+import threading
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from otel_inputs import names
-from otel_inputs.store._retention_evict import GcReport, _candidates, _evict, _Plan, still_running
+from otel_inputs.store._catalog import Role
 from otel_inputs.store._store import ArtifactStore
-from otel_inputs.store._store_evictions import mark_evicted
-from otel_inputs.store._store_index import ManifestView, refresh
-from otel_inputs.store._store_index import save as save_index
-from otel_inputs.store._store_io import read_ended_quoted
-
 
 _log = logging.getLogger(__name__)
 
 GC_LOCK = "gc.lock"
-
+EVICTION_REASON = "disk_budget"
+CHUNK = 250  # attempts per eviction transaction: an agent commit waits at most one of them
+CHUNK_PAUSE_S = 0.005
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 
 
@@ -88,113 +86,88 @@ class RetentionPolicy:
 
 
 @dataclass
-class _Attempt:
-    attempt_id: str
-    run_id: str | None
-    committed_at_ns: int
-    protected: bool
-    available: set[str] = field(default_factory=set)  # digests this attempt still holds
+class GcReport:
+    evicted_attempts: int = 0
+    evicted_items: int = 0
+    deleted_objects: int = 0
+    freed_bytes: int = 0
+    total_bytes_after: int = 0
+    protected_bytes: int = 0
+    over_budget_after: bool = False
+    reasons: list[str] = field(default_factory=list)
 
 
 @dataclass
-class StoreIndex:
-    """What the store holds: one row per manifest (see :class:`ManifestView`), object sizes and
-    staging bytes; ``protected`` holds the rows of running attempts (a live owner, not ended)."""
+class StoreUsage:
+    """What the store holds now: object and staging bytes, per run when asked, what is protected."""
 
-    view: ManifestView
-    object_bytes: dict[str, int]
+    object_bytes: int
+    objects: int
     staging_bytes: int
-    unreadable_manifests: list[str]
-    protected: set[int] = field(default_factory=set)
-    _runs: dict[str, str | None] = field(default_factory=dict, repr=False)
+    protected: set[str]
+    per_run: dict[str, int] | None = None
 
     @property
-    def attempts(self) -> dict[str, _Attempt]:
-        """Per attempt id (built on demand: retention itself works on the columns)."""
-        v = self.view
-        out: dict[str, _Attempt] = {}
-        for i in range(len(v)):
-            a = _Attempt(json.loads(v.aids[i]), self.run_of(i), int(v.committed[i]), i in self.protected,
-                         set(v.digest_list(i)))
-            out[a.attempt_id] = a
-        return out
-
-    def run_of(self, i: int) -> str | None:
-        raw = self.view.runs[i]
-        if raw not in self._runs:
-            self._runs[raw] = json.loads(raw)
-        return self._runs[raw]
-
-    def refcount(self) -> Counter[str]:
-        joined = ",".join(d for d in self.view.digests if d)
-        return Counter(joined.split(",")) if joined else Counter()
-
     def total_bytes(self) -> int:
-        return sum(self.object_bytes.values()) + self.staging_bytes
-
-    def run_bytes(self) -> dict[str, int]:
-        per_run: dict[str, set[str]] = defaultdict(set)
-        for i, d in enumerate(self.view.digests):
-            if d:
-                per_run[self.run_of(i) or ""].update(d.split(","))
-        return {run: sum(self.object_bytes.get(d, 0) for d in ds) for run, ds in per_run.items()}
-
-    def protected_bytes(self) -> int:
-        digests: set[str] = set()
-        for i in self.protected:
-            digests.update(self.view.digest_list(i))
-        return sum(self.object_bytes.get(d, 0) for d in digests) + self.staging_bytes
+        return self.object_bytes + self.staging_bytes
 
 
-def _allocated(st: os.stat_result) -> int:
-    return getattr(st, "st_blocks", 0) * 512 or st.st_size
+def _owner_alive(pid: Any, host: Any) -> bool:
+    if host != socket.gethostname():
+        return True  # another host's process: we cannot tell, so keep protecting it
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
-def scan_store(store: ArtifactStore, progress: Callable[[int], None] | None = None, *, persist: bool = True,
-               cached: ManifestView | None = None) -> StoreIndex:
-    """Index manifests (through the validated manifest index), objects and staging; no object bytes are read."""
-    view = refresh(store.root, progress=progress, persist=persist, cached=cached)
-    protected: set[int] = set()
-    running = [i for i, owner in enumerate(view.running) if owner]
-    if running:
-        ended = read_ended_quoted(store.ended_dir)
-        alive: dict[str, bool] = {}
-        protected.update(i for i in running if still_running(view.aids[i], view.running[i], ended, alive))
-    staging = 0
-    for dirpath, _dirs, files in os.walk(store.staging_dir):
-        for f in files:
-            try:
-                staging += _allocated(os.lstat(os.path.join(dirpath, f)))
-            except FileNotFoundError:
-                pass
-    bad = [message for _ident, message in view.errors.values()]
-    return StoreIndex(view, dict(view.object_sizes), staging, bad, protected)
+def _protected(con) -> set[str]:
+    """Running attempts whose owner may still be capturing (a dead owner's attempt has ended)."""
+    alive: dict[tuple[Any, Any], bool] = {}
+    out = set()
+    for aid, pid, host in con.execute("SELECT attempt_id, owner_pid, owner_host FROM attempts WHERE state = 'running'"):
+        if alive.setdefault((pid, host), _owner_alive(pid, host)):
+            out.add(aid)
+    return out
 
 
-def _mark_evicted(body: dict[str, Any]) -> int:
-    """Mark a manifest's available items evicted (disk budget) now; return how many."""
-    return mark_evicted(body, time.time_ns())
+def _run_bytes(con) -> dict[str, int]:
+    return {run or "": used for run, used in con.execute(
+        "SELECT run_id, sum(allocated) FROM (SELECT DISTINCT a.run_id, i.sha256 FROM items i "
+        "JOIN attempts a ON a.attempt_id = i.attempt_id WHERE i.artifact_status = 'available') "
+        "JOIN objects USING (sha256) GROUP BY run_id")}
 
 
-def _evict_attempt(store: ArtifactStore, attempt_id: str) -> int:
-    """Mark one attempt's available items evicted (disk budget); how many were marked."""
-    evicted = 0
+def _bytes_of(con, attempt_ids: set[str]) -> int:
+    if not attempt_ids:
+        return 0
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS _ids (attempt_id TEXT PRIMARY KEY)")
+    con.execute("DELETE FROM _ids")
+    con.executemany("INSERT OR IGNORE INTO _ids VALUES (?)", [(a,) for a in attempt_ids])
+    return con.execute("SELECT coalesce(sum(allocated), 0) FROM objects WHERE sha256 IN (SELECT i.sha256 FROM "
+                       "items i JOIN _ids USING (attempt_id) WHERE i.artifact_status = 'available')").fetchone()[0]
 
-    def change(body: dict[str, Any]) -> bool:
-        nonlocal evicted
-        evicted = _mark_evicted(body)
-        return evicted > 0
 
-    store.modify_manifest(attempt_id, change)
-    return evicted
+def store_usage(store: ArtifactStore, *, per_run: bool = False) -> StoreUsage:
+    """The store's usage from the catalog (one snapshot) plus a walk of staging."""
+    staging = store.objects.staging_bytes()
+    try:
+        with store.catalog.read() as con:
+            totals = dict(con.execute("SELECT key, value FROM meta WHERE key IN ('objects', 'object_bytes')"))
+            return StoreUsage(totals["object_bytes"], totals["objects"], staging, _protected(con),
+                              _run_bytes(con) if per_run else None)
+    except FileNotFoundError:
+        return StoreUsage(0, 0, staging, set(), {} if per_run else None)
 
 
 @contextmanager
 def _gc_lock(store: ArtifactStore) -> Iterator[None]:
-    """Passes take turns, so a second pass sees the first one's evictions instead of repeating them.
-
-    Safety never rests on it (the object-removal protocol does): an unusable lock file only costs that.
-    """
+    """Passes take turns, so a second pass sees the first one's evictions instead of repeating them."""
     try:
         fd = os.open(store.root / GC_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
@@ -207,119 +180,177 @@ def _gc_lock(store: ArtifactStore) -> Iterator[None]:
         os.close(fd)
 
 
-def apply_retention(
-    store: ArtifactStore,
-    policy: RetentionPolicy,
-    *,
-    free_bytes: Callable[[str], int] | None = None,
-    now: float | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> GcReport:
-    """Evict oldest terminal attempts' snapshots until every limit holds (or only protected bytes remain).
+@dataclass
+class _Plan:
+    """Victims oldest first, with the refcounts the plan leaves behind."""
 
-    Ordering is crash-safe: manifests are marked evicted and synced before any of their bytes are
-    deleted, so a crash leaves at worst unreferenced bytes (removed by reconciliation), never a
-    manifest that claims bytes that are gone.
+    refcount: dict[str, int]
+    sizes: dict[str, int]
+    victims: list[tuple[str, int]] = field(default_factory=list)  # (attempt id, committed_at_ns)
+    chosen: set[str] = field(default_factory=set)
+    last_refs: list[str] = field(default_factory=list)
+
+    def take(self, attempt_id: str, committed: int, digests: list[str]) -> int:
+        freed = 0
+        for digest in digests:
+            self.refcount[digest] -= 1
+            if self.refcount[digest] == 0:
+                freed += self.sizes.get(digest, 0)
+                self.last_refs.append(digest)
+        self.victims.append((attempt_id, committed))
+        self.chosen.add(attempt_id)
+        return freed
+
+
+def _candidates(con, protected: set[str], run: str | None = None) -> Iterator[tuple[str, int, list[str]]]:
+    """(attempt id, committed_at_ns, available digests) oldest first, of unprotected attempts."""
+    sql = ("SELECT a.attempt_id, a.committed_at_ns, i.sha256 FROM attempts a JOIN items i "
+           "ON i.attempt_id = a.attempt_id AND i.artifact_status = 'available' "
+           + ("WHERE coalesce(a.run_id, '') = ? " if run is not None else "")
+           + "ORDER BY a.committed_at_ns, a.attempt_id")
+    current: tuple[str, int] | None = None
+    digests: list[str] = []
+    for aid, committed, digest in con.execute(sql, [run] if run is not None else []):
+        if current is not None and aid != current[0]:
+            if current[0] not in protected:
+                yield current[0], current[1], digests
+            digests = []
+        current = (aid, committed)
+        digests.append(digest)
+    if current is not None and current[0] not in protected:
+        yield current[0], current[1], digests
+
+
+def apply_retention(store: ArtifactStore, policy: RetentionPolicy, *, free_bytes: Callable[[str], int] | None = None,
+                    now: float | None = None, progress: Callable[[int], None] | None = None) -> GcReport:
+    """Evict oldest ended attempts' snapshots until every limit holds (or only protected bytes remain).
+
+    Crash-safe ordering: items are marked evicted and the marks made durable before any byte is
+    deleted, so a crash leaves at worst unreferenced bytes (removed later), never a record that
+    claims bytes that are gone.
     """
+    measure_free = free_bytes or (lambda p: shutil.disk_usage(p).free)
     with _gc_lock(store):
-        return _apply(store, policy, free_bytes or (lambda p: shutil.disk_usage(p).free), progress)
+        return _apply(store, policy, measure_free, progress)
 
 
 def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable[[str], int],
            progress: Callable[[int], None] | None) -> GcReport:
     report = GcReport()
-    index = scan_store(store, progress, persist=False)
-    total = index.total_bytes()
+    usage = store_usage(store, per_run=policy.run_budget_bytes is not None)
+    total = usage.total_bytes
+    free_at_start = measure_free(str(store.root)) if policy.min_free_bytes is not None else None
 
-    def over_global(freed_not_yet_deleted: int = 0) -> bool:
-        if policy.budget_bytes is not None and total - freed_not_yet_deleted > policy.budget_bytes:
+    def over(freed: int) -> bool:
+        if policy.budget_bytes is not None and total - freed > policy.budget_bytes:
             return True
-        if (policy.min_free_bytes is not None
-                and measure_free(str(store.root)) + freed_not_yet_deleted < policy.min_free_bytes):
-            return True
-        return False
+        return free_at_start is not None and free_at_start + freed < policy.min_free_bytes
 
     plan: _Plan | None = None
-    run_planned = 0
-    if policy.run_budget_bytes is not None:
-        cap = policy.run_budget_bytes
-        candidates: list[int] | None = None
-        for run, used in index.run_bytes().items():
-            if used <= cap:
-                continue
-            report.reasons.append(f"run {run!r} over its budget ({used} > {cap})")
-            plan = plan or _Plan(index, index.refcount())
-            candidates = _candidates(index) if candidates is None else candidates
-            in_run = [i for i in candidates if (index.run_of(i) or "") == run]
-            run_planned += plan.evict_until(in_run, lambda planned, start=used: start - planned > cap)
-    if over_global(run_planned):
-        report.reasons.append("store over its budget or under its free-space floor")
-        start_total = total - run_planned
-        free_at_start = (measure_free(str(store.root)) + run_planned) if policy.min_free_bytes is not None else None
-
-        def still_over(planned: int) -> bool:
-            if policy.budget_bytes is not None and start_total - planned > policy.budget_bytes:
-                return True
-            if free_at_start is not None and free_at_start + planned < policy.min_free_bytes:
-                return True
-            return False
-
-        plan = plan or _Plan(index, index.refcount())
-        plan.evict_until(_candidates(index), still_over)
-    view = index.view
+    planned = 0
+    if usage.per_run or over(0):
+        with store.catalog.read() as con:
+            plan = _Plan(dict(con.execute("SELECT sha256, count(*) FROM items WHERE artifact_status = 'available' "
+                                          "GROUP BY sha256")),
+                         dict(con.execute("SELECT sha256, allocated FROM objects")))
+            for run, used in sorted((usage.per_run or {}).items()):
+                cap = policy.run_budget_bytes
+                if cap is None or used <= cap:
+                    continue
+                report.reasons.append(f"run {run!r} over its budget ({used} > {cap})")
+                for aid, committed, digests in _candidates(con, usage.protected, run):
+                    if used <= cap:
+                        break
+                    if aid not in plan.chosen:
+                        freed = plan.take(aid, committed, digests)
+                        used, planned = used - freed, planned + freed
+            if over(planned):
+                report.reasons.append("store over its budget or under its free-space floor")
+                for aid, committed, digests in _candidates(con, usage.protected):
+                    if not over(planned):
+                        break
+                    if aid not in plan.chosen:
+                        planned += plan.take(aid, committed, digests)
     if plan is not None and plan.victims:
-        view.objects_ident = ""  # the objects directory changes now: list it again next time
-        deleted, view = _evict(store, plan, report, progress)
-        for digest in deleted:
-            size = index.object_bytes.pop(digest, 0)
-            view.object_sizes.pop(digest, None)
-            total -= size
-            report.freed_bytes += size
-            report.deleted_objects += 1
+        _mark(store, plan.victims, report, progress)
+        if report.evicted_attempts:
+            deleted = store.remove_objects(plan.last_refs)
+            report.deleted_objects, report.freed_bytes = len(deleted), sum(deleted.values())
+            total -= report.freed_bytes
     report.total_bytes_after = total
-    report.protected_bytes = index.protected_bytes()
-    report.over_budget_after = over_global()
-    if view.dirty:
-        save_index(store.root, view)
+    if usage.protected:
+        with store.catalog.read() as con:
+            report.protected_bytes = _bytes_of(con, usage.protected)
+    report.protected_bytes += usage.staging_bytes
+    if policy.min_free_bytes is not None:
+        free_at_start = measure_free(str(store.root))
+    report.over_budget_after = over(0)
     return report
+
+
+def _mark(store: ArtifactStore, victims: list[tuple[str, int]], report: GcReport,
+          progress: Callable[[int], None] | None) -> None:
+    """Mark the victims' available items evicted, :data:`CHUNK` attempts per transaction, then make
+    the marks durable (the caller deletes bytes only after this returns); an attempt committed
+    again since the plan (another ``committed_at_ns``) is left alone."""
+    at = time.time_ns()
+    for k in range(0, len(victims), CHUNK):
+        chunk = victims[k:k + CHUNK]
+        items = 0
+        with store.catalog.write(Role.MAINT, durable=False) as con:
+            seq = store.catalog.next_seq(con)
+            for aid, committed in chunk:
+                n = con.execute("UPDATE items SET artifact_status = 'evicted', status_reason = ?, evicted_at_ns = ? "
+                                "WHERE attempt_id = ? AND artifact_status = 'available' AND EXISTS (SELECT 1 FROM "
+                                "attempts WHERE attempt_id = ? AND committed_at_ns = ?)",
+                                [EVICTION_REASON, at, aid, aid, committed]).rowcount
+                if n:
+                    con.execute("UPDATE attempts SET changed_seq = ? WHERE attempt_id = ?", [seq, aid])
+                    items += n
+                    report.evicted_attempts += 1
+        report.evicted_items += items
+        if progress:
+            progress(len(chunk))
+        time.sleep(CHUNK_PAUSE_S)  # let waiting agent commits take the write lock
+    with store.catalog.write(Role.MAINT) as con:  # FULL: its WAL fsync covers every chunk above
+        con.execute("INSERT INTO evictions (at_ns, reason, attempts, items) VALUES (?, ?, ?, ?)",
+                    [at, EVICTION_REASON, report.evicted_attempts, report.evicted_items])
 
 
 def store_status(store: ArtifactStore, policy: RetentionPolicy) -> dict[str, Any]:
     """Usage against the limits, overall and per run, for ``otel-inputs store status``."""
-    index = scan_store(store)
-    disk = shutil.disk_usage(store.root)
-    per_run = index.run_bytes()
+    usage = store_usage(store, per_run=True)
+    with store.catalog.read() as con:
+        protected = _bytes_of(con, usage.protected)
+        attempts = con.execute("SELECT count(*) FROM attempts").fetchone()[0]
     return {
         "store": str(store.root),
-        "attempts": len(set(index.view.aids)),
-        "objects": len(index.object_bytes),
-        "object_bytes": sum(index.object_bytes.values()),
-        "staging_bytes": index.staging_bytes,
-        "protected_bytes": index.protected_bytes(),
+        "attempts": attempts,
+        "objects": usage.objects,
+        "object_bytes": usage.object_bytes,
+        "staging_bytes": usage.staging_bytes,
+        "protected_bytes": protected + usage.staging_bytes,
         "budget_bytes": policy.budget_bytes,
         "run_budget_bytes": policy.run_budget_bytes,
         "min_free_bytes": policy.min_free_bytes,
-        "free_bytes": disk.free,
-        "runs": {run or "(no run)": used for run, used in sorted(per_run.items())},
-        "unreadable_manifests": index.unreadable_manifests,
+        "free_bytes": shutil.disk_usage(store.root).free,
+        "runs": {run or "(no run)": used for run, used in sorted((usage.per_run or {}).items())},
     }
 
 
 class RetentionGate:
     """Keeps an observer's captures inside the limits without making the agent wait on storage.
 
-    Before capture it says how many bytes may still be added: the totals of the last store scan plus
-    what this process committed since.  Scans run on a background thread (at 100,000 manifests one
-    takes a second or more); a stale index is used while its successor is built.  Only the very
-    first call waits for the first scan, at most ``first_wait_s``; if that is not enough the byte
-    budgets are unknown for now and only the free-space floor (one statvfs) is applied.  After a
-    commit that crosses a limit retention runs in the background, one pass at a time.
+    Before capture it says how many bytes may still be added: the totals of the last usage scan
+    plus what this process committed since.  Scans run on a background thread; a stale total is
+    used while its successor is computed.  Only the very first call waits for the first scan, at
+    most ``first_wait_s``; if that is not enough the byte budgets are unknown for now and only the
+    free-space floor (one statvfs) is applied.  After a commit that crosses a limit retention runs
+    in the background, one pass at a time.
     """
 
     def __init__(self, store: ArtifactStore, policy: RetentionPolicy, *, refresh_s: float = 5.0,
                  free_bytes: Callable[[str], int] | None = None, first_wait_s: float = 0.5) -> None:
-        import threading
-
         self.store = store
         self.policy = policy
         self.refresh_s = refresh_s
@@ -328,10 +359,10 @@ class RetentionGate:
         self._lock = threading.Lock()
         self._scan_lock = threading.Lock()
         self._scanned = threading.Event()
-        self._index: StoreIndex | None = None
+        self._known = False
         self._total = 0
         self._per_run: dict[str, int] = {}
-        self._indexed_at = 0.0
+        self._scanned_at = 0.0
         self._added: dict[str | None, int] = defaultdict(int)
         self._scan_thread: threading.Thread | None = None
         self._gc_thread: threading.Thread | None = None
@@ -343,8 +374,6 @@ class RetentionGate:
             self._scan_in_background()
 
     def _scan_in_background(self) -> None:
-        import threading
-
         with self._lock:
             if self._scan_thread is not None and self._scan_thread.is_alive():
                 return
@@ -353,29 +382,23 @@ class RetentionGate:
 
     def _scan(self) -> None:
         with self._scan_lock:  # one scan at a time: each settles the commits counted before it began
-            self._scan_locked()
-
-    def _scan_locked(self) -> None:
-        try:
-            with self._lock:
-                # Validate against our last view, not the saved file: only what changed since is read.
-                cached = self._index.view if self._index is not None else None
-                added_before = dict(self._added)
-            index = scan_store(self.store, persist=cached is None, cached=cached)
-            total, per_run = index.total_bytes(), index.run_bytes()
-            with self._lock:
-                self._index, self._total, self._per_run = index, total, per_run
-                self._indexed_at = time.monotonic()
-                for run, n in added_before.items():  # now in the scan; later commits stay counted
-                    left = self._added.get(run, 0) - n
-                    if left > 0:
-                        self._added[run] = left
-                    else:
-                        self._added.pop(run, None)
-        except Exception as exc:  # noqa: BLE001 - retention must never take the agent down
-            _log.warning("otel_inputs: store scan for retention failed: %s", exc)
-        finally:
-            self._scanned.set()
+            try:
+                with self._lock:
+                    added_before = dict(self._added)
+                usage = store_usage(self.store, per_run=self.policy.run_budget_bytes is not None)
+                with self._lock:
+                    self._known, self._total, self._per_run = True, usage.total_bytes, usage.per_run or {}
+                    self._scanned_at = time.monotonic()
+                    for run, n in added_before.items():  # now in the scan; later commits stay counted
+                        left = self._added.get(run, 0) - n
+                        if left > 0:
+                            self._added[run] = left
+                        else:
+                            self._added.pop(run, None)
+            except Exception as exc:  # noqa: BLE001 - retention must never take the agent down
+                _log.warning("otel_inputs: store scan for retention failed: %s", exc)
+            finally:
+                self._scanned.set()
 
     def remaining(self, run_id: str | None) -> int | None:
         if not self.policy.active:
@@ -384,8 +407,8 @@ class RetentionGate:
             self._scan_in_background()
             self._scanned.wait(self.first_wait_s)
         with self._lock:
-            known = self._index is not None
-            stale = known and time.monotonic() - self._indexed_at > self.refresh_s
+            known = self._known
+            stale = known and time.monotonic() - self._scanned_at > self.refresh_s
             total = self._total + sum(self._added.values())
             run_total = self._per_run.get(run_id or "", 0) + self._added.get(run_id, 0)
         if stale:
@@ -415,8 +438,6 @@ class RetentionGate:
             self.collect_in_background()
 
     def collect_in_background(self) -> None:
-        import threading
-
         with self._lock:
             if self._gc_thread is not None and self._gc_thread.is_alive():
                 return

@@ -20,7 +20,7 @@ from otel_inputs.exporter import DuckDBSpanExporter, SchemaError, migrate, read_
 from otel_inputs.exporter._db import file_lock
 from otel_inputs.exporter._schema import SCHEMA_VERSION
 from otel_inputs import names as n
-from otel_inputs.store import ArtifactStore
+from otel_inputs.store import ArtifactStore, AttemptRecord, CatalogItem
 
 CLICKHOUSE_COLUMNS = [
     "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind",
@@ -171,11 +171,11 @@ def test_store_manifests_land_with_their_attempt(spans: SpanFactory, db_path: Pa
     store = ArtifactStore(tmp_path / "store")
     staging = store.begin_attempt("att-0")
     blob = staging.put_bytes(b"hello")
-    item = {"input_id": "in-0-0", "seq": 0, "label": "a.txt", "source_kind": "explicit_attachment",
-            "delivery_mode": "inline", "snapshot_ref": blob.snapshot_ref, "sha256": blob.sha256,
-            "size_bytes": 5, "capture_status": "captured", "artifact_status": "available",
-            "captured_at_ns": 123}  # fmt: skip
-    staging.commit({"run_id": "run-1", "coverage": "complete", "decision": "admitted", "items": [item]})
+    item = CatalogItem("att-0", "in-0-0", 0, label="a.txt", source_kind="explicit_attachment",
+                       delivery_mode="inline", snapshot_ref=blob.snapshot_ref, sha256=blob.sha256,
+                       size_bytes=5, capture_status="captured", artifact_status="available",
+                       captured_at_ns=123)  # fmt: skip
+    staging.commit(AttemptRecord("att-0", "run-1", coverage="complete", decision="admitted", items=(item,)))
     exporter = DuckDBSpanExporter(db_path, store=tmp_path / "store")
     exporter.export([spans.attempt(0, items=1)])
     exporter.export([spans.attempt(0, items=1)])

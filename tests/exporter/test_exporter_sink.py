@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otel_inputs.exporter import DuckDBSpanExporter, OTLPSink, SinkConfig
 from otel_inputs.exporter._db import file_lock
-from otel_inputs.store import ArtifactStore
+from otel_inputs.store import ArtifactStore, AttemptRecord, CatalogItem
 from sink_client import post, proto_request, span_json
 
 pytestmark = pytest.mark.timeout(60)
@@ -179,9 +179,9 @@ def test_slow_client_does_not_block_others(spans: SpanFactory, db_path: Path) ->
 def _write_manifest(store: ArtifactStore, attempt_id: str) -> None:
     staging = store.begin_attempt(attempt_id)
     blob = staging.put_bytes(attempt_id.encode())
-    staging.commit({"run_id": "run-1", "coverage": "complete", "decision": "admitted", "items": [
-        {"input_id": f"{attempt_id}-in", "seq": 0, "sha256": blob.sha256, "snapshot_ref": blob.snapshot_ref,
-         "capture_status": "captured", "artifact_status": "available", "size_bytes": len(attempt_id)}]})  # fmt: skip
+    staging.commit(AttemptRecord(attempt_id, "run-1", coverage="complete", decision="admitted", items=(
+        CatalogItem(attempt_id, f"{attempt_id}-in", 0, sha256=blob.sha256, snapshot_ref=blob.snapshot_ref,
+                    capture_status="captured", artifact_status="available", size_bytes=len(attempt_id)),)))  # fmt: skip
 
 
 def test_store_manifests_land_at_start_periodically_and_on_stop(tmp_path: Path, db_path: Path) -> None:

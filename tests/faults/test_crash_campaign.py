@@ -30,9 +30,9 @@ from otel_inputs.types import CaptureDecision
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "crash_worker.py"
-SCENARIOS = ("capture", "commit", "duckdb", "evict", "purge")
+SCENARIOS = ("capture", "commit", "duckdb", "evict", "purge", "import")
 # Upper bound of the random delay (after the child said "ready") before SIGKILL, per scenario.
-MAX_DELAY_S = {"capture": 0.8, "commit": 0.8, "duckdb": 1.5, "evict": 0.8, "purge": 0.4}
+MAX_DELAY_S = {"capture": 0.8, "commit": 0.8, "duckdb": 1.5, "evict": 0.8, "purge": 0.4, "import": 0.6}
 BASE_SEED = int(os.environ.get("OTEL_INPUTS_CRASH_SEED") or random.SystemRandom().randrange(1 << 30))
 ADMIT = AdmissionDecision(CaptureDecision.ADMITTED)
 
@@ -55,9 +55,11 @@ def _prepare(scenario: str, workdir: Path, rng: random.Random) -> dict:
     import crash_worker
 
     state: dict = {}
+    if scenario == "import":
+        return _prepare_legacy(workdir, rng)
     if scenario not in ("evict", "purge"):
         return state
-    store = ArtifactStore(workdir / "store", sync_in_background=False)
+    store = ArtifactStore(workdir / "store")
     tree = workdir / "tree"
     crash_worker.make_tree(tree, rng, files=10)
     attempts: dict[str, dict] = {}
@@ -69,8 +71,8 @@ def _prepare(scenario: str, workdir: Path, rng: random.Random) -> dict:
         capture_attempt_inputs(attempt_id=attempt_id, run_id=run, decision=ADMIT, store=store,
                                context_roots=[tree])
         store.mark_terminal(attempt_id)
-        body = store.manifest(attempt_id)
-        attempts[attempt_id] = {"run": run, "items": {i["input_id"]: i for i in body["items"]}}
+        body = store.attempt(attempt_id)
+        attempts[attempt_id] = {"run": run, "items": {i.input_id: i for i in body.items}}
     # Make the pre-populated objects old, as on a real store (retention spares fresh objects).
     old = time.time() - 3600
     for p in store.objects_dir.iterdir():
@@ -91,6 +93,22 @@ def _prepare(scenario: str, workdir: Path, rng: random.Random) -> dict:
         (workdir / "plan.json").write_text(json.dumps(plan))
         state["plan"] = plan
     return state
+
+
+def _prepare_legacy(workdir: Path, rng: random.Random) -> dict:
+    """An old-layout store of a few hundred attempts (so kills land inside the import)."""
+    sys.path.insert(0, str(WORKER.parent))
+    sys.path.insert(0, str(WORKER.parents[1] / "otel_inputs"))
+    import crash_worker
+    from legacy_layout import LegacyAttempt, write_legacy_store
+
+    crash_worker.make_tree(workdir / "tree", rng, files=6)
+    attempts = [LegacyAttempt(f"old-{n}", f"run-{n % 4}", {f"f{n % 7}.txt": f"content {n % 50}".encode(),
+                                                          "shared.txt": b"shared"},
+                              evicted=n % 5 == 1, purged=n % 11 == 3, committed_at_ns=1_000_000 + n)
+                for n in range(rng.choice((200, 400, 800)))]
+    write_legacy_store(workdir / "store", attempts)
+    return {"legacy": {a.attempt_id: a for a in attempts}}
 
 
 def run_trial(scenario: str, seed: int, workdir: Path) -> TrialResult:
@@ -130,27 +148,28 @@ def _ctx(r: TrialResult) -> str:
 
 
 def _reconcile_and_check_store(workdir: Path, r: TrialResult) -> ArtifactStore:
-    """Restart reconciliation, then: every available item re-hashes to its manifest, no staging,
-    no unreferenced object and no torn manifest remain."""
+    """Restart reconciliation, then: the catalog is intact, every available item re-hashes to its
+    recorded digest, and no staging or unreferenced object remains."""
     store = ArtifactStore(workdir / "store")
     reconcile_store(store, min_age_s=0)
     ctx = _ctx(r)
     leftovers = sorted(os.listdir(store.staging_dir))
     assert leftovers == [], f"{ctx} orphan staging survived reconciliation: {leftovers}"
     referenced: set[str] = set()
-    for body in store.iter_manifests():
-        assert "error" not in body, f"{ctx} unreadable manifest after crash: {body}"
-        for item in body.get("items", ()):
-            if item.get("artifact_status") != "available":
+    with store.catalog.read() as con:
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok", f"{ctx} catalog damaged"
+    for body in store.attempts():
+        for item in body.items:
+            if item.artifact_status != "available":
                 continue
-            digest = item["sha256"]
+            digest = item.sha256
             referenced.add(digest)
             path = store.object_path(digest)
-            assert path.is_file(), f"{ctx} manifest of {body['attempt_id']} claims missing bytes {digest}"
+            assert path.is_file(), f"{ctx} catalog record of {body.attempt_id} claims missing bytes {digest}"
             data = path.read_bytes()
             assert hashlib.sha256(data).hexdigest() == digest, f"{ctx} object {digest} holds wrong bytes"
-            assert len(data) == item["size_bytes"], f"{ctx} object {digest} has the wrong size"
-            snap = store.read_input(body["attempt_id"], item["input_id"])
+            assert len(data) == item.size_bytes, f"{ctx} object {digest} has the wrong size"
+            snap = store.read_input(body.attempt_id, item.input_id)
             assert snap.sha256 == digest
             r.facts["available_items_verified"] += 1
     objects = {p.name for p in store.objects_dir.iterdir()}
@@ -165,9 +184,9 @@ def _committed(r: TrialResult, tag: str = "C") -> list[str]:
 def check_capture(workdir: Path, r: TrialResult, state: dict) -> None:
     store = _reconcile_and_check_store(workdir, r)
     for attempt_id in _committed(r):
-        body = store.manifest(attempt_id)
-        assert body is not None, f"{_ctx(r)} attempt {attempt_id} reported committed has no manifest"
-        assert all(i["artifact_status"] == "available" for i in body["items"]), (
+        body = store.attempt(attempt_id)
+        assert body is not None, f"{_ctx(r)} attempt {attempt_id} reported committed has no catalog record"
+        assert all(i.artifact_status == "available" for i in body.items), (
             f"{_ctx(r)} committed attempt {attempt_id} lost snapshots")
         r.facts["committed_attempts_checked"] += 1
 
@@ -203,54 +222,57 @@ def check_duckdb(workdir: Path, r: TrialResult, state: dict) -> None:
 def check_evict(workdir: Path, r: TrialResult, state: dict) -> None:
     store = _reconcile_and_check_store(workdir, r)
     reader = EvidenceReader(store)
-    for body in store.iter_manifests():
-        for item in body["items"]:
-            if item["artifact_status"] == "evicted":
-                res = reader.read("crash", body["attempt_id"], item["input_id"])
+    for body in store.attempts():
+        for item in body.items:
+            if item.artifact_status == "evicted":
+                res = reader.read("crash", body.attempt_id, item.input_id)
                 assert res.outcome == "retention_expired", f"{_ctx(r)} evicted item read back: {res}"
                 r.facts["evicted_items_refused"] += 1
     for attempt_id in _committed(r):
-        assert store.manifest(attempt_id) is not None, f"{_ctx(r)} committed attempt {attempt_id} vanished"
+        assert store.attempt(attempt_id) is not None, f"{_ctx(r)} committed attempt {attempt_id} vanished"
 
 
 def check_purge(workdir: Path, r: TrialResult, state: dict) -> None:
     store = _reconcile_and_check_store(workdir, r)
     ctx = _ctx(r)
     attempts: dict[str, dict] = state["attempts"]
-    tomb_attempts, tomb_inputs = store._tombstones()
+    with store.catalog.read() as con:
+        rows = con.execute("SELECT attempt_id, input_id FROM purged").fetchall()
+        live_refs = {d for (d,) in con.execute("SELECT sha256 FROM items WHERE artifact_status = 'available'")}
+    tomb_attempts = {a for a, i in rows if i == ""}
+    tomb_inputs = {(a, i) for a, i in rows if i}
     reported = set(_committed(r, "P"))
     sources = set(_committed(r, "Q"))
-    assert reported <= tomb_attempts, f"{ctx} purge returned but no tombstone covers {sorted(reported - tomb_attempts)}"
+    assert reported <= tomb_attempts, f"{ctx} purge returned but no purge record covers {sorted(reported - tomb_attempts)}"
     for src in sources:
         for a, v in attempts.items():
             for i in v["items"].values():
-                if (i.get("source_path") or "").startswith(src + "/"):
-                    assert (a, i["input_id"]) in tomb_inputs or a in tomb_attempts, f"{ctx} {src} purge not tombstoned"
+                if (i.source_path or "").startswith(src + "/"):
+                    assert (a, i.input_id) in tomb_inputs or a in tomb_attempts, f"{ctx} {src} purge not recorded"
 
     def is_purged(a: str, i: str) -> bool:
         return a in tomb_attempts or (a, i) in tomb_inputs
 
     reader = EvidenceReader(store)
-    live_refs = store.referenced_digests()
     purged_digests: set[str] = set()
     for a, v in attempts.items():
         for input_id, item in v["items"].items():
-            if item["artifact_status"] != "available":
+            if item.artifact_status != "available":
                 continue
             if is_purged(a, input_id):
-                purged_digests.add(item["sha256"])
+                purged_digests.add(item.sha256)
                 res = reader.read("crash", a, input_id)
                 assert not res.ok, f"{ctx} purged {a}/{input_id} reads back"
                 with pytest.raises(ReadbackError):
                     store.read_input(a, input_id)
-                body = store.manifest(a)
+                body = store.attempt(a)
                 if body is not None:
-                    now = next(x for x in body["items"] if x["input_id"] == input_id)
-                    assert now["artifact_status"] != "available", f"{ctx} purged {a}/{input_id} still available"
+                    now = next(x for x in body.items if x.input_id == input_id)
+                    assert now.artifact_status != "available", f"{ctx} purged {a}/{input_id} still available"
                 r.facts["purged_items_refused"] += 1
             else:
                 snap = store.read_input(a, input_id)  # no collateral damage to what was not purged
-                assert snap.sha256 == item["sha256"], f"{ctx} unpurged {a}/{input_id} damaged"
+                assert snap.sha256 == item.sha256, f"{ctx} unpurged {a}/{input_id} damaged"
                 r.facts["unpurged_items_verified"] += 1
     for digest in purged_digests:
         if store.object_path(digest).exists():
@@ -261,11 +283,32 @@ def check_purge(workdir: Path, r: TrialResult, state: dict) -> None:
     reconcile_store(store, min_age_s=0)
     for a, v in attempts.items():
         for input_id, item in v["items"].items():
-            if item["artifact_status"] == "available" and is_purged(a, input_id):
+            if item.artifact_status == "available" and is_purged(a, input_id):
                 assert not reader.read("crash", a, input_id).ok, f"{ctx} purged {a}/{input_id} came back after recapture"
 
 
-CHECKS = {"capture": check_capture, "commit": check_commit, "duckdb": check_duckdb, "evict": check_evict,
+def check_import(workdir: Path, r: TrialResult, state: dict) -> None:
+    """Killed during (or after) the old-layout import: every old attempt is there, once, with its
+    statuses, and the old files are still in place or kept aside."""
+    store = _reconcile_and_check_store(workdir, r)
+    ctx = _ctx(r)
+    legacy = state["legacy"]
+    records = {rec.attempt_id: rec for rec in store.attempts()}
+    missing = sorted(set(legacy) - set(records))
+    assert not missing, f"{ctx} old attempts lost by the import: {missing[:5]}"
+    for aid, old in legacy.items():
+        statuses = {i.artifact_status for i in records[aid].items}
+        if old.purged or old.evicted:
+            assert statuses == {"evicted"}, f"{ctx} {aid} should read evicted/purged, reads {statuses}"
+        r.facts["old_attempts_checked"] += 1
+    kept = workdir / "store" / "legacy-layout" / "manifests"
+    left = workdir / "store" / "manifests"
+    assert kept.is_dir() or left.is_dir(), f"{ctx} the old manifests vanished"
+    for attempt_id in _committed(r):
+        assert attempt_id in records, f"{ctx} capture {attempt_id} after the import vanished"
+
+
+CHECKS = {"import": check_import, "capture": check_capture, "commit": check_commit, "duckdb": check_duckdb, "evict": check_evict,
           "purge": check_purge}
 
 

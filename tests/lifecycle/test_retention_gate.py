@@ -31,14 +31,14 @@ class BlockedScans:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.release = threading.Event()
         self.started = threading.Event()
-        real = retention.scan_store
+        real = retention.store_usage
 
         def slow_scan(*args, **kwargs):
             self.started.set()
             assert self.release.wait(30), "test never released the scan"
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(retention, "scan_store", slow_scan)
+        monkeypatch.setattr(retention, "store_usage", slow_scan)
 
 
 def test_stale_index_is_refreshed_in_the_background(store_with_bytes: ArtifactStore,

@@ -85,14 +85,14 @@ def test_purge_and_delete_run(tmp_path: Path) -> None:
 
     store = ArtifactStore(paths.store_path)
     attempt = paths.attempt_ids["build_initial"]
-    item = store.manifest(attempt)["items"][0]
+    item = store.attempt(attempt).items[0]
     code, out = run("purge", "--attempt", attempt, "--store", str(paths.store_path))
-    assert code == 0 and "tombstone" in out
+    assert code == 0 and "purge 1:" in out
     with pytest.raises(ReadbackError):
-        store.read_input(attempt, item["input_id"])
+        store.read_input(attempt, item.input_id)
     code, out = run("purge", "--attempt", "no-such-attempt", "--store", str(paths.store_path))
     assert code != 0
-    run_id = store.manifest(attempt)["run_id"]
+    run_id = store.attempt(attempt).run_id
     con = duckdb.connect(str(paths.db_path), read_only=True)
     try:
         run_attempts = [r[0] for r in con.execute(
@@ -111,7 +111,7 @@ def test_purge_and_delete_run(tmp_path: Path) -> None:
                                  [run_attempts]).fetchone()[0]
     finally:
         con.close()
-    assert left == 0 and parts_left == 0 and store.manifest(attempt) is None
+    assert left == 0 and parts_left == 0 and store.attempt(attempt) is None
 
 
 def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
@@ -123,14 +123,14 @@ def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
 def test_long_demo_with_tiny_budget_stays_under_budget(tmp_path: Path) -> None:
     """A long demo session under a tiny disk budget ends under budget, with evictions visible in DuckDB."""
     from otel_inputs import ArtifactStore, RetentionPolicy
-    from otel_inputs.store import apply_retention, scan_store
+    from otel_inputs.store import apply_retention, store_usage
 
     budget = 48 * 1024
     paths = record_demo(tmp_path / "d", latency_s=0.0, extra_rounds=12,
                         retention=RetentionPolicy(budget_bytes=budget))
     store = ArtifactStore(paths.store_path)
     apply_retention(store, RetentionPolicy(budget_bytes=budget))  # what the background pass converges to
-    assert scan_store(store).total_bytes() <= budget
+    assert store_usage(store).total_bytes <= budget
     code, _ = run("store", "gc", "--store", str(paths.store_path), "--budget", str(budget), "--db", str(paths.db_path))
     assert code == 0
     con = duckdb.connect(str(paths.db_path), read_only=True)

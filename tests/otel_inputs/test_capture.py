@@ -79,7 +79,7 @@ def test_snapshots_read_back_verified(store: ArtifactStore, context_dir: Path) -
     png = by_label(p)["img/diagram.png"]
     snap = store.read_input("att-1", png.input_id)
     assert snap.data == PNG_BYTES
-    assert store.manifest("att-1")["items"][png.seq]["sha256"] == png.sha256
+    assert store.attempt("att-1").items[png.seq].sha256 == png.sha256
 
 
 def test_order_is_deterministic_and_componentwise(store: ArtifactStore, tmp_path: Path) -> None:
@@ -364,7 +364,7 @@ def test_metadata_only_reads_no_bytes(store: ArtifactStore, context_dir: Path) -
     p = capture(store, [context_dir], decision=AdmissionDecision(CaptureDecision.METADATA_ONLY, GapReason.POLICY_OPT_OUT))
     assert len(p.items) == 4 and all(i.sha256 is None and i.snapshot_ref is None for i in p.items)
     assert p.captured_count == 0 and p.coverage is Coverage.PARTIAL
-    assert not any(store.objects_dir.iterdir()) and store.manifest("att-1") is None
+    assert not any(store.objects_dir.iterdir()) and store.attempt("att-1") is None
 
 
 def test_suppressed_lists_nothing(store: ArtifactStore, context_dir: Path) -> None:

@@ -16,9 +16,9 @@ from otel_inputs.store import (
     delete_run,
     parse_size,
     purge,
-    reapply_tombstones,
+    reconcile_store,
     revoke_source,
-    scan_store,
+    store_usage,
 )
 from otel_inputs.testing import RecordingHarness
 
@@ -68,14 +68,14 @@ def test_gc_evicts_oldest_terminal_until_under_budget(harness: RecordingHarness,
     object_age(harness.store, 60)
     report = apply_retention(harness.store, RetentionPolicy(budget_bytes=3 * 4096))
     assert report.total_bytes_after <= 3 * 4096 and not report.over_budget_after
-    statuses = [harness.store.manifest(a)["items"][0]["artifact_status"] for a in ids]
+    statuses = [harness.store.attempt(a).items[0].artifact_status for a in ids]
     assert statuses[:3] == ["evicted"] * 3 and statuses[3:] == ["available"] * 3
-    item = harness.store.manifest(ids[0])["items"][0]
-    assert item["status_reason"] == "disk_budget" and item["sha256"] and item["size_bytes"] == 4096
+    item = harness.store.attempt(ids[0]).items[0]
+    assert item.status_reason == "disk_budget" and item.sha256 and item.size_bytes == 4096
     with pytest.raises(ReadbackError) as err:
-        harness.store.read_input(ids[0], item["input_id"])
+        harness.store.read_input(ids[0], item.input_id)
     assert err.value.outcome == "retention_expired"
-    assert harness.store.read_input(ids[5], harness.store.manifest(ids[5])["items"][0]["input_id"]).data
+    assert harness.store.read_input(ids[5], harness.store.attempt(ids[5]).items[0].input_id).data
 
 
 def test_running_attempts_are_protected(harness: RecordingHarness, ctx: Path) -> None:
@@ -85,17 +85,19 @@ def test_running_attempts_are_protected(harness: RecordingHarness, ctx: Path) ->
     with obs.attempt(run_id="r", request=resolve_request("t"), context_roots=[ctx]) as rec:
         object_age(harness.store, 60)
         report = apply_retention(harness.store, RetentionPolicy(budget_bytes=10))
-        assert harness.store.manifest(rec.attempt_id)["items"][0]["artifact_status"] == "available"
+        assert harness.store.attempt(rec.attempt_id).items[0].artifact_status == "available"
         assert report.over_budget_after and report.protected_bytes >= 4096
 
 
 def test_dead_owner_is_not_protected(harness: RecordingHarness, ctx: Path) -> None:
     """An attempt left 'running' by a process that no longer exists is evictable."""
     ids = record(harness, ctx, "r", 1)
-    harness.store.modify_manifest(ids[0], lambda b: b.update(state="running", owner={"pid": 2**22 + 7, "host": os.uname().nodename}) or True)
+    with harness.store.catalog.write() as con:
+        con.execute("UPDATE attempts SET state = 'running', owner_pid = ?, owner_host = ? WHERE attempt_id = ?",
+                    [2**22 + 7, os.uname().nodename, ids[0]])
     object_age(harness.store, 60)
     apply_retention(harness.store, RetentionPolicy(budget_bytes=0))
-    assert harness.store.manifest(ids[0])["items"][0]["artifact_status"] == "evicted"
+    assert harness.store.attempt(ids[0]).items[0].artifact_status == "evicted"
 
 
 def test_shared_bytes_go_only_with_last_reference(harness: RecordingHarness, ctx: Path) -> None:
@@ -108,14 +110,13 @@ def test_shared_bytes_go_only_with_last_reference(harness: RecordingHarness, ctx
             ids.append(rec.attempt_id)
         harness.store.mark_terminal(rec.attempt_id)
     object_age(harness.store, 60)
-    index = scan_store(harness.store)
-    one = next(iter(index.object_bytes.values()))
+    one = store_usage(harness.store).object_bytes
     apply_retention(harness.store, RetentionPolicy(budget_bytes=one))  # already within: nothing to do
-    assert harness.store.manifest(ids[0])["items"][0]["artifact_status"] == "available"
-    from otel_inputs.store._retention import _mark_evicted
-
-    harness.store.modify_manifest(ids[0], lambda body: _mark_evicted(body) > 0)
-    snap = harness.store.read_input(ids[1], harness.store.manifest(ids[1])["items"][0]["input_id"])
+    assert harness.store.attempt(ids[0]).items[0].artifact_status == "available"
+    with harness.store.catalog.write() as con:
+        con.execute("UPDATE items SET artifact_status = 'evicted' WHERE attempt_id = ?", [ids[0]])
+    reconcile_store(harness.store, min_age_s=0)  # removes only what no available item references
+    snap = harness.store.read_input(ids[1], harness.store.attempt(ids[1]).items[0].input_id)
     assert snap.data == b"shared"
 
 
@@ -125,7 +126,7 @@ def test_per_run_cap(harness: RecordingHarness, ctx: Path) -> None:
     b = record(harness, ctx, "run-b", 1, size=4096)
     object_age(harness.store, 60)
     apply_retention(harness.store, RetentionPolicy(run_budget_bytes=2 * 4096))
-    st = lambda i: harness.store.manifest(i)["items"][0]["artifact_status"]  # noqa: E731
+    st = lambda i: harness.store.attempt(i).items[0].artifact_status  # noqa: E731
     assert [st(i) for i in a] == ["evicted", "evicted", "available", "available"]
     assert st(b[0]) == "available"
 
@@ -161,50 +162,51 @@ def test_long_session_stays_under_tiny_budget(tmp_path: Path, ctx: Path) -> None
         gate.wait(30)  # a pass started during the session may have scanned before the last objects aged
         gate.collect_in_background()
         gate.wait(30)
-        index = scan_store(h.store)
-        assert index.total_bytes() <= 16 * 1024
-        evicted = [m for m in h.store.iter_manifests() if m["items"][0]["artifact_status"] == "evicted"]
-        assert evicted and all(m["items"][0]["status_reason"] == "disk_budget" for m in evicted)
+        assert store_usage(h.store).total_bytes <= 16 * 1024
+        evicted = [m for m in h.store.attempts() if m.items[0].artifact_status == "evicted"]
+        assert evicted and all(m.items[0].status_reason == "disk_budget" for m in evicted)
 
 
 def test_purge_attempt_never_reads_back(harness: RecordingHarness, ctx: Path) -> None:
     """A purged attempt's bytes cannot be read by any id; other attempts' bytes stay."""
     ids = record(harness, ctx, "r", 2)
-    first = harness.store.manifest(ids[0])["items"][0]
+    first = harness.store.attempt(ids[0]).items[0]
     report = purge(harness.store, attempt_ids=[ids[0]])
-    assert report.tombstone and report.deleted_objects == 1
+    assert report.purge_id is not None and report.deleted_objects == 1
     with pytest.raises(ReadbackError):
-        harness.store.read_input(ids[0], first["input_id"])
-    assert not harness.store.object_path(first["sha256"]).exists()
-    second = harness.store.manifest(ids[1])["items"][0]
-    assert harness.store.read_input(ids[1], second["input_id"]).data
+        harness.store.read_input(ids[0], first.input_id)
+    assert not harness.store.object_path(first.sha256).exists()
+    second = harness.store.attempt(ids[1]).items[0]
+    assert harness.store.read_input(ids[1], second.input_id).data
 
 
-def test_purge_survives_stale_manifest(harness: RecordingHarness, ctx: Path) -> None:
-    """Restoring an old manifest (a stale index) after purge does not bring the snapshot back."""
+def test_purge_survives_a_later_commit_of_the_same_attempt(harness: RecordingHarness, ctx: Path) -> None:
+    """A purged attempt committed again (a stale writer) still reads as purged: the purge record wins."""
     ids = record(harness, ctx, "r", 1)
-    old = harness.store.manifest_path(ids[0]).read_bytes()
-    item = json.loads(old)["items"][0]
+    stale = harness.store.attempt(ids[0])
     purge(harness.store, attempt_ids=ids)
-    harness.store.manifest_path(ids[0]).write_bytes(old)
+    (ctx / "data.bin").write_bytes(b"again")
+    harness.store.catalog.commit_attempt(stale, [], harness.store.has_object)
+    item = harness.store.attempt(ids[0]).items[0]
+    assert item.status_reason == "purged"
     with pytest.raises(ReadbackError) as err:
-        harness.store.read_input(ids[0], item["input_id"])
+        harness.store.read_input(ids[0], item.input_id)
     assert err.value.outcome == "retention_expired"
-    reapply_tombstones(harness.store)
-    assert harness.store.manifest(ids[0])["items"][0]["status_reason"] == "purged"
 
 
-def test_crash_between_tombstone_and_delete_is_finished_on_restart(harness: RecordingHarness, ctx: Path) -> None:
-    """If only the tombstone landed (crash), reconciliation marks the items and deletes the bytes."""
+def test_bytes_left_by_a_crash_after_the_purge_commit_are_removed_on_restart(harness: RecordingHarness,
+                                                                              ctx: Path) -> None:
+    """If a purge committed but died before deleting bytes, reconciliation deletes them."""
     ids = record(harness, ctx, "r", 1)
-    item = harness.store.manifest(ids[0])["items"][0]
-    from otel_inputs.store._purge import _write_tombstone
-
-    _write_tombstone(harness.store, {"attempts": ids, "inputs": [], "digests": [item["sha256"]]})
-    assert harness.store.object_path(item["sha256"]).exists()
-    reapply_tombstones(harness.store)
-    assert not harness.store.object_path(item["sha256"]).exists()
-    assert harness.store.manifest(ids[0])["items"][0]["artifact_status"] == "evicted"
+    item = harness.store.attempt(ids[0]).items[0]
+    with harness.store.catalog.write() as con:  # what the purge transaction leaves before any unlink
+        con.execute("INSERT INTO purged VALUES (?, '', 0)", [ids[0]])
+        con.execute("UPDATE items SET artifact_status = 'evicted', status_reason = 'purged' WHERE attempt_id = ?",
+                    ids)
+    assert harness.store.object_path(item.sha256).exists()
+    reconcile_store(harness.store)
+    assert not harness.store.object_path(item.sha256).exists()
+    assert harness.store.attempt(ids[0]).items[0].artifact_status == "evicted"
 
 
 def test_purge_by_source_keeps_other_items(harness: RecordingHarness, tmp_path: Path) -> None:
@@ -216,20 +218,20 @@ def test_purge_by_source_keeps_other_items(harness: RecordingHarness, tmp_path: 
     with harness.observer().attempt(run_id="r", request=resolve_request("t"), context_roots=[c]) as rec:
         pass
     report = purge(harness.store, source_path=str(c / "private"))
-    items = {i["label"]: i for i in harness.store.manifest(rec.attempt_id)["items"]}
-    assert report.items == 1 and items["private/secret.txt"]["status_reason"] == "purged"
-    assert harness.store.read_input(rec.attempt_id, items["public.txt"]["input_id"]).data == b"public"
+    items = {i.label: i for i in harness.store.attempt(rec.attempt_id).items}
+    assert report.items == 1 and items["private/secret.txt"].status_reason == "purged"
+    assert harness.store.read_input(rec.attempt_id, items["public.txt"].input_id).data == b"public"
 
 
 def test_delete_run_removes_bytes_and_metadata(harness: RecordingHarness, ctx: Path) -> None:
-    """Deleting a run removes its manifests and bytes and leaves other runs alone."""
+    """Deleting a run removes its attempt records and bytes and leaves other runs alone."""
     a = record(harness, ctx, "gone", 2)
     b = record(harness, ctx, "kept", 1)
     object_age(harness.store, 60)
     report = delete_run(harness.store, "gone")
-    assert report.deleted_manifests == 2
-    assert all(harness.store.manifest(i) is None for i in a)
-    assert harness.store.manifest(b[0]) is not None
+    assert report.deleted_attempts == 2
+    assert all(harness.store.attempt(i) is None for i in a)
+    assert harness.store.attempt(b[0]) is not None
     assert len(list(harness.store.objects_dir.iterdir())) == 1
 
 
@@ -239,34 +241,34 @@ def test_reader_checks_permission_retention_digest_and_revocation(harness: Recor
     (ctx / "doc.txt").write_text("customer doc")
     with harness.observer().attempt(run_id="run-1", request=resolve_request("t"), context_roots=[ctx]) as rec:
         pass
-    item = harness.store.manifest(rec.attempt_id)["items"][0]
+    item = harness.store.attempt(rec.attempt_id).items[0]
     policy_file = tmp_path / "policy.json"
     policy_file.write_text(json.dumps({"default": "deny", "viewers": {"alice": {"runs": ["run-*"]}}}))
     reader = EvidenceReader(harness.store, policy=AccessPolicy.load(policy_file))
-    assert reader.read("mallory", rec.attempt_id, item["input_id"]).outcome == "permission_denied"
+    assert reader.read("mallory", rec.attempt_id, item.input_id).outcome == "permission_denied"
     assert reader.read("alice", rec.attempt_id, "in-nope").outcome == "not_found"
-    ok = reader.read("alice", rec.attempt_id, item["input_id"])
+    ok = reader.read("alice", rec.attempt_id, item.input_id)
     assert ok.ok and ok.snapshot.data == b"customer doc"
     listing = reader.list_items("alice", rec.attempt_id)
-    assert "source_path" not in listing[0] and "sha256" not in listing[0]
+    assert listing[0].source_path is None and listing[0].sha256 is None
     revoke_source(harness.store, str(ctx), "consent withdrawn")
-    revoked = reader.read("alice", rec.attempt_id, item["input_id"])
+    revoked = reader.read("alice", rec.attempt_id, item.input_id)
     assert revoked.outcome == "source_unavailable"
-    assert harness.store.read_input(rec.attempt_id, item["input_id"]).data == b"customer doc"  # hash still matches
+    assert harness.store.read_input(rec.attempt_id, item.input_id).data == b"customer doc"  # hash still matches
 
 
 def test_reader_integrity_and_retention_outcomes(harness: RecordingHarness, ctx: Path) -> None:
     """Tampered bytes read as integrity_mismatch and purged ones as retention_expired."""
     ids = record(harness, ctx, "r", 2)
     reader = EvidenceReader(harness.store, policy=AccessPolicy())
-    i0 = harness.store.manifest(ids[0])["items"][0]
-    path = harness.store.object_path(i0["sha256"])
+    i0 = harness.store.attempt(ids[0]).items[0]
+    path = harness.store.object_path(i0.sha256)
     os.chmod(path, 0o644)
     path.write_bytes(b"tampered")
-    assert reader.read("me", ids[0], i0["input_id"]).outcome == "integrity_mismatch"
-    i1 = harness.store.manifest(ids[1])["items"][0]
+    assert reader.read("me", ids[0], i0.input_id).outcome == "integrity_mismatch"
+    i1 = harness.store.attempt(ids[1]).items[0]
     purge(harness.store, attempt_ids=[ids[1]])
-    assert reader.read("me", ids[1], i1["input_id"]).outcome == "retention_expired"
+    assert reader.read("me", ids[1], i1.input_id).outcome == "retention_expired"
 
 
 def test_malformed_policy_refuses(tmp_path: Path) -> None:

@@ -9,15 +9,31 @@ from pathlib import Path
 import pytest
 
 from otel_inputs import ArtifactStore
-from otel_inputs.store import ReadbackError, StoreCleanupError
+from otel_inputs.store import (
+    CATALOG_FILE,
+    AccessPolicy,
+    AttemptRecord,
+    CatalogItem,
+    EvidenceReader,
+    ReadbackError,
+    StoreCleanupError,
+    StoreWriteError,
+)
+
+
+def record(attempt_id: str, *items: CatalogItem) -> AttemptRecord:
+    return AttemptRecord(attempt_id, "r", committed_at_ns=time.time_ns(), items=items)
+
+
+def available(attempt_id: str, blob, input_id: str = "in-1") -> CatalogItem:
+    return CatalogItem(attempt_id, input_id, 0, sha256=blob.sha256, size_bytes=blob.size_bytes,
+                       artifact_status="available", snapshot_ref=blob.snapshot_ref)
 
 
 def commit_one(store: ArtifactStore, attempt_id: str, data: bytes, input_id: str = "in-1") -> str:
     staging = store.begin_attempt(attempt_id)
     blob = staging.put_bytes(data)
-    staging.commit({"run_id": "r", "items": [{"input_id": input_id, "seq": 0, "sha256": blob.sha256,
-                                              "size_bytes": blob.size_bytes, "artifact_status": "available",
-                                              "snapshot_ref": blob.snapshot_ref}]})
+    staging.commit(record(attempt_id, available(attempt_id, blob, input_id)))
     return blob.sha256
 
 
@@ -27,7 +43,7 @@ def test_commit_then_read_back(store: ArtifactStore) -> None:
     snap = store.read_input("a", "in-1")
     assert snap.data == b"hello" and snap.sha256 == digest == hashlib.sha256(b"hello").hexdigest()
     assert list(store.staging_dir.iterdir()) == []
-    assert store.manifest("a")["attempt_id"] == "a"
+    assert store.attempt("a").attempt_id == "a"
 
 
 def test_tampered_bytes_are_refused(store: ArtifactStore) -> None:
@@ -59,9 +75,8 @@ def test_missing_object_is_not_found_and_evicted_is_retention(store: ArtifactSto
     with pytest.raises(ReadbackError) as err:
         store.read_input("a", "in-1")
     assert err.value.outcome == "not_found"
-    m = store.manifest("a")
-    m["items"][0].update(artifact_status="evicted", status_reason="disk_budget")
-    store.update_manifest("a", m)
+    with store.catalog.write() as con:
+        con.execute("UPDATE items SET artifact_status = 'evicted', status_reason = 'disk_budget'")
     with pytest.raises(ReadbackError) as err:
         store.read_input("a", "in-1")
     assert err.value.outcome == "retention_expired" and "disk_budget" in str(err.value)
@@ -92,7 +107,7 @@ def test_abort_removes_staging(store: ArtifactStore) -> None:
     staging = store.begin_attempt("a")
     staging.put_bytes(b"partial")
     staging.abort()
-    assert not staging.path.exists() and store.manifest("a") is None
+    assert not staging.path.exists() and store.attempt("a") is None
 
 
 def test_failed_cleanup_names_the_orphan(store: ArtifactStore) -> None:
@@ -120,15 +135,27 @@ def test_reconcile_is_age_gated(store: ArtifactStore) -> None:
     assert store.read_input("a", "in-1").data == b"owned"
 
 
-def test_corrupt_manifest_is_reported_not_fatal(store: ArtifactStore) -> None:
-    """A corrupted manifest shows up as an error entry and readback through it is not_found."""
+@pytest.mark.parametrize("column,value", [("sha256", "not-a-digest"), ("artifact_status", "bogus"),
+                                          ("size_bytes", "lots"), ("size_bytes", 3)])
+def test_corrupt_catalog_row_is_that_items_integrity_mismatch(store: ArtifactStore, column: str, value) -> None:
+    """A catalog row with a malformed digest, status or size reads as integrity_mismatch, never a crash."""
     commit_one(store, "a", b"x")
-    store.manifest_path("a").write_text("{not json")
-    entries = list(store.iter_manifests())
-    assert len(entries) == 1 and "error" in entries[0]
-    with pytest.raises(ReadbackError) as err:
-        store.read_input("a", "in-1")
-    assert err.value.outcome == "not_found"
+    commit_one(store, "b", b"y")
+    with store.catalog.write() as con:
+        con.execute(f"UPDATE items SET {column} = ? WHERE attempt_id = 'a'", [value])
+    reader = EvidenceReader(store, policy=AccessPolicy())
+    assert reader.read("me", "a", "in-1").outcome == "integrity_mismatch"
+    assert len(reader.list_items("me", "a")) == 1  # the listing still works
+    assert reader.read("me", "b", "in-1").ok
+
+
+def test_damaged_catalog_file_is_integrity_mismatch_not_a_crash(tmp_path: Path) -> None:
+    """A catalog file overwritten with garbage makes reads integrity_mismatch instead of raising."""
+    root = tmp_path / "s"
+    root.mkdir()
+    (root / CATALOG_FILE).write_bytes(b"this is not a database" * 100)
+    reader = EvidenceReader(ArtifactStore(root, create=False), policy=AccessPolicy())
+    assert reader.read("me", "a", "in-1").outcome == "integrity_mismatch"
 
 
 def test_unchanged_bytes_are_not_rewritten(store: ArtifactStore) -> None:
@@ -137,7 +164,7 @@ def test_unchanged_bytes_are_not_rewritten(store: ArtifactStore) -> None:
     staging = store.begin_attempt("b")
     staging.put_bytes(b"same")
     assert not staging.path.exists()
-    staging.commit({"run_id": "r", "items": []})
+    staging.commit(record("b"))
     assert len(list(store.objects_dir.iterdir())) == 1
 
 
@@ -147,36 +174,32 @@ def test_object_taken_by_gc_before_commit_fails_the_commit(store: ArtifactStore)
     staging = store.begin_attempt("b")
     staging.put_bytes(b"shared")
     os.unlink(store.object_path(digest))
-    with pytest.raises(Exception):
-        staging.commit({"run_id": "r", "items": []})
-    assert store.manifest("b") is None
+    with pytest.raises(StoreWriteError):
+        staging.commit(record("b"))
+    assert store.attempt("b") is None
 
 
-def test_gc_puts_back_an_object_a_new_manifest_references(store: ArtifactStore) -> None:
-    """An object moved aside by gc is restored when a manifest written since gc's scan references it."""
-    import time as _time
-
+def test_gc_puts_back_an_object_a_new_commit_references(store: ArtifactStore) -> None:
+    """An object chosen for removal is kept when a commit since the choice references it."""
     digest = commit_one(store, "a", b"shared bytes")
-    scan_started = _time.time_ns()
-    commit_one(store, "b", b"shared bytes")  # dedupes against the object after gc's scan began
-    deleted, _ = store.remove_objects([digest], scan_started)
-    assert deleted == 0 and store.read_input("b", "in-1").data == b"shared bytes"
+    with store.catalog.write() as con:  # gc's choice: nothing available names it
+        con.execute("UPDATE items SET artifact_status = 'evicted' WHERE attempt_id = 'a'")
+    commit_one(store, "b", b"shared bytes")  # dedupes against the object after the choice
+    assert store.remove_objects([digest]) == {}
+    assert store.read_input("b", "in-1").data == b"shared bytes"
 
 
 def test_commit_after_gc_removed_its_object_fails(store: ArtifactStore) -> None:
     """If gc deleted a deduplicated object before the commit, the commit fails instead of claiming it."""
-    import time as _time
-
     digest = commit_one(store, "a", b"doomed")
-    store.modify_manifest("a", lambda b: b["items"][0].update(artifact_status="evicted") or True)
+    with store.catalog.write() as con:
+        con.execute("UPDATE items SET artifact_status = 'evicted' WHERE attempt_id = 'a'")
     staging = store.begin_attempt("b")
     blob = staging.put_bytes(b"doomed")
-    deleted, _ = store.remove_objects([digest], _time.time_ns())  # no manifest references it: deleted
-    assert deleted == 1
-    with pytest.raises(Exception):
-        staging.commit({"run_id": "r", "items": [{"input_id": "in-1", "seq": 0, "sha256": blob.sha256,
-                                                  "artifact_status": "available"}]})
-    assert store.manifest("b") is None  # nothing claims bytes that are gone; capture records the gap
+    assert len(store.remove_objects([digest])) == 1  # nothing available references it: deleted
+    with pytest.raises(StoreWriteError):
+        staging.commit(record("b", available("b", blob)))
+    assert store.attempt("b") is None  # nothing claims bytes that are gone; capture records the gap
 
 
 def test_reconcile_finishes_an_interrupted_gc(store: ArtifactStore) -> None:

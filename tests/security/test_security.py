@@ -41,7 +41,7 @@ from otel_inputs import (
     names,
     resolve_request,
 )
-from otel_inputs.store import EvidenceReader, apply_retention
+from otel_inputs.store import AttemptRecord, CatalogItem, EvidenceReader, apply_retention
 from otel_inputs.viewer import _queries as q
 from otel_inputs.viewer._previews import IMAGE_MAX_BYTES, preview
 
@@ -179,13 +179,16 @@ def test_sec_path_like_attempt_ids_are_refused(fx: SecFixture, bad_attempt_id: s
     assert EvidenceReader(ArtifactStore(fx.store, create=False)).read("me", bad_attempt_id, good.input_id).outcome == "not_found"
 
 
-def test_sec_path_like_digest_in_a_manifest_is_never_opened(fx: SecFixture, tmp_path: Path) -> None:
-    """A manifest whose recorded SHA-256 is a path is refused as an integrity mismatch."""
+def test_sec_path_like_digest_in_the_catalog_is_never_opened(fx: SecFixture, tmp_path: Path) -> None:
+    """A catalog item whose recorded SHA-256 is a path is refused as an integrity mismatch."""
     store = ArtifactStore(tmp_path / "s")
     staging = store.begin_attempt("a1")
     blob = staging.put_bytes(b"text\n")
-    staging.commit({"run_id": "r", "items": [{"input_id": "i1", "sha256": "../../../../etc/passwd",
-                                                "size_bytes": blob.size_bytes, "artifact_status": "available"}]})
+    staging.commit(AttemptRecord("a1", "r", items=(CatalogItem("a1", "i1", 0, sha256=blob.sha256,
+                                                               size_bytes=blob.size_bytes,
+                                                               artifact_status="available"),)))
+    with store.catalog.write() as con:  # a commit refuses such a digest, so the row is tampered with
+        con.execute("UPDATE items SET sha256 = '../../../../etc/passwd'")
     res = EvidenceReader(store).read("me", "a1", "i1")
     assert res.outcome == "integrity_mismatch" and res.snapshot is None
 

@@ -184,9 +184,8 @@ def test_purged_attempt_shows_no_content_but_keeps_hashes_counts_and_when(fx: Ac
     notes = callouts(at)
     assert any("The task text is withheld: this attempt was purged at " in n for n in notes)
     assert any("The exact messages are withheld: this attempt was purged at " in n for n in notes)
-    manifest = store.manifest(fx.open_id)
-    for item in manifest["items"]:
-        assert f"sha256 {item['sha256']}" in text  # identity stays
+    for item in store.attempt(fx.open_id).items:
+        assert f"sha256 {item.sha256}" in text  # identity stays
     assert "declared 4 · captured 4 · omitted 0" in text
     assert "Unavailable: purged" in text and "withheld (purged at " in text  # "was it read?" is withheld too
     assert "content withheld: this attempt was purged at " in text
@@ -273,9 +272,12 @@ def test_hostile_labels_and_paths_stay_plain_text_or_withheld(builder: FixtureBu
         [m.start() for m in re.finditer(re.escape(HOSTILE_LABEL + " 2"), text)]  # only the unrevoked label
 
 
-def test_unreadable_revocation_list_withholds_content_instead_of_showing_it(fx: AccessFixture) -> None:
+def test_unreadable_revocation_list_withholds_content_instead_of_showing_it(
+        fx: AccessFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """A revocation list that cannot be parsed fails closed: labels, paths, task and messages are withheld."""
-    (fx.store_path / "revocations.json").write_text("{broken")
+    broken = tmp_path / "revocations.json"
+    broken.write_text("{broken")
+    monkeypatch.setenv(names.ENV_REVOCATIONS, str(broken))
     at = run_app(attempt=fx.open_id)
     text = page_text(at)
     m = fx.open_markers

@@ -17,7 +17,7 @@ import duckdb
 from PIL import Image, ImageDraw
 
 from otel_inputs.exporter._schema import migrate
-from otel_inputs.store import ArtifactStore
+from otel_inputs.store import ArtifactStore, AttemptRecord, CatalogItem
 
 T0 = 1_767_261_600_000_000_000  # 2026-01-01 10:00:00 UTC in ns
 MINUTE = 60_000_000_000
@@ -265,7 +265,8 @@ class FixtureBuilder:
                     item.capture_status, item.artifact_status, item.status_reason, captured_at,
                 ],
             )
-        staging.commit({"run_id": run_id, "coverage": "complete", "decision": "admitted", "items": manifest_items})
+        staging.commit(AttemptRecord(attempt_id, run_id, coverage="complete", decision="admitted", committed_at_ns=T0,
+                                     items=tuple(CatalogItem(attempt_id=attempt_id, **m) for m in manifest_items)))
         for item, m in zip(items, manifest_items):
             if item.tamper and m["sha256"]:
                 path = store.object_path(m["sha256"])

@@ -1,0 +1,415 @@
+"""The store's catalog: one SQLite file (WAL) holding every attempt, item, object, eviction,
+purge and revocation; the bytes stay files (:mod:`otel_inputs.store._objects`).
+
+Connections are per process (reset after fork) and come in three roles:
+
+* ``AGENT``: the agent's commits.  ``synchronous=NORMAL`` (a WAL commit is atomic under kill -9;
+  power loss may roll back the last ones) and no checkpoint on the committing thread: the
+  background thread of :class:`_Chores` checkpoints.  The lock wait is bounded (50 ms); past it the commit fails as
+  :class:`StoreBusyError`, which capture records as a ``store_busy`` gap instead of blocking.
+* ``MAINT``: retention, purge, import.  ``synchronous=FULL``, so what they mark is on disk before
+  they delete a byte, and a patient lock wait.
+* ``READ``: readers (viewer, exporter).
+
+Schema changes are small named migrations applied in order, recorded in ``_migrations`` (the
+style of sqlite-utils' and llm's ``migrations.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from otel_inputs.store._errors import StoreBusyError, StoreWriteError
+
+CATALOG_FILE = "catalog.db"
+AGENT_BUSY_S = 0.05
+MAINT_BUSY_S = 30.0
+CHECKPOINT_EVERY_S = 0.05
+
+
+class Role(Enum):
+    AGENT = "agent"
+    MAINT = "maint"
+    READ = "read"
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogItem:
+    """One input item as the catalog records it (the columns of ``items``)."""
+
+    attempt_id: str
+    input_id: str
+    seq: int | None
+    label: str | None = None
+    source_kind: str | None = None
+    delivery_mode: str | None = None
+    source_path: str | None = None
+    snapshot_ref: str | None = None
+    media_type: str | None = None
+    preview_kind: str | None = None
+    size_bytes: int | None = None
+    sha256: str | None = None
+    capture_status: str | None = None
+    artifact_status: str = "never_captured"
+    status_reason: str | None = None
+    detail: str | None = None
+    captured_at_ns: int | None = None
+    evicted_at_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One attempt as the catalog records it, with its items in ``seq`` order."""
+
+    attempt_id: str
+    run_id: str | None
+    session_id: str | None = None
+    state: str = "ended"  # capture commits "running" (protected while its owner lives); "ended" after
+    owner_pid: int | None = None
+    owner_host: str | None = None
+    coverage: str | None = None
+    decision: str | None = None
+    gap_reason: str | None = None
+    declared_count: int | None = None
+    captured_count: int | None = None
+    omitted_count: int | None = None
+    committed_at_ns: int = 0
+    ended_at_ns: int | None = None
+    purged: bool = False
+    changed_seq: int = 0
+    items: tuple[CatalogItem, ...] = field(default=())
+
+
+ITEM_COLUMNS = tuple(f.name for f in fields(CatalogItem))
+ATTEMPT_COLUMNS = tuple(f.name for f in fields(AttemptRecord) if f.name not in ("items", "purged"))
+
+
+def _script(con: sqlite3.Connection, sql: str) -> None:
+    """Run statements one by one (``executescript`` would commit the migration's transaction)."""
+    statement = ""
+    for line in sql.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            con.execute(statement)
+            statement = ""
+
+
+def _m001_initial(con: sqlite3.Connection) -> None:
+    _script(con, """
+    CREATE TABLE attempts (
+      attempt_id TEXT PRIMARY KEY, run_id TEXT, session_id TEXT, state TEXT NOT NULL,
+      owner_pid INTEGER, owner_host TEXT, coverage TEXT, decision TEXT, gap_reason TEXT,
+      declared_count INTEGER, captured_count INTEGER, omitted_count INTEGER,
+      committed_at_ns INTEGER NOT NULL, ended_at_ns INTEGER, changed_seq INTEGER NOT NULL);
+    CREATE INDEX attempts_age ON attempts (committed_at_ns, attempt_id);
+    CREATE INDEX attempts_running ON attempts (attempt_id) WHERE state = 'running';
+    CREATE INDEX attempts_changed ON attempts (changed_seq);
+    CREATE INDEX attempts_run ON attempts (run_id);
+    CREATE TABLE items (
+      attempt_id TEXT NOT NULL, input_id TEXT NOT NULL, seq INTEGER, label TEXT, source_kind TEXT,
+      delivery_mode TEXT, source_path TEXT, snapshot_ref TEXT, media_type TEXT, preview_kind TEXT,
+      size_bytes INTEGER, sha256 TEXT, capture_status TEXT, artifact_status TEXT NOT NULL,
+      status_reason TEXT, detail TEXT, captured_at_ns INTEGER, evicted_at_ns INTEGER,
+      PRIMARY KEY (attempt_id, input_id)) WITHOUT ROWID;
+    CREATE INDEX items_available ON items (sha256) WHERE artifact_status = 'available';
+    CREATE INDEX items_source ON items (source_path);
+    CREATE TABLE objects (sha256 TEXT PRIMARY KEY, allocated INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE evictions (eviction_id INTEGER PRIMARY KEY, at_ns INTEGER NOT NULL, reason TEXT NOT NULL,
+      attempts INTEGER NOT NULL, items INTEGER NOT NULL);
+    CREATE TABLE purges (purge_id INTEGER PRIMARY KEY, at_ns INTEGER NOT NULL, selector_json TEXT NOT NULL,
+      attempts INTEGER NOT NULL, items INTEGER NOT NULL);
+    -- a purged row with input_id '' covers the whole attempt
+    CREATE TABLE purged (attempt_id TEXT NOT NULL, input_id TEXT NOT NULL, purge_id INTEGER NOT NULL,
+      PRIMARY KEY (attempt_id, input_id)) WITHOUT ROWID;
+    CREATE TABLE revocations (revocation_id INTEGER PRIMARY KEY, source_path TEXT, sha256 TEXT,
+      reason TEXT NOT NULL DEFAULT '', at_ns INTEGER NOT NULL);
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+    INSERT INTO meta VALUES ('changed_seq', 0), ('objects', 0), ('object_bytes', 0);
+    -- totals kept by triggers: a retention pass within budget reads two rows, not 100,000
+    CREATE TRIGGER objects_added AFTER INSERT ON objects BEGIN
+      UPDATE meta SET value = value + 1 WHERE key = 'objects';
+      UPDATE meta SET value = value + NEW.allocated WHERE key = 'object_bytes'; END;
+    CREATE TRIGGER objects_removed AFTER DELETE ON objects BEGIN
+      UPDATE meta SET value = value - 1 WHERE key = 'objects';
+      UPDATE meta SET value = value - OLD.allocated WHERE key = 'object_bytes'; END;
+    """)
+
+
+MIGRATIONS: tuple[tuple[str, Callable[[sqlite3.Connection], None]], ...] = (
+    ("m001_initial", _m001_initial),
+)
+
+
+@dataclass
+class _Conn:
+    con: sqlite3.Connection
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_conns: dict[tuple[str, Role], _Conn] = {}
+_conns_lock = threading.RLock()  # re-entered: a first connection opens the MAINT one
+_abandoned: list[_Conn] = []  # a parent's connections: never used or closed in a child
+
+
+def _after_fork_in_child() -> None:
+    global _conns_lock
+    _abandoned.extend(_conns.values())
+    _conns.clear()
+    _conns_lock = threading.RLock()
+    chores.reset()
+
+
+class _Chores:
+    """This process's one background thread for the catalog: ended marks (span end on the agent's
+    thread costs a dict insert) and WAL checkpoints of agent commits, gathered over 50 ms.
+
+    A mark lost to a crash costs nothing: retention treats a dead owner's attempts as ended.
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._cond = threading.Condition()
+        self._ended: dict[str, tuple[Catalog, list[str]]] = {}
+        self._checkpoint: set[str] = set()
+        self._busy = False
+        self._thread: threading.Thread | None = None
+
+    def submit(self, catalog: Catalog, ended: str | None = None) -> None:
+        with self._cond:
+            if ended is not None:
+                self._ended.setdefault(catalog.path, (catalog, []))[1].append(ended)
+            else:
+                self._checkpoint.add(catalog.path)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="otel-inputs-catalog", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def flush(self, timeout: float = 30.0) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: not (self._ended or self._busy), timeout)
+
+    def _run(self) -> None:
+        cons: dict[str, sqlite3.Connection] = {}
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._ended or self._checkpoint)
+            time.sleep(CHECKPOINT_EVERY_S)
+            with self._cond:
+                ended, paths, self._ended, self._checkpoint = self._ended, self._checkpoint, {}, set()
+                self._busy = True
+            try:
+                for catalog, ids in ended.values():
+                    try:
+                        catalog.mark_ended(ids)
+                    except Exception:  # noqa: BLE001 - a background chore must never kill the thread
+                        pass
+                for path in paths:
+                    try:
+                        con = cons.get(path) or cons.setdefault(path, sqlite3.connect(path, timeout=1.0,
+                                                                                      isolation_level=None))
+                        con.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    except sqlite3.Error:
+                        pass  # the next commit asks again; readers see every commit meanwhile
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+
+chores = _Chores()
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class Catalog:
+    """The catalog of the store at ``root``; files and schema appear on first use."""
+
+    def __init__(self, root: Path, *, create: bool = True) -> None:
+        self.root = root
+        self.path = str(root / CATALOG_FILE)
+        self.create = create
+
+    def exists(self) -> bool:
+        return os.path.exists(self.path)
+
+    def _conn(self, role: Role) -> _Conn:
+        key = (self.path, role)
+        c = _conns.get(key)
+        if c is not None:
+            return c
+        with _conns_lock:
+            c = _conns.get(key)
+            if c is None:
+                c = _conns[key] = _Conn(self._connect(role))
+        return c
+
+    def _connect(self, role: Role) -> sqlite3.Connection:
+        if not self.exists() and not self.create and not (self.root / "manifests").is_dir():
+            raise FileNotFoundError(self.path)
+        from otel_inputs.store._legacy import import_legacy_layout
+
+        con = sqlite3.connect(self.path, timeout=AGENT_BUSY_S if role is Role.AGENT else MAINT_BUSY_S,
+                              isolation_level=None, check_same_thread=False)
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=" + ("FULL" if role is Role.MAINT else "NORMAL"))
+        if role is Role.AGENT:
+            con.execute("PRAGMA wal_autocheckpoint=0")
+        if role is not Role.MAINT:
+            self._conn(Role.MAINT)  # schema and any import happen once, on the patient connection
+        else:
+            self._migrate(con)
+            import_legacy_layout(self, con)
+        return con
+
+    @staticmethod
+    def _migrate(con: sqlite3.Connection) -> None:
+        con.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at_ns INTEGER NOT NULL)")
+        done = {r[0] for r in con.execute("SELECT name FROM _migrations")}
+        for name, apply in MIGRATIONS:
+            if name in done:
+                continue
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                if con.execute("SELECT 1 FROM _migrations WHERE name = ?", [name]).fetchone() is None:
+                    apply(con)
+                    con.execute("INSERT INTO _migrations VALUES (?, ?)", [name, time.time_ns()])
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def write(self, role: Role = Role.MAINT, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) on this process's connection.
+
+        ``durable=False`` on a MAINT connection commits without the WAL fsync: a series of such
+        transactions is made durable by the next ordinary MAINT commit (its fsync covers the whole
+        WAL), so a pass holds the write lock through one fsync instead of one per transaction.
+        """
+        c = self._conn(role)
+        with c.lock:
+            if not durable and role is Role.MAINT:
+                c.con.execute("PRAGMA synchronous=NORMAL")
+            try:
+                c.con.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if role is Role.AGENT and "locked" in str(exc):
+                    raise StoreBusyError(f"store_busy: catalog locked for more than {AGENT_BUSY_S * 1000:.0f} ms") from exc
+                raise
+            try:
+                yield c.con
+                c.con.execute("COMMIT")
+            except BaseException:
+                if c.con.in_transaction:
+                    c.con.execute("ROLLBACK")
+                raise
+            finally:
+                if not durable and role is Role.MAINT:
+                    c.con.execute("PRAGMA synchronous=FULL")
+        if role is Role.AGENT:
+            chores.submit(self)
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        c = self._conn(Role.READ)
+        with c.lock:
+            c.con.execute("BEGIN")  # one snapshot for everything read inside
+            try:
+                yield c.con
+            finally:
+                c.con.execute("ROLLBACK")
+
+    @staticmethod
+    def next_seq(con: sqlite3.Connection) -> int:
+        """The change number of this write transaction (the exporter lands what changed after its last)."""
+        con.execute("UPDATE meta SET value = value + 1 WHERE key = 'changed_seq'")
+        return con.execute("SELECT value FROM meta WHERE key = 'changed_seq'").fetchone()[0]
+
+    # -- writes ---------------------------------------------------------------------------------
+    def commit_attempt(self, record: AttemptRecord, objects: Sequence[tuple[str, int]],
+                       present: Callable[[str], bool], role: Role = Role.AGENT) -> bool:
+        """Record an attempt (replacing an earlier commit of the same id) with its items and objects.
+
+        ``present(digest)`` is asked inside the transaction for every digest an item claims: a
+        removal moves bytes aside before it re-checks the catalog under the same lock, so bytes
+        seen present here cannot be removed after this commit names them.  If any is gone, every
+        item is recorded ``never_captured`` (``store_race``) and False is returned.
+        """
+        try:
+            with self.write(role) as con:
+                claimed = {i.sha256 for i in record.items if i.artifact_status == "available" and i.sha256}
+                intact = all(present(d) for d in claimed)
+                items = record.items if intact else tuple(
+                    replace(i, artifact_status="never_captured", status_reason="store_race")
+                    if i.artifact_status == "available" else i for i in record.items)
+                seq = self.next_seq(con)
+                row = [getattr(record, c) for c in ATTEMPT_COLUMNS[:-1]] + [seq]
+                con.execute(f"INSERT OR REPLACE INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) "
+                            f"VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})", row)
+                con.execute("DELETE FROM items WHERE attempt_id = ?", [record.attempt_id])
+                con.executemany(f"INSERT INTO items VALUES ({', '.join('?' * len(ITEM_COLUMNS))})",
+                                [tuple(getattr(i, c) for c in ITEM_COLUMNS) for i in items])
+                if intact:
+                    con.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", objects)
+        except (sqlite3.Error, UnicodeEncodeError, ValueError) as exc:
+            raise StoreWriteError(f"catalog commit failed: {exc}") from exc
+        return intact
+
+    def mark_ended(self, attempt_ids: Sequence[str]) -> None:
+        """Not fsynced: a lost mark costs nothing (a dead owner's attempts count as ended)."""
+        with self.write(Role.MAINT, durable=False) as con:
+            seq = self.next_seq(con)
+            con.executemany("UPDATE attempts SET state = 'ended', ended_at_ns = ?, changed_seq = ? "
+                            "WHERE attempt_id = ? AND state = 'running'",
+                            [(time.time_ns(), seq, a) for a in attempt_ids])
+
+    # -- reads ----------------------------------------------------------------------------------
+    def attempts(self, con: sqlite3.Connection, where: str = "", args: Sequence[Any] = ()) -> list[AttemptRecord]:
+        """Attempts matching ``where`` (SQL over ``attempts``), each with its items."""
+        rows = con.execute(f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts {where}", args).fetchall()
+        if not rows:
+            return []
+        ids = [r[0] for r in rows]
+        items: dict[str, list[CatalogItem]] = {a: [] for a in ids}
+        purged: dict[str, set[str]] = {}
+        for chunk in range(0, len(ids), 500):
+            part = ids[chunk:chunk + 500]
+            marks = ", ".join("?" * len(part))
+            for r in con.execute(f"SELECT {', '.join(ITEM_COLUMNS)} FROM items WHERE attempt_id IN ({marks}) "
+                                 "ORDER BY attempt_id, seq", part):
+                items[r[0]].append(CatalogItem(*r))
+            for a, i in con.execute(f"SELECT attempt_id, input_id FROM purged WHERE attempt_id IN ({marks})", part):
+                purged.setdefault(a, set()).add(i)
+        out = []
+        for r in rows:
+            marks = purged.get(r[0], set())
+            its = tuple(_purged(i) if "" in marks or i.input_id in marks else i for i in items[r[0]])
+            out.append(AttemptRecord(*r[:-1], purged="" in marks, changed_seq=r[-1], items=its))
+        return out
+
+    def attempt(self, attempt_id: str) -> AttemptRecord | None:
+        try:
+            with self.read() as con:
+                found = self.attempts(con, "WHERE attempt_id = ?", [attempt_id])
+        except FileNotFoundError:
+            return None
+        return found[0] if found else None
+
+
+def _purged(item: CatalogItem) -> CatalogItem:
+    """A purged item reads as purged even if a later commit claims its bytes again."""
+    if item.status_reason == "purged":
+        return item
+    status = "evicted" if item.artifact_status == "available" else item.artifact_status
+    return replace(item, artifact_status=status, status_reason="purged")
