@@ -426,9 +426,12 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
         f"CREATE TABLE IF NOT EXISTS {_VERSION_TABLE} "
         "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
     )
-    version = check_version(con)
+    check_version(con)
+    # By set, not by the highest applied: migrations are numbered per team and may land out of
+    # order, so a database that has 14 can still lack 13.
+    applied = {int(v) for (v,) in con.execute(f"SELECT version FROM {_VERSION_TABLE}").fetchall()}
     for migration in MIGRATIONS:
-        if migration.version <= version:
+        if migration.version in applied:
             continue
         con.execute("BEGIN TRANSACTION")
         try:

@@ -88,7 +88,10 @@ def _schema_version(con: duckdb.DuckDBPyConnection) -> int:
     version = max((int(v) for v, _ in rows), default=0)
     if version > SCHEMA_VERSION or any(known.get(int(v)) != name for v, name in rows):
         return check_version(con)  # raises SchemaError with the exporter's wording
-    return version
+    # Migrations may land out of order (see migrate): the version this file fully has is the one
+    # below its first missing migration.
+    missing = sorted(set(known) - {int(v) for v, _ in rows})
+    return missing[0] - 1 if missing else version
 
 
 # --------------------------------------------------------------------------------------------

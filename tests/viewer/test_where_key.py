@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from otel_inputs import names as n
 from otel_inputs.exporter import DuckDBSpanExporter
 from otel_inputs.exporter._schema import migrate
-from otel_inputs.viewer._queries import read_only, where_else
+from otel_inputs.viewer._queries import DbUnavailable, read_only, where_else
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "exporter"))
 from exporter_helpers import SpanFactory, input_event, packet_attributes  # noqa: E402
@@ -55,3 +55,27 @@ def test_exporter_rows_carry_the_key_and_every_row_is_found(spans: SpanFactory, 
     assert shared.total == 3 and sorted(r.attempt_id for r in shared.rows) == ["att-0", "att-1", "att-old"]
     assert odd.total == 2 and sorted(r.attempt_id for r in odd.rows) == ["att-0", "att-old"]
     assert none.total == 0 and none.rows == ()
+
+
+def test_a_file_that_has_a_later_migration_still_gets_13(tmp_path: Path) -> None:
+    """A database with migration 14 but not 13 reads as older in the viewer, and migrate() then adds 13."""
+    db = tmp_path / "gap.duckdb"
+    con = duckdb.connect(str(db))
+    try:
+        migrate(con)
+        con.execute("ALTER TABLE agent_attempt_inputs DROP COLUMN sha256_key")
+        con.execute("DELETE FROM otel_inputs_schema WHERE version = 13")
+    finally:
+        con.close()
+    with pytest.raises(DbUnavailable, match="schema version 12, older than this viewer reads"):
+        with read_only(db):
+            pass
+    con = duckdb.connect(str(db))
+    try:
+        migrate(con)
+        assert con.execute("SELECT count(*) FROM otel_inputs_schema WHERE version = 13").fetchone()[0] == 1
+        con.execute("SELECT sha256_key FROM agent_attempt_inputs")
+    finally:
+        con.close()
+    with read_only(db) as con:
+        assert where_else(con, sha256=SHARED).total == 0
