@@ -30,7 +30,7 @@ import pyarrow.ipc as ipc
 from otel_inputs.exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, LOGS, PARTS, TRACES, BatchTables, build_batch
 from otel_inputs.exporter._db import WRITER_SETTINGS, LockTimeout, connect_with_retry, file_lock, spool_path
 from otel_inputs.exporter._manifests import artifacts_table
-from otel_inputs.exporter._schema import migrate
+from otel_inputs.exporter._schema import migrate, sha256_key_sql
 from otel_inputs.exporter._spans import SpanRecord
 from otel_inputs.exporter._messages import settle_for_logs as settle_log_messages
 from otel_inputs.exporter._steps import resolve as resolve_steps, step_trace_ids
@@ -516,12 +516,16 @@ def _insert_tables(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:
                     f"DELETE FROM {ARTIFACTS} WHERE attempt_id IN (SELECT attempt_id FROM {_BATCH_VIEW})"
                 )
             cols = ", ".join(f'"{c}"' for c in table.column_names)
-            con.execute(f"INSERT INTO {name} ({cols}) SELECT {cols} FROM {_BATCH_VIEW}")
+            into, values = cols, cols
+            if name == INPUTS and "sha256" in table.column_names:  # the viewer's where-else key (migration 13)
+                into, values = f'{cols}, "sha256_key"', f"{cols}, {sha256_key_sql(_SHA256_COLUMN)}"
+            con.execute(f"INSERT INTO {name} ({into}) SELECT {values} FROM {_BATCH_VIEW}")
         finally:
             _unregister(con, _BATCH_VIEW)
 
 
 _ID_CHUNK = 1000  # bound parameters per statement
+_SHA256_COLUMN = '"sha256"'
 
 
 def _landed_attempt_ids(con: duckdb.DuckDBPyConnection, attempt_ids: list[Any]) -> list[list[Any]]:

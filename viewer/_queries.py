@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from otel_inputs.exporter._db import LockTimeout, connect_with_retry, file_lock
-from otel_inputs.exporter._schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, check_version
+from otel_inputs.exporter._schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, check_version, sha256_key_sql
 
 LOCK_WAIT_S = 20.0  # several writers may hold the lock back to back; a slow page beats an error page
 
@@ -88,7 +88,10 @@ def _schema_version(con: duckdb.DuckDBPyConnection) -> int:
     version = max((int(v) for v, _ in rows), default=0)
     if version > SCHEMA_VERSION or any(known.get(int(v)) != name for v, name in rows):
         return check_version(con)  # raises SchemaError with the exporter's wording
-    return version
+    # Migrations may land out of order (see migrate): the version this file fully has is the one
+    # below its first missing migration.
+    missing = sorted(set(known) - {int(v) for v, _ in rows})
+    return missing[0] - 1 if missing else version
 
 
 # --------------------------------------------------------------------------------------------
@@ -730,14 +733,19 @@ def where_else(con: duckdb.DuckDBPyConnection, *, sha256: str | None = None, sou
     """Inputs of any run with this SHA-256 (or this path), newest first, and how many there are in all."""
     if (sha256 is None) == (source_path is None):
         raise ValueError("exactly one of sha256 or source_path")
-    column, value = ("sha256", sha256) if sha256 is not None else ("source_path", source_path)
     # Two steps: the (few) matching input rows by a column scan, then their attempts by the unique
-    # attempt_id index; a join would scan every attempt row instead.
+    # attempt_id index; a join would scan every attempt row instead.  By SHA-256 the scan reads the
+    # 8-byte key first (migration 13), and the full text only where the key matched or is absent.
+    cols = "attempt_id, seq, label, source_path, sha256, input_id, attempt_started_at"
+    if sha256 is not None:
+        match = (f"SELECT {cols} FROM agent_attempt_inputs WHERE sha256_key = {sha256_key_sql('$1')} AND sha256 = $1 "
+                 f"UNION ALL SELECT {cols} FROM agent_attempt_inputs WHERE sha256_key IS NULL AND sha256 = $1")
+    else:
+        match = f"SELECT {cols} FROM agent_attempt_inputs WHERE source_path = $1"
     hits = con.execute(
-        f"SELECT attempt_id, seq, label, source_path, sha256, input_id, count(*) OVER () FROM agent_attempt_inputs "
-        f"WHERE {column} = ? AND attempt_id IS DISTINCT FROM ? ORDER BY attempt_started_at DESC NULLS LAST, "
-        "attempt_id, seq LIMIT ?",
-        [value, exclude_attempt, limit],
+        f"SELECT attempt_id, seq, label, source_path, sha256, input_id, count(*) OVER () FROM ({match}) "
+        "WHERE attempt_id IS DISTINCT FROM $2 ORDER BY attempt_started_at DESC NULLS LAST, attempt_id, seq LIMIT $3",
+        [sha256 if sha256 is not None else source_path, exclude_attempt, limit],
     ).fetchall()
     if not hits:
         return Elsewhere((), 0)
