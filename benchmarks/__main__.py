@@ -24,6 +24,8 @@ BENCHMARKS = {
     "gc": "benchmarks.bench_gc",
     "viewer": "benchmarks.bench_viewer",
     "access": "benchmarks.bench_access",
+    "projection": "benchmarks.bench_projection",
+    "clickhouse": "benchmarks.bench_clickhouse_views",  # needs chdb (pip install 'otel-inputs[clickhouse]')
 }
 
 

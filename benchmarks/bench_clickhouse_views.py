@@ -101,7 +101,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--attempts", type=int, default=20_000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="2,000 attempts, 2 runs")
     args = ap.parse_args()
+    if args.quick:
+        args.attempts, args.runs = min(args.attempts, 2_000), min(args.runs, 2)
     print(machine_line())
     for n in (args.attempts // 10, args.attempts):
         measure(n, args.runs)

@@ -106,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=20_000)
     parser.add_argument("--spans", type=int, default=4096)
+    parser.add_argument("--quick", action="store_true", help="2,000 attempts and 1,024 spans")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.attempts, args.spans = min(args.attempts, 2_000), min(args.spans, 1024)
     print(f"write: {args.spans} spans per shape, 512-span batches")
     for name, spans in (("rich packet spans", make_spans(args.spans)), ("nested agent runs", _nested_spans(args.spans // 5))):
         per_span, share = _write_share(spans)
