@@ -1,9 +1,9 @@
 """Component types and configuration keys allowed in ``collector-config/*.yaml``.
 
 Pinned Collector: **otelcol-contrib v0.159.0** (contrib release of 2026-08-17; core modules
-v0.159.0 / v1.65.0). No Collector binary can be fetched on the build machines (see
-``../shared/notes/duckdb-collector.md`` §5.2), so these configs are checked statically against this
-allowlist instead of ``otelcol-contrib validate``.
+v0.159.0 / v1.65.0). No Collector binary can be fetched on the build machines (none is
+published on PyPI, npm or Debian), so these configs are checked statically against this allowlist
+instead of ``otelcol-contrib validate``.
 
 Sources, at that version unless a different one is named:
 

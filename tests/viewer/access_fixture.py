@@ -19,7 +19,7 @@ from viewer_fixture import FixtureBuilder
 
 OPEN_RUN, SECRET_RUN = "run-open", "run-secret"
 HOSTILE_LABEL = "**LABELHOSTILE** <img src=x onerror=alert(1)> [x](javascript:alert(2))"
-SHARED_PATH = "/work/shared/handoff.md"
+SHARED_PATH = "/srv/team/handoff.md"
 HOSTILE_PATH = "/work/ctx/<script>PATHHOSTILE</script>\n../../etc/passwd"
 
 STEPS_DDL = """
