@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
+
+
+def run_app(**params: str) -> AppTest:
+    """viewer/app.py run once by AppTest with these query parameters; fails on any page exception."""
+    at = AppTest.from_file(APP, default_timeout=30)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    return at
 
 
 def texts(at: AppTest) -> list[str]:

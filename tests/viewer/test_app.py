@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import duckdb
-import pytest
-from streamlit.testing.v1 import AppTest
-from apptest_helpers import open_item, table, table_cells, texts
+from apptest_helpers import open_item, run_app, table, table_cells, texts
 from viewer_fixture import HOSTILE_LABEL, LEGACY_TASK, NOTES_V1, TASK_TEXT, WIDE_RUN, ViewerFixture
 
 from otel_inputs import names
 from otel_inputs.viewer._format import md_escape
 from otel_inputs.viewer._panel import SECTION_TITLES
 
-APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
-
-
-@pytest.fixture()
-def env(viewer_fixture: ViewerFixture, monkeypatch: pytest.MonkeyPatch) -> ViewerFixture:
-    monkeypatch.setenv(names.ENV_DB, str(viewer_fixture.db_path))
-    monkeypatch.setenv(names.ENV_STORE, str(viewer_fixture.store_path))
-    return viewer_fixture
-
-
-def run_app(**params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def test_deep_link_shows_sections_in_order_with_task_visible(env: ViewerFixture) -> None:

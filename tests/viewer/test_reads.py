@@ -6,15 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from apptest_helpers import open_item, table, texts
-from streamlit.testing.v1 import AppTest
+from apptest_helpers import open_item, run_app, table, texts
 from viewer_fixture import FixtureBuilder, ViewerFixture
 
 from otel_inputs import names
 from otel_inputs.viewer._queries import InputRecord, StepRecord
 from otel_inputs.viewer._reads import DEFAULT_READ_TOOLS, ReadState, find_reads, load_read_tools, path_matches
 
-APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
 ITEM = InputRecord("a-in0", "a", 0, label="notes.md", delivery_mode="path_reference",
                    source_path="/work/handoff/notes.md")
 T = 1_767_261_600_000_000_000
@@ -89,25 +87,16 @@ def env(viewer_fixture: ViewerFixture, monkeypatch: pytest.MonkeyPatch) -> Viewe
     return viewer_fixture
 
 
-def _run(**params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
 def test_page_shows_the_three_answers_in_the_files_table(env: ViewerFixture) -> None:
     """The review attempt's files table says who read what; an attempt with only a model call says reads were not recorded."""
-    at = _run(attempt=env.ids["review"])
+    at = run_app(attempt=env.ids["review"])
     reads = dict(zip(table(at, "read?")["label"], table(at, "read?")["read?"]))
     assert reads["summary.md"] == "read by read_file at 10:05:04.000"
     assert reads["screenshot.png"] == "read by Read at 10:05:05.000"
     assert reads["photo.jpg"] == "no recorded read"
     open_item(at, "path_reference", "att-004-in3")
     assert any("Was it read? no recorded read" in t for t in texts(at))
-    at = _run(attempt=env.ids["initial"])
+    at = run_app(attempt=env.ids["initial"])
     assert list(table(at, "read?")["read?"]) == ["reads not recorded (no tool steps recorded for this attempt)"]
 
 
@@ -120,7 +109,7 @@ def test_database_without_steps_table_never_says_not_read(builder: FixtureBuilde
     db, store = builder.write()
     monkeypatch.setenv(names.ENV_DB, str(db))
     monkeypatch.setenv(names.ENV_STORE, str(store))
-    at = _run(attempt="old-1")
+    at = run_app(attempt="old-1")
     assert list(table(at, "read?")["read?"]) == ["reads not recorded (no tool steps recorded for this attempt)"]
     assert "no recorded read" not in "\n".join(texts(at))
     assert any("this database has no steps table" in i.value for i in at.info)

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
-import pytest
-from apptest_helpers import table, texts
+from apptest_helpers import run_app, table, texts
 from hypothesis import given
 from hypothesis import strategies as hs
-from streamlit.testing.v1 import AppTest
 from viewer_fixture import ViewerFixture
 
-from otel_inputs import names
 from otel_inputs.viewer._queries import AttemptListRow, load_attempt, read_only, run_retry_links, run_timeline
 from otel_inputs.viewer._retries import family, group_operations, position_text, root_of
 
-APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
 
 
 def row(attempt_id: str, t: int, kind: str = "initial") -> AttemptListRow:
@@ -53,33 +48,17 @@ def test_every_attempt_is_in_exactly_one_operation(parents: list[int]) -> None:
     assert sum(o.count for o in ops) == len(rows)
 
 
-@pytest.fixture()
-def env(viewer_fixture: ViewerFixture, monkeypatch: pytest.MonkeyPatch) -> ViewerFixture:
-    monkeypatch.setenv(names.ENV_DB, str(viewer_fixture.db_path))
-    monkeypatch.setenv(names.ENV_STORE, str(viewer_fixture.store_path))
-    return viewer_fixture
-
-
-def _run(**params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
 def test_run_page_and_attempt_page_show_one_operation(env: ViewerFixture) -> None:
     """The run page counts 5 physical attempts in 3 operations; the retry's page says attempt 2 of 3 and links the others."""
-    at = _run(run=env.run_id)
+    at = run_app(run=env.run_id)
     assert any("5 physical attempt(s) in 3 logical operation(s)" in t for t in texts(at))
     ops = table(at, "physical attempts")
     assert list(ops["physical attempts"]) == [3, 1, 1] and list(ops["first attempt"]) == ["att-001", "att-004", "att-005"]
     assert list(table(at, "try")["try"]) == ["1 of 3", "2 of 3", "3 of 3", "1 of 1", "1 of 1"]
-    at = _run(attempt=env.ids["parse_retry"])
+    at = run_app(attempt=env.ids["parse_retry"])
     assert "One logical operation of 3 physical attempts; this is attempt 2 of 3." in texts(at)
     labels = [b.label.replace("\\", "") for b in at.button if b.key and b.key.startswith("page:lineage:")]
     assert any(lb.startswith("1. initial request · att-001") for lb in labels)
     assert any(lb.startswith("3. check retry · att-003") for lb in labels)
-    at = _run(attempt=env.ids["review"])
+    at = run_app(attempt=env.ids["review"])
     assert "One physical attempt: this send was not retried." not in texts(at)  # a lone attempt shows no line

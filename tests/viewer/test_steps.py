@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
-from apptest_helpers import table, table_cells, texts
-from streamlit.testing.v1 import AppTest
+from apptest_helpers import run_app, table, table_cells, texts
 from viewer_fixture import HOSTILE_LABEL, ViewerFixture
 
-from otel_inputs import names
 from otel_inputs.viewer._health import HealthState, health_model
 from otel_inputs.viewer._queries import HealthRow, get_steps, read_only
 from otel_inputs.viewer._steps import STEPS_NONE, steps_section
 
-APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
 
 
 def test_steps_in_time_order_with_unknown_tokens_kept_unknown(viewer_fixture: ViewerFixture) -> None:
@@ -31,25 +27,9 @@ def test_steps_in_time_order_with_unknown_tokens_kept_unknown(viewer_fixture: Vi
     assert steps_section(()).notes == (STEPS_NONE,)
 
 
-@pytest.fixture()
-def env(viewer_fixture: ViewerFixture, monkeypatch: pytest.MonkeyPatch) -> ViewerFixture:
-    monkeypatch.setenv(names.ENV_DB, str(viewer_fixture.db_path))
-    monkeypatch.setenv(names.ENV_STORE, str(viewer_fixture.store_path))
-    return viewer_fixture
-
-
-def _run(**params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
 def test_steps_table_on_the_page_with_hostile_tool_names_as_plain_text(env: ViewerFixture) -> None:
     """The steps table lists kinds, names and arguments; a hostile tool name is a plain cell, never markup."""
-    at = _run(attempt=env.ids["review"])
+    at = run_app(attempt=env.ids["review"])
     steps = table(at, "kind")
     assert list(steps["kind"]) == ["model call", "tool call", "tool call", "tool call", "model call"]
     assert list(steps["name"])[1:4] == ["read_file", "Read", HOSTILE_LABEL]
@@ -60,16 +40,16 @@ def test_steps_table_on_the_page_with_hostile_tool_names_as_plain_text(env: View
 
 def test_message_source_labels(env: ViewerFixture) -> None:
     """C2's model_step row is shown with its label and note; without a C2 row the attempt span is named."""
-    at = _run(attempt=env.ids["gate_retry"])
+    at = run_app(attempt=env.ids["gate_retry"])
     assert "Messages taken from the first model call." in texts(at)
     assert any("the attempt span recorded no messages" in i.value.replace("\\", "") for i in at.info)
     assert "The test gate failed (as sent)." in [c.value for c in at.code]
-    assert "Messages from the attempt span." in texts(_run(attempt=env.ids["initial"]))
+    assert "Messages from the attempt span." in texts(run_app(attempt=env.ids["initial"]))
 
 
 def test_attempt_with_no_steps_says_not_recorded(env: ViewerFixture) -> None:
     """An attempt with no step rows says its steps were not recorded (never 'no steps')."""
-    at = _run(attempt=env.ids["opted_out"])
+    at = run_app(attempt=env.ids["opted_out"])
     assert any(STEPS_NONE in i.value.replace("\\", "") for i in at.info)
 
 

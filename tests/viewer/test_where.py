@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
-import pytest
-from apptest_helpers import open_item, table, texts
-from streamlit.testing.v1 import AppTest
+from apptest_helpers import open_item, run_app, table, texts
 from viewer_fixture import HOSTILE_LABEL, NOTES_V1, NOTES_V2, WIDE_RUN, ViewerFixture
 
-from otel_inputs import names
 from otel_inputs.viewer._queries import get_attempt, get_inputs, read_only, where_else
 from otel_inputs.viewer._where import describe_difference, item_elsewhere, task_drift
 
-APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
 
 
 def test_same_sha_and_same_path_across_runs(viewer_fixture: ViewerFixture) -> None:
@@ -49,25 +44,9 @@ def test_difference_words() -> None:
     assert describe_difference({}, {}) == "same inputs (paths and SHA-256)"
 
 
-@pytest.fixture()
-def env(viewer_fixture: ViewerFixture, monkeypatch: pytest.MonkeyPatch) -> ViewerFixture:
-    monkeypatch.setenv(names.ENV_DB, str(viewer_fixture.db_path))
-    monkeypatch.setenv(names.ENV_STORE, str(viewer_fixture.store_path))
-    return viewer_fixture
-
-
-def _run(**params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
 def test_item_where_else_on_the_page_links_to_the_other_attempt(env: ViewerFixture) -> None:
     """From the hostile-labelled item of the wide attempt, where-else lists nothing else; from notes.md it lists att-003 by SHA."""
-    at = open_item(_run(attempt="att-wide"), "path_reference", "att-wide-in0")
+    at = open_item(run_app(attempt="att-wide"), "path_reference", "att-wide-in0")
     at.toggle(key="page:where:att-wide-in0").set_value(True).run()
     assert "1 input(s) of other attempts had the same SHA-256." in texts(at)
     assert list(table(at, "attempt")["attempt"])[:1] == ["att-003"]
@@ -79,7 +58,7 @@ def test_item_where_else_on_the_page_links_to_the_other_attempt(env: ViewerFixtu
 
 def test_task_runs_toggle_shows_drift(env: ViewerFixture) -> None:
     """The task section's toggle lists the runs of this task SHA-256 with their input drift."""
-    at = _run(attempt="att-wide")
+    at = run_app(attempt="att-wide")
     at.toggle(key="page:taskruns").set_value(True).run()
     drift = table(at, "inputs of its first attempt vs this one")
     assert sorted(drift["run"]) == sorted(["▶ " + WIDE_RUN, env.run_id])
