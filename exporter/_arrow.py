@@ -14,40 +14,30 @@ from typing import Any
 
 import pyarrow as pa
 
-from otel_inputs.exporter._rows import ATTEMPT_COLUMNS, INPUT_COLUMNS, PART_COLUMNS, STEP_COLUMNS, SpanRows, derive
+from otel_inputs.exporter._rows import SpanRows, derive
 from otel_inputs.exporter._spans import SpanRecord, stringify
-
-TRACES = "otel_traces"
-ATTEMPTS = "agent_attempts"
-INPUTS = "agent_attempt_inputs"
-ARTIFACTS = "agent_artifacts"
-PARTS = "agent_exchange_parts"
-LOGS = "otel_logs"
-STEPS = "agent_attempt_steps"
-
-TS_TYPE = _TS = pa.timestamp("ns")
-_MAP = pa.map_(pa.string(), pa.string())
-
-_ATTEMPT_TYPES: dict[str, pa.DataType] = {c: pa.string() for c in ATTEMPT_COLUMNS}
-_ATTEMPT_TYPES.update(
-    task_size_bytes=pa.int64(), turn_index=pa.int32(), input_packet_version=pa.int32(),
-    declared_input_count=pa.int32(), captured_input_count=pa.int32(),
-    omitted_input_count=pa.int32(), item_count=pa.int32(), started_at=_TS, ended_at=_TS,
-    dropped_events_count=pa.int32(), dropped_attributes_count=pa.int32(),
-    input_tokens=pa.int64(), output_tokens=pa.int64(),
+from otel_inputs.exporter._tables import (
+    AGENT_ARTIFACTS, AGENT_ATTEMPT_INPUTS, AGENT_ATTEMPT_STEPS, AGENT_ATTEMPTS, AGENT_EXCHANGE_PARTS, OTEL_LOGS,
+    OTEL_TRACES, TIMESTAMP_NS,
 )  # fmt: skip
-_INPUT_TYPES: dict[str, pa.DataType] = {c: pa.string() for c in INPUT_COLUMNS}
-_INPUT_TYPES.update(seq=pa.int32(), size_bytes=pa.int64(), captured_at=_TS, attempt_started_at=_TS)
-_PART_TYPES: dict[str, pa.DataType] = {c: pa.string() for c in PART_COLUMNS}
-_PART_TYPES.update(size_bytes=pa.int64(), recorded_at=_TS, attempt_started_at=_TS)
 
-ATTEMPT_SCHEMA = pa.schema([(c, _ATTEMPT_TYPES[c]) for c in ATTEMPT_COLUMNS])
-INPUT_SCHEMA = pa.schema([(c, _INPUT_TYPES[c]) for c in INPUT_COLUMNS])
-PART_SCHEMA = pa.schema([(c, _PART_TYPES[c]) for c in PART_COLUMNS])
-_STEP_TYPES: dict[str, pa.DataType] = {c: pa.string() for c in STEP_COLUMNS}
-_STEP_TYPES.update(seq=pa.int32(), started_at=_TS, ended_at=_TS, input_tokens=pa.int64(), output_tokens=pa.int64(),
-                   attempt_started_at=_TS)  # fmt: skip
-STEP_SCHEMA = pa.schema([(c, _STEP_TYPES[c]) for c in STEP_COLUMNS])
+TRACES = OTEL_TRACES.name
+ATTEMPTS = AGENT_ATTEMPTS.name
+INPUTS = AGENT_ATTEMPT_INPUTS.name
+ARTIFACTS = AGENT_ARTIFACTS.name
+PARTS = AGENT_EXCHANGE_PARTS.name
+LOGS = OTEL_LOGS.name
+STEPS = AGENT_ATTEMPT_STEPS.name
+
+TS_TYPE = TIMESTAMP_NS.arrow
+
+TRACES_SCHEMA = OTEL_TRACES.arrow_schema()
+ATTEMPT_SCHEMA = AGENT_ATTEMPTS.arrow_schema()
+INPUT_SCHEMA = AGENT_ATTEMPT_INPUTS.arrow_schema()
+PART_SCHEMA = AGENT_EXCHANGE_PARTS.arrow_schema()
+STEP_SCHEMA = AGENT_ATTEMPT_STEPS.arrow_schema()
+ARTIFACT_SCHEMA = AGENT_ARTIFACTS.arrow_schema()
+LOGS_SCHEMA = OTEL_LOGS.arrow_schema()
 
 
 @dataclass(frozen=True)
@@ -132,8 +122,8 @@ def traces_table(spans: Sequence[SpanRecord]) -> pa.Table:
             l_ts.append(link.trace_state)
             link_maps.add(link.attributes)
         l_off.append(len(l_tid))
-    cols: dict[str, pa.Array] = {
-        "Timestamp": pa.array([s.start_ns for s in spans], _TS),
+    return spec_table(TRACES_SCHEMA, {
+        "Timestamp": pa.array([s.start_ns for s in spans], TS_TYPE),
         "TraceId": pa.array([s.trace_id for s in spans], pa.string()),
         "SpanId": pa.array([s.span_id for s in spans], pa.string()),
         "ParentSpanId": pa.array([s.parent_span_id for s in spans], pa.string()),
@@ -148,15 +138,27 @@ def traces_table(spans: Sequence[SpanRecord]) -> pa.Table:
         "Duration": pa.array([max(s.end_ns - s.start_ns, 0) for s in spans], pa.uint64()),
         "StatusCode": pa.array([s.status_code for s in spans], pa.string()),
         "StatusMessage": pa.array([s.status_message for s in spans], pa.string()),
-        "Events.Timestamp": list_array(ev_off, pa.array(ev_ts, _TS)),
+        "Events.Timestamp": list_array(ev_off, pa.array(ev_ts, TS_TYPE)),
         "Events.Name": list_array(ev_off, pa.array(ev_names, pa.string())),
         "Events.Attributes": list_array(ev_off, ev_maps.build()),
         "Links.TraceId": list_array(l_off, pa.array(l_tid, pa.string())),
         "Links.SpanId": list_array(l_off, pa.array(l_sid, pa.string())),
         "Links.TraceState": list_array(l_off, pa.array(l_ts, pa.string())),
         "Links.Attributes": list_array(l_off, link_maps.build()),
-    }
-    return pa.table(cols)
+    })
+
+
+def spec_table(schema: pa.Schema, arrays: Mapping[str, pa.Array]) -> pa.Table:
+    """The batch table of one spec table (``_tables``) from its columns by name, in the spec's
+    order and types; a column missing, extra or of another type raises (a conversion out of step
+    with the spec must not land misplaced values)."""
+    if arrays.keys() != set(schema.names):
+        raise ValueError(f"columns {sorted(arrays.keys() ^ set(schema.names))} out of step with the table spec")
+    columns = [arrays[name] for name in schema.names]
+    for column, f in zip(columns, schema):
+        if column.type != f.type:  # from_arrays would cast silently
+            raise TypeError(f"column {f.name} is {column.type}, the table spec says {f.type}")
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def rows_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:

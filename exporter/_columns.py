@@ -20,7 +20,8 @@ import pyarrow as pa
 from otel_inputs import names as n
 
 from otel_inputs.exporter._arrow import (
-    ATTEMPT_SCHEMA, INPUT_SCHEMA, PART_SCHEMA, BatchTables, TS_TYPE, list_array, map_array, rows_table,
+    ATTEMPT_SCHEMA, INPUT_SCHEMA, PART_SCHEMA, TRACES_SCHEMA, BatchTables, TS_TYPE, list_array, map_array, rows_table,
+    spec_table,
 )  # fmt: skip
 from otel_inputs.exporter._otlp import ValidSpan, value_of
 from otel_inputs.exporter._rows import (
@@ -40,7 +41,8 @@ _EVENT_COLUMNS = {"input_id": n.INPUT_ID, "seq": n.INPUT_SEQ, "size_bytes": n.IN
                   **{column: key for key, column in INPUT_STR_FIELDS}}  # fmt: skip
 if (INPUT_COLUMNS[1] != "attempt_id" or INPUT_COLUMNS[-3:] != ("captured_at", "row_problem", "attempt_started_at")
         or set(INPUT_COLUMNS[:1] + INPUT_COLUMNS[2:-3]) != set(_EVENT_COLUMNS)):  # fmt: skip
-    raise ImportError("otel_inputs.exporter._columns: INPUT_COLUMNS changed; update the column-wise input rows")
+    raise ImportError("otel_inputs.exporter._columns: the columns of agent_attempt_inputs (exporter/_tables.py) changed; "
+                      "update the column-wise input rows here")
 _FETCH_KEYS = tuple(_EVENT_COLUMNS[c] for c in INPUT_COLUMNS[:1] + INPUT_COLUMNS[2:-3])
 _SEQ_AT = 1
 _SIZE_AT = INPUT_COLUMNS[2:-3].index("size_bytes") + 1
@@ -232,7 +234,7 @@ def build_chunk(spans: Sequence[ValidSpan]) -> BatchTables:
     if not trace_ids:
         return BatchTables(None, None, None)
     string = pa.string()
-    traces = pa.table({
+    traces = spec_table(TRACES_SCHEMA, {
         "Timestamp": pa.array(start_ts, TS_TYPE),
         "TraceId": pa.array(trace_ids, string),
         "SpanId": pa.array(span_ids, string),

@@ -33,9 +33,10 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.sdk._logs import export as _sdk_logs_export
 
 from otel_inputs import names
-from otel_inputs.exporter._arrow import TS_TYPE, BatchTables, _MapBuilder
+from otel_inputs.exporter._arrow import LOGS_SCHEMA, BatchTables, _MapBuilder, spec_table
 from otel_inputs.exporter._otlp import DecodeError, _attrs, _hex_to_b64, value_of
 from otel_inputs.exporter._spans import SERVICE_NAME_KEY, stringify
+from otel_inputs.exporter._tables import MAP
 from otel_inputs.exporter._writer import DuckDBWriter
 
 _log = logging.getLogger(__name__)
@@ -45,9 +46,6 @@ _MAX_ERROR_MESSAGES = 5
 # Position of one record in its request: (resource, scope, record).
 Position = tuple[int, int, int]
 
-LOG_COLUMNS = ("Timestamp", "TimestampTime", "TraceId", "SpanId", "TraceFlags", "SeverityText", "SeverityNumber",
-               "ServiceName", "Body", "ResourceSchemaUrl", "ResourceAttributes", "ScopeSchemaUrl", "ScopeName",
-               "ScopeVersion", "ScopeAttributes", "LogAttributes", "EventName")  # fmt: skip
 
 
 @dataclass
@@ -101,7 +99,7 @@ def _as_string(v: AnyValue) -> str:
 
 def logs_table(req: ExportLogsServiceRequest, skip: AbstractSet[Position] = frozenset()) -> pa.Table | None:
     """The request's storable records as ``otel_logs`` rows, or ``None`` when there are none."""
-    cols: dict[str, list[Any]] = {c: [] for c in LOG_COLUMNS if c not in _MAP_COLUMNS}
+    cols: dict[str, list[Any]] = {f.name: [] for f in LOGS_SCHEMA if f.name not in _MAP_COLUMNS}
     maps = {c: _MapBuilder() for c in _MAP_COLUMNS}
     for i, rl in enumerate(req.resource_logs):
         resource = _attrs(rl.resource.attributes)
@@ -132,19 +130,11 @@ def logs_table(req: ExportLogsServiceRequest, skip: AbstractSet[Position] = froz
                 maps["LogAttributes"].add(_attrs(rec.attributes))
     if not cols["Timestamp"]:
         return None
-    arrays: dict[str, pa.Array] = {}
-    for c in LOG_COLUMNS:
-        if c in _MAP_COLUMNS:
-            arrays[c] = maps[c].build()
-        else:
-            arrays[c] = pa.array(cols[c], _LOG_TYPES.get(c, pa.string()))
-    return pa.table(arrays)
+    arrays = {f.name: maps[f.name].build() if f.name in maps else pa.array(cols[f.name], f.type) for f in LOGS_SCHEMA}
+    return spec_table(LOGS_SCHEMA, arrays)
 
 
-_MAP_COLUMNS = ("ResourceAttributes", "ScopeAttributes", "LogAttributes")
-_LOG_TYPES: dict[str, pa.DataType] = {
-    "Timestamp": TS_TYPE, "TimestampTime": pa.timestamp("us"), "TraceFlags": pa.uint8(), "SeverityNumber": pa.uint8(),
-}  # fmt: skip
+_MAP_COLUMNS = tuple(f.name for f in LOGS_SCHEMA if f.type == MAP.arrow)
 
 
 def logs_batch(req: ExportLogsServiceRequest, skip: AbstractSet[Position] = frozenset()) -> BatchTables:

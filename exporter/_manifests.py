@@ -18,7 +18,8 @@ import pyarrow as pa
 
 from otel_inputs.store import ArtifactStore, AttemptRecord
 
-_TS = pa.timestamp("ns")
+from otel_inputs.exporter._arrow import ARTIFACT_SCHEMA, rows_table
+
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
 BATCH = 5000  # attempts landed per scan: a huge backlog lands in bounded pieces
@@ -26,17 +27,6 @@ BATCH = 5000  # attempts landed per scan: a huge backlog lands in bounded pieces
 _ITEM_STR = ("input_id", "label", "source_kind", "delivery_mode", "source_path", "sha256",
              "snapshot_ref", "media_type", "preview_kind", "capture_status", "artifact_status",
              "status_reason", "detail")  # fmt: skip
-ARTIFACT_SCHEMA = pa.schema(
-    [("attempt_id", pa.string()), ("input_id", pa.string()), ("run_id", pa.string()),
-     ("session_id", pa.string()), ("seq", pa.int32()), ("label", pa.string()),
-     ("source_kind", pa.string()), ("delivery_mode", pa.string()), ("source_path", pa.string()),
-     ("sha256", pa.string()), ("size_bytes", pa.int64()), ("snapshot_ref", pa.string()),
-     ("media_type", pa.string()), ("preview_kind", pa.string()), ("capture_status", pa.string()),
-     ("artifact_status", pa.string()), ("status_reason", pa.string()), ("detail", pa.string()),
-     ("captured_at", _TS), ("manifest_coverage", pa.string()), ("manifest_decision", pa.string()),
-     ("manifest_gap_reason", pa.string()), ("manifest_committed_at", _TS),
-     ("row_problem", pa.string()), ("updated_at", pa.timestamp("us"))]
-)  # fmt: skip
 
 
 def _s(value: Any) -> str | None:
@@ -81,10 +71,7 @@ def artifacts_table(records: Iterable[AttemptRecord], updated_at_us: int) -> pa.
     rows = [r for m in records for r in manifest_rows(m, updated_at_us)]
     if not rows:
         return None
-    return pa.table(
-        {f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in ARTIFACT_SCHEMA},
-        schema=ARTIFACT_SCHEMA,
-    )
+    return rows_table(rows, ARTIFACT_SCHEMA)
 
 
 def manifests_for(store_root: str | os.PathLike[str], attempt_ids: Iterable[str]) -> list[AttemptRecord]:

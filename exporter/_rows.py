@@ -17,6 +17,7 @@ from otel_inputs import names as n
 from otel_inputs.types import ArtifactStatus, CaptureStatus, Coverage
 
 from otel_inputs.exporter._spans import SpanRecord, stringify
+from otel_inputs.exporter._tables import AGENT_ATTEMPT_INPUTS, AGENT_ATTEMPT_STEPS, AGENT_ATTEMPTS, AGENT_EXCHANGE_PARTS, Fill
 
 OPENINFERENCE_INPUT_MESSAGES = n.OPENINFERENCE_INPUT_MESSAGES
 OPENINFERENCE_MESSAGE_ROLE = n.OPENINFERENCE_MESSAGE_ROLE
@@ -72,41 +73,13 @@ INPUT_STR_FIELDS = (
     (n.INPUT_DETAIL, "detail"),
 )
 
-ATTEMPT_COLUMNS = (
-    "attempt_id", "run_id", "session_id", "phase", "agent_name", "provider_name", "request_model",
-    "task_prompt", "task_source_kind", "task_source_path", "task_size_bytes", "task_sha256",
-    "send_kind", "turn_index", "previous_turn_attempt_id", "retry_of_attempt_id",
-    "system_prompt", "user_prompt", "input_packet_version", "input_coverage", "coverage_reason",
-    "declared_input_count", "captured_input_count", "omitted_input_count", "item_count",
-    "capture_decision", "capture_gap_reason", "started_at", "ended_at", "status",
-    "status_message", "trace_id", "span_id", "service_name", "source_format",
-    "dropped_events_count", "dropped_attributes_count",
-    # Migration 11: what the span is as a possible step, and where its messages came from.
-    "parent_span_id", "span_name", "operation_name", "step_kind", "response_model", "input_tokens",
-    "output_tokens", "tool_name", "tool_call_id", "tool_arguments", "input_messages_json", "messages_note",
-)  # fmt: skip
-
+# Each row's keys, in table order (the spec: exporter/_tables.py).
+ATTEMPT_COLUMNS = AGENT_ATTEMPTS.row_columns
 # Filled by the writer once the attempt's steps are known (the first model step's messages).
-ATTEMPT_STEP_MESSAGE_COLUMNS = ("step_system_prompt", "step_user_prompt", "step_input_messages_json",
-                                "step_messages_span_id")  # fmt: skip
-
-STEP_COLUMNS = (
-    "attempt_id", "span_id", "trace_id", "parent_span_id", "seq", "step_kind", "operation_name",
-    "span_name", "provider_name", "request_model", "response_model", "started_at", "ended_at",
-    "input_tokens", "output_tokens", "tool_name", "tool_call_id", "tool_arguments", "status",
-    "attempt_started_at",
-)  # fmt: skip
-
-INPUT_COLUMNS = (
-    "input_id", "attempt_id", "seq", "label", "source_kind", "delivery_mode", "source_path",
-    "snapshot_ref", "media_type", "preview_kind", "size_bytes", "sha256", "capture_status",
-    "artifact_status", "detail", "captured_at", "row_problem", "attempt_started_at",
-)  # fmt: skip
-
-PART_COLUMNS = (
-    "attempt_id", "part_name", "capture", "reason", "dispatch", "ref", "sha256", "size_bytes",
-    "persistence", "detail", "recorded_at", "attempt_started_at", "row_problem",
-)  # fmt: skip
+ATTEMPT_STEP_MESSAGE_COLUMNS = AGENT_ATTEMPTS.filled_by(Fill.STEP)
+STEP_COLUMNS = AGENT_ATTEMPT_STEPS.row_columns
+INPUT_COLUMNS = AGENT_ATTEMPT_INPUTS.row_columns
+PART_COLUMNS = AGENT_EXCHANGE_PARTS.row_columns
 
 # Exchange-part string fields: (wire name, row column).
 _PART_STR_FIELDS = (

@@ -27,7 +27,9 @@ import pyarrow as pa
 
 from otel_inputs.exporter._arrow import ATTEMPTS, INPUTS, PARTS, STEP_SCHEMA, STEPS, rows_table
 from otel_inputs.exporter._messages import settle as settle_log_messages, update_attempts
-from otel_inputs.exporter._rows import SOURCE_OTEL_INPUTS, STEP_COLUMNS, STEP_MODEL_CALL, span_messages
+from otel_inputs.exporter._rows import (
+    ATTEMPT_STEP_MESSAGE_COLUMNS, SOURCE_OTEL_INPUTS, STEP_COLUMNS, STEP_MODEL_CALL, span_messages,
+)  # fmt: skip
 from otel_inputs.exporter._spans import EventRecord, SpanRecord
 
 _CHUNK = 1000  # bound parameters per statement
@@ -260,9 +262,6 @@ def _plan(nodes: dict[str, _Node], parents: Mapping[str, str], fresh: set[str], 
             work.messages.append((attempt, first))
 
 
-_STEP_MESSAGE_COLUMNS = ("step_system_prompt", "step_user_prompt", "step_input_messages_json", "step_messages_span_id")
-
-
 def _fill_step_messages(con: duckdb.DuckDBPyConnection, todo: list[tuple[dict[str, Any], _Node]]) -> None:
     """Record what each attempt's first model step sent, read from that step's otel_traces row by
     the same derivation as an attempt span's own messages (their start times prune the scan)."""
@@ -288,7 +287,7 @@ def _fill_step_messages(con: duckdb.DuckDBPyConnection, todo: list[tuple[dict[st
             updates.append({"attempt_id": attempt["attempt_id"], "step_system_prompt": messages.system,
                             "step_user_prompt": messages.user, "step_input_messages_json": messages.json,
                             "step_messages_span_id": span_id})  # fmt: skip
-    update_attempts(con, updates, _STEP_MESSAGE_COLUMNS)
+    update_attempts(con, updates, ATTEMPT_STEP_MESSAGE_COLUMNS)
 
 
 def step_trace_ids(traces: pa.Table | None, attempts: pa.Table | None) -> tuple[set[str], set[str]]:

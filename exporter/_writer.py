@@ -30,10 +30,11 @@ import pyarrow.ipc as ipc
 from otel_inputs.exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, LOGS, PARTS, TRACES, BatchTables, build_batch
 from otel_inputs.exporter._db import WRITER_SETTINGS, LockTimeout, connect_with_retry, file_lock, spool_path
 from otel_inputs.exporter._manifests import artifacts_table
-from otel_inputs.exporter._schema import migrate, sha256_key_sql
+from otel_inputs.exporter._schema import migrate
 from otel_inputs.exporter._spans import SpanRecord
 from otel_inputs.exporter._messages import settle_for_logs as settle_log_messages
 from otel_inputs.exporter._steps import resolve as resolve_steps, step_trace_ids
+from otel_inputs.exporter._tables import TABLES, sha256_key_sql
 
 _log = logging.getLogger(__name__)
 
@@ -41,9 +42,10 @@ HEALTH_METRICS = ("spans_written", "spans_spilled", "spans_dropped", "batches_fa
                   "spans_drained", "spans_rejected", "spans_unconvertible", "spool_quarantined",
                   "artifact_rows_written", "logs_written", "logs_rejected", "logs_dropped",
                   "spool_drain_failed")  # fmt: skip
-_TABLE_FILES = {TRACES: "otel_traces.arrow", ATTEMPTS: "agent_attempts.arrow",
-                INPUTS: "agent_attempt_inputs.arrow", ARTIFACTS: "agent_artifacts.arrow",
-                PARTS: "agent_exchange_parts.arrow", LOGS: "otel_logs.arrow"}  # fmt: skip
+# A spool entry holds one Arrow IPC file per table of the batch, named after the table.
+_TABLE_FILES = {name: f"{name}.arrow" for name in (TRACES, ATTEMPTS, INPUTS, ARTIFACTS, PARTS, LOGS)}
+# Columns the INSERT computes from another column of the row (the viewer's where-else key, migration 13).
+_KEY_COLUMNS = {t.name: t.key_columns() for t in TABLES if t.key_columns()}
 _PROGRESS_TABLE = "otel_inputs_ingest_progress"
 _BATCH_VIEW = "_otel_inputs_batch"
 _KEYS_VIEW = "_otel_inputs_keys"
@@ -515,17 +517,19 @@ def _insert_tables(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:
                 con.execute(
                     f"DELETE FROM {ARTIFACTS} WHERE attempt_id IN (SELECT attempt_id FROM {_BATCH_VIEW})"
                 )
-            cols = ", ".join(f'"{c}"' for c in table.column_names)
-            into, values = cols, cols
-            if name == INPUTS and "sha256" in table.column_names:  # the viewer's where-else key (migration 13)
-                into, values = f'{cols}, "sha256_key"', f"{cols}, {sha256_key_sql(_SHA256_COLUMN)}"
-            con.execute(f"INSERT INTO {name} ({into}) SELECT {values} FROM {_BATCH_VIEW}")
+            # By the batch's own column names: a spooled batch written before a migration added a column lacks it.
+            into = [f'"{c}"' for c in table.column_names]
+            values = list(into)
+            for key in _KEY_COLUMNS.get(name, ()):
+                if key.key_of in table.column_names:
+                    into.append(f'"{key.name}"')
+                    values.append(sha256_key_sql(f'"{key.key_of}"'))
+            con.execute(f"INSERT INTO {name} ({', '.join(into)}) SELECT {', '.join(values)} FROM {_BATCH_VIEW}")
         finally:
             _unregister(con, _BATCH_VIEW)
 
 
 _ID_CHUNK = 1000  # bound parameters per statement
-_SHA256_COLUMN = '"sha256"'
 
 
 def _landed_attempt_ids(con: duckdb.DuckDBPyConnection, attempt_ids: list[Any]) -> list[list[Any]]:
