@@ -18,9 +18,11 @@ from otel_inputs.exporter._arrow import BatchTables, build_batch
 from otel_inputs.exporter._columns import Fallback, build_chunk
 from otel_inputs.exporter._otlp import check_request, iter_valid, record_of
 from otel_inputs.exporter._spans import SERVICE_NAME_KEY
+from otel_inputs.exporter._tables import TABLES
 from otel_inputs.exporter._writer import DuckDBWriter
 from otel_inputs import names as n
 
+_SPEC = {t.name: t for t in TABLES}
 _ODD_EXTRA_KEY = "test.odd"  # a non-wire attribute key used to carry odd value types
 
 
@@ -129,7 +131,7 @@ def _reference(valid: list[Any]) -> BatchTables:
 def _assert_same(fast: BatchTables, ref: BatchTables) -> None:
     assert [name for name, _ in fast.items()] == [name for name, _ in ref.items()]
     for (name, got), (_, want) in zip(fast.items(), ref.items()):
-        assert got.schema.equals(want.schema), name
+        assert got.schema.equals(want.schema) and got.schema.equals(_SPEC[name].arrow_schema()), name
         assert got.to_pylist() == want.to_pylist(), name
 
 
