@@ -41,8 +41,8 @@ _EVENT_COLUMNS = {"input_id": n.INPUT_ID, "seq": n.INPUT_SEQ, "size_bytes": n.IN
                   **{column: key for key, column in INPUT_STR_FIELDS}}  # fmt: skip
 if (INPUT_COLUMNS[1] != "attempt_id" or INPUT_COLUMNS[-3:] != ("captured_at", "row_problem", "attempt_started_at")
         or set(INPUT_COLUMNS[:1] + INPUT_COLUMNS[2:-3]) != set(_EVENT_COLUMNS)):  # fmt: skip
-    raise ImportError("otel_inputs.exporter._columns: the columns of agent_attempt_inputs (exporter/_tables.py) changed; "
-                      "update the column-wise input rows here")
+    raise ImportError("otel_inputs.exporter._columns: the columns of agent_attempt_inputs (exporter/_tables.py) "
+                      "changed; update the column-wise input rows here")
 _FETCH_KEYS = tuple(_EVENT_COLUMNS[c] for c in INPUT_COLUMNS[:1] + INPUT_COLUMNS[2:-3])
 _SEQ_AT = 1
 _SIZE_AT = INPUT_COLUMNS[2:-3].index("size_bytes") + 1

@@ -47,7 +47,6 @@ _MAX_ERROR_MESSAGES = 5
 Position = tuple[int, int, int]
 
 
-
 @dataclass
 class CheckedLogs:
     """How many records of a request can be stored, and why the others cannot."""

@@ -17,7 +17,9 @@ from otel_inputs import names as n
 from otel_inputs.types import ArtifactStatus, CaptureStatus, Coverage
 
 from otel_inputs.exporter._spans import SpanRecord, stringify
-from otel_inputs.exporter._tables import AGENT_ATTEMPT_INPUTS, AGENT_ATTEMPT_STEPS, AGENT_ATTEMPTS, AGENT_EXCHANGE_PARTS, Fill
+from otel_inputs.exporter._tables import (
+    AGENT_ATTEMPT_INPUTS, AGENT_ATTEMPT_STEPS, AGENT_ATTEMPTS, AGENT_EXCHANGE_PARTS, Fill,
+)  # fmt: skip
 
 OPENINFERENCE_INPUT_MESSAGES = n.OPENINFERENCE_INPUT_MESSAGES
 OPENINFERENCE_MESSAGE_ROLE = n.OPENINFERENCE_MESSAGE_ROLE

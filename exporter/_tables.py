@@ -75,8 +75,10 @@ class Table:
     def __post_init__(self) -> None:
         # ALTER TABLE ADD COLUMN appends: a later column placed before an earlier one would put the
         # spec and the files' column order out of step (and every positional read with them).
-        order = [c.since or self.created_in for c in self.columns]
-        if order != sorted(order) or order[0] != self.created_in:
+        created = tuple(c for c in self.columns if c.since is None)
+        later = [c.since for c in self.columns if c.since is not None]
+        if (not created or self.columns[: len(created)] != created or later != sorted(later)
+                or any(v <= self.created_in for v in later)):  # fmt: skip
             raise ValueError(f"{self.name}: a column added by a later migration goes at the end, in migration order")
         names = [c.name for c in self.columns]
         if len(set(names)) != len(names):
@@ -114,7 +116,8 @@ class Table:
 
     def add_columns_sql(self, migration: int) -> str:
         """The ``ALTER TABLE … ADD COLUMN`` statements of the columns ``migration`` added."""
-        return "".join(f'ALTER TABLE "{self.name}" ADD COLUMN {c.ddl()};\n' for c in self.columns if c.since == migration)
+        added = [c for c in self.columns if c.since == migration]
+        return "".join(f'ALTER TABLE "{self.name}" ADD COLUMN {c.ddl()};\n' for c in added)
 
 
 def sha256_key_sql(expr: str) -> str:

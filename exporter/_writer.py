@@ -34,7 +34,7 @@ from otel_inputs.exporter._schema import migrate
 from otel_inputs.exporter._spans import SpanRecord
 from otel_inputs.exporter._messages import settle_for_logs as settle_log_messages
 from otel_inputs.exporter._steps import resolve as resolve_steps, step_trace_ids
-from otel_inputs.exporter._tables import TABLES, sha256_key_sql
+from otel_inputs.exporter._tables import INGEST_PROGRESS, TABLES, sha256_key_sql
 
 _log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ HEALTH_METRICS = ("spans_written", "spans_spilled", "spans_dropped", "batches_fa
 _TABLE_FILES = {name: f"{name}.arrow" for name in (TRACES, ATTEMPTS, INPUTS, ARTIFACTS, PARTS, LOGS)}
 # Columns the INSERT computes from another column of the row (the viewer's where-else key, migration 13).
 _KEY_COLUMNS = {t.name: t.key_columns() for t in TABLES if t.key_columns()}
-_PROGRESS_TABLE = "otel_inputs_ingest_progress"
+_PROGRESS_TABLE = INGEST_PROGRESS.name
 _BATCH_VIEW = "_otel_inputs_batch"
 _KEYS_VIEW = "_otel_inputs_keys"
 

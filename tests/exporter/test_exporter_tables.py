@@ -54,8 +54,8 @@ def _mismatches(con: duckdb.DuckDBPyConnection, tables: tuple[Table, ...]) -> li
     out += [f"table {t} has no spec" for t in sorted(live - {t.name for t in tables})]
     for table in tables:
         got = con.execute(
-            "SELECT column_name, data_type, is_nullable FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index",
-            [table.name]).fetchall()  # fmt: skip
+            "SELECT column_name, data_type, is_nullable FROM duckdb_columns() WHERE table_name = ? "
+            "ORDER BY column_index", [table.name]).fetchall()  # fmt: skip
         want = [(c.name, c.type.sql, c.nullable) for c in table.columns]
         if got != want:
             out.append(f"{table.name}: file {got} != spec {want}")
@@ -76,7 +76,8 @@ def test_a_freshly_migrated_file_has_exactly_the_spec_columns(tmp_path: Path) ->
 def test_a_column_added_in_one_place_only_is_caught(tmp_path: Path) -> None:
     """A column added only by a migration, or only to the spec, or a type changed only in the spec, is a mismatch."""
     con = _fresh(tmp_path / "t.duckdb")
-    spec_only = dataclasses.replace(AGENT_ATTEMPTS, columns=(*AGENT_ATTEMPTS.columns, Column("extra", VARCHAR, since=99)))
+    extra = Column("extra", VARCHAR, since=99)
+    spec_only = dataclasses.replace(AGENT_ATTEMPTS, columns=(*AGENT_ATTEMPTS.columns, extra))
     others = tuple(t for t in TABLES if t is not AGENT_ATTEMPTS)
     assert [m for m in _mismatches(con, (*others, spec_only)) if "extra" in m]
     retyped = dataclasses.replace(AGENT_ATTEMPTS, columns=tuple(
@@ -136,6 +137,8 @@ def test_released_migrations_are_unchanged() -> None:
 
 @pytest.mark.parametrize("columns", [
     (Column("a", VARCHAR), Column("b", VARCHAR, since=9), Column("c", VARCHAR)),  # a later column before an earlier one
+    (Column("a", VARCHAR), Column("b", VARCHAR, since=9), Column("c", VARCHAR, since=8)),  # migrations out of order
+    (Column("a", VARCHAR), Column("b", VARCHAR, since=2)),  # "added" by the migration that creates the table
     (Column("a", VARCHAR), Column("b", VARCHAR, nullable=False, since=9)),  # ADD COLUMN to rows that exist: nullable
     (Column("a", VARCHAR), Column("a", VARCHAR, since=9)),  # a name twice
     (Column("a", VARCHAR), Column("k", VARCHAR, fill=Fill.KEY, key_of="missing")),  # key of no column
