@@ -25,6 +25,7 @@ from otel_inputs import names as n
 
 from otel_inputs.exporter._arrow import ATTEMPTS, LOGS
 from otel_inputs.exporter._rows import Messages, messages_of
+from otel_inputs.exporter._tables import AGENT_ATTEMPTS, Fill
 
 _CHUNK = 1000
 _ROLES = {n.EVENT_SYSTEM_MESSAGE: "system", n.EVENT_USER_MESSAGE: "user", n.EVENT_ASSISTANT_MESSAGE: "assistant",
@@ -88,7 +89,7 @@ def settle(con: duckdb.DuckDBPyConnection, attempts: Iterable[Mapping[str, Any]]
 
 
 _UPDATE_VIEW = "_otel_inputs_attempt_updates"
-_LOG_COLUMNS = ("log_system_prompt", "log_user_prompt", "log_input_messages_json", "log_span_id")
+_LOG_COLUMNS = AGENT_ATTEMPTS.filled_by(Fill.LOG)
 
 
 def update_attempts(con: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
