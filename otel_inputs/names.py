@@ -166,6 +166,12 @@ ENV_STORE_MIN_FREE = "OTEL_INPUTS_STORE_MIN_FREE"
 ENV_RUN_BUDGET = "OTEL_INPUTS_RUN_BUDGET"
 ENV_ACCESS_POLICY = "OTEL_INPUTS_ACCESS_POLICY"
 ENV_REVOCATIONS = "OTEL_INPUTS_REVOCATIONS"
+# snapshot bytes on object storage (otel_inputs.store._remote, docs/objects.md): the bucket URL
+# (s3://bucket/prefix, gs://..., file:///dir; fsspec options from its own FSSPEC_<PROTOCOL> variables)
+# and the bound of the background upload queue (objects; a commit past it records a queue_full gap)
+ENV_OBJECTS_URL = "OTEL_INPUTS_OBJECTS_URL"
+ENV_OBJECTS_QUEUE = "OTEL_INPUTS_OBJECTS_QUEUE"
+ENV_OBJECTS_TIMEOUT_S = "OTEL_INPUTS_OBJECTS_TIMEOUT_S"  # one bucket call's deadline, seconds
 # === Foreign encodings read by the exporter's projection (docs/encodings.md) ====================
 # Read from other instrumentations' spans and log records only; otel-inputs never writes them.
 GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"

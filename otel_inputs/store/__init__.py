@@ -3,7 +3,8 @@
 The modules behind it are private; this one re-exports what callers need (as
 ``opentelemetry.util.genai.invocation`` does for its invocation types).  Inside: bytes as
 content-addressed files (``_objects``), the SQLite catalog (``_catalog``), the store facade
-(``_store``), retention, purge, readback, and the import of the old on-disk layout (``_legacy``).
+(``_store``), retention, purge, readback, the import of the old on-disk layout (``_legacy``),
+and the bytes' copy in a bucket (``_remote``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,15 @@ from otel_inputs.store._catalog import CATALOG_FILE, AttemptRecord, CatalogItem
 from otel_inputs.store._errors import ReadbackError, StoreBusyError, StoreCleanupError, StoreError, StoreWriteError
 from otel_inputs.store._objects import write_all
 from otel_inputs.store._purge import PurgeReport, PurgeState, delete_run, purge, purge_state, reconcile_store
+from otel_inputs.store._remote import (
+    Placement,
+    RemoteObjects,
+    RemoteState,
+    SyncReport,
+    bucket_counts,
+    item_placements,
+    sync_bucket,
+)
 from otel_inputs.store._readback import (
     PARTS_DIR,
     AccessPolicy,
@@ -48,6 +58,13 @@ from otel_inputs.types import ReadbackOutcome
 __all__ = [
     "CATALOG_FILE",
     "PARTS_DIR",
+    "Placement",
+    "RemoteObjects",
+    "RemoteState",
+    "SyncReport",
+    "bucket_counts",
+    "item_placements",
+    "sync_bucket",
     "AccessPolicy",
     "ArtifactStore",
     "AttemptRecord",

@@ -144,8 +144,19 @@ def _m001_initial(con: sqlite3.Connection) -> None:
     """)
 
 
+def _m002_remote_objects(con: sqlite3.Connection) -> None:
+    """Each object's copy in the bucket (:mod:`otel_inputs.store._remote`): queued, uploaded,
+    failed (with the reason) or deleting; no row means local only."""
+    _script(con, """
+    CREATE TABLE remote_objects (sha256 TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT,
+      tries INTEGER NOT NULL DEFAULT 0, updated_at_ns INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE INDEX remote_objects_state ON remote_objects (state);
+    """)
+
+
 MIGRATIONS: tuple[tuple[str, Callable[[sqlite3.Connection], None]], ...] = (
     ("m001_initial", _m001_initial),
+    ("m002_remote_objects", _m002_remote_objects),
 )
 
 

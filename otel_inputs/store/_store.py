@@ -27,6 +27,7 @@ from typing import BinaryIO
 from otel_inputs.store._catalog import AttemptRecord, CatalogItem, Catalog, Role, chores
 from otel_inputs.store._errors import ReadbackError, StoreCleanupError, StoreError, StoreWriteError
 from otel_inputs.store._objects import HEX64, IncompleteWrite, ObjectDB, write_all
+from otel_inputs.store._remote import BucketLink
 from otel_inputs.types import ArtifactStatus, ReadbackOutcome
 
 SNAPSHOT_REF_PREFIX = "sha256:"
@@ -160,6 +161,7 @@ class AttemptStaging:
         self._remove_dir()
         if not intact:
             raise StoreWriteError("deduplicated snapshot bytes were removed during commit")
+        self.store.bucket.committed([d for d, _ in sizes])  # a queue put: uploads happen off this thread
 
     def abort(self) -> None:
         """Remove everything staged; raise :class:`StoreCleanupError` naming the orphan if that fails."""
@@ -182,13 +184,16 @@ class AttemptStaging:
 class ArtifactStore:
     """A local directory holding snapshot bytes and the catalog that says what they are."""
 
-    def __init__(self, root: str | os.PathLike[str], *, create: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, create: bool = True, objects_url: str | None = None,
+                 objects_options: dict | None = None) -> None:
         self.root = Path(root)
         if create:
             self.root.mkdir(parents=True, exist_ok=True)
         self.objects = ObjectDB(self.root, create=create)
         self.objects_dir, self.staging_dir = self.objects.objects_dir, self.objects.staging_dir
         self.catalog = Catalog(self.root, create=create)
+        # the bucket copy of the bytes (docs/objects.md); without a URL (or OTEL_INPUTS_OBJECTS_URL) none
+        self.bucket = BucketLink(self, objects_url, objects_options)
 
     # -- writing ---------------------------------------------------------------------------
     def begin_attempt(self, attempt_id: str) -> AttemptStaging:
@@ -255,8 +260,10 @@ class ArtifactStore:
         try:
             with self.objects.open(digest) as fh:
                 data = fh.read(-1 if max_bytes is None else max_bytes + 1)
-        except FileNotFoundError as exc:
-            raise ReadbackError(ReadbackOutcome.NOT_FOUND, "snapshot bytes are missing from the store") from exc
+        except FileNotFoundError as exc:  # the local copy is gone: the bucket's, verified below like any
+            data = self.bucket.read(digest, None if max_bytes is None else max_bytes + 1)
+            if data is None:
+                raise ReadbackError(ReadbackOutcome.NOT_FOUND, "snapshot bytes are missing from the store") from exc
         except OSError as exc:
             raise ReadbackError(ReadbackOutcome.NOT_FOUND, f"snapshot unreadable: {exc.strerror}") from exc
         if max_bytes is not None and len(data) > max_bytes:
@@ -293,6 +300,7 @@ class ArtifactStore:
         listed = list(digests)
         for k in range(0, len(listed), REMOVE_CHUNK):  # short lock holds: agent commits slip in between
             gone.update(self.objects.delete(listed[k:k + REMOVE_CHUNK], keep))
+        self.bucket.sweep()  # the bucket's copies follow the same references
         return gone
 
     def reconcile(self, *, min_age_s: float = DEFAULT_RECONCILE_AGE_S, now: float | None = None) -> dict[str, int]:
