@@ -31,6 +31,7 @@ from otel_inputs.store import (
     reconcile_store,
     revoke_source,
     store_status,
+    sync_bucket,
 )
 
 _console = Console(stderr=True)
@@ -144,9 +145,32 @@ def gc_cmd(store: Path | None, db: Path | None, budget: str | None, min_free: st
                f"deleted {report.deleted_objects} objects ({report.freed_bytes:,} bytes); "
                f"store now {report.total_bytes_after:,} bytes ({policy.describe()})")
     click.echo(f"reconciled: {recon}")
+    if s.bucket.remote() is not None:  # uploads an earlier process left queued (failed ones: store upload)
+        _echo_sync(sync_bucket(s, retry_failed=False))
     if report.over_budget_after:
         click.echo(f"still over a limit: protected (running) snapshots hold {report.protected_bytes:,} bytes", err=True)
     _land(db, s)
+
+
+def _echo_sync(report: Any) -> None:
+    click.echo(f"bucket: uploaded {report.uploaded}, failed {len(report.failed or {})}, deleted {report.deleted}")
+    for digest, why in sorted((report.failed or {}).items()):
+        click.echo(f"  not uploaded {digest[:12]}: {why}", err=True)
+
+
+@store_group.command("upload", help=f"Upload snapshot bytes not yet in the bucket (${names.ENV_OBJECTS_URL}, or "
+                                    "the one the catalog recorded); delete the bucket's unreferenced objects.")
+@_store_opt
+@click.option("--no-retry-failed", is_flag=True, help="Leave uploads recorded as failed alone.")
+def upload_cmd(store: Path | None, no_retry_failed: bool) -> None:
+    s = _open_store(store)
+    try:
+        report = sync_bucket(s, retry_failed=not no_retry_failed)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from exc
+    _echo_sync(report)
+    if report.failed:
+        raise SystemExit(1)
 
 
 @store_group.command("verify")

@@ -538,10 +538,11 @@ def sync_bucket(store: ArtifactStore, *, retry_failed: bool = True) -> SyncRepor
 
 
 def bucket_counts(store: ArtifactStore) -> dict[str, int]:
-    """Objects per remote state (``local_only``: committed, referenced, no row yet)."""
+    """Objects per remote state, and ``local_only``: referenced objects with no remote state yet."""
     with store.catalog.read() as con:
         counts = dict(con.execute("SELECT state, count(*) FROM remote_objects GROUP BY state"))
         counts["local_only"] = con.execute(
-            "SELECT count(*) FROM objects o WHERE NOT EXISTS (SELECT 1 FROM remote_objects r "
-            "WHERE r.sha256 = o.sha256)").fetchone()[0]
+            "SELECT count(*) FROM objects o WHERE NOT EXISTS (SELECT 1 FROM remote_objects r WHERE r.sha256 = "
+            "o.sha256) AND EXISTS (SELECT 1 FROM items i WHERE i.sha256 = o.sha256 AND "
+            "i.artifact_status = 'available')").fetchone()[0]
     return counts

@@ -1,0 +1,96 @@
+"""Snapshot bytes in a bucket through fsspec's generic path (file://), and capture without fsspec."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fsspec", reason="fsspec is not installed (pip install 'otel-inputs[objects]')")
+
+from click.testing import CliRunner  # noqa: E402
+
+from otel_inputs import names, resolve_request  # noqa: E402
+from otel_inputs.exporter.cli import main as cli  # noqa: E402
+from otel_inputs.store import ArtifactStore, EvidenceReader, RemoteState, bucket_counts, item_placements, purge  # noqa: E402
+from otel_inputs.testing import RecordingHarness  # noqa: E402
+
+
+def capture(store: ArtifactStore, root: Path, files: dict[str, bytes]) -> tuple[str, list[dict]]:
+    root.mkdir()
+    for rel, data in files.items():
+        (root / rel).write_bytes(data)
+    with RecordingHarness(store.root) as h:
+        h.store = store
+        with h.observer().attempt(run_id="r", request=resolve_request("t"), context_roots=[root]) as rec:
+            pass
+        events = [e for e in h.inputs(h.span_for(rec.attempt_id)) if e.get(names.INPUT_SHA256)]
+    return rec.attempt_id, events
+
+
+def test_file_bucket_upload_read_back_and_purge(tmp_path: Path) -> None:
+    """On file:// the bytes land as <bucket>/objects/<sha256> (no temp names left), are read back from
+    there once the local copy is gone, and a purge removes them."""
+    bucket = tmp_path / "bucket"
+    store = ArtifactStore(tmp_path / "store", objects_url=bucket.as_uri())
+    attempt_id, events = capture(store, tmp_path / "ctx", {"a.txt": b"one", "b.txt": b"two"})
+    assert store.bucket.flush(30)
+    digests = {e[names.INPUT_SHA256] for e in events}
+    assert set(os.listdir(bucket / "objects")) == digests
+    assert all((bucket / "objects" / d).read_bytes() in (b"one", b"two") for d in digests)
+    for d in digests:
+        os.unlink(store.objects.path(d))
+    result = EvidenceReader(store).read("tester", attempt_id, events[0][names.INPUT_ID])
+    assert result.ok and result.snapshot.data in (b"one", b"two")
+    purge(store, attempt_ids=[attempt_id])
+    assert os.listdir(bucket / "objects") == []
+    assert bucket_counts(store) == {"local_only": 0}
+
+
+def test_store_upload_command_backfills_objects_committed_before_the_bucket(tmp_path: Path) -> None:
+    """Objects committed while no bucket was configured read "local only"; `otel-inputs store upload`
+    uploads them and says so."""
+    plain = ArtifactStore(tmp_path / "store")
+    attempt_id, events = capture(plain, tmp_path / "ctx", {"a.txt": b"before the bucket"})
+    assert [p.describe() for p in item_placements(plain, attempt_id).values()] == ["local only"]
+    bucket = tmp_path / "bucket"
+    out = CliRunner().invoke(cli, ["store", "upload", "--store", str(tmp_path / "store")],
+                             env={names.ENV_OBJECTS_URL: bucket.as_uri()})
+    assert out.exit_code == 0, out.output
+    assert "uploaded 1" in out.output
+    again = ArtifactStore(tmp_path / "store", objects_url=bucket.as_uri())
+    assert [p.remote for p in item_placements(again, attempt_id).values()] == [RemoteState.UPLOADED]
+    assert (bucket / "objects" / events[0][names.INPUT_SHA256]).read_bytes() == b"before the bucket"
+
+
+def test_capture_without_fsspec_stays_local_and_never_imports_it(tmp_path: Path) -> None:
+    """With fsspec unavailable, a configured bucket is logged as unusable and capture completes locally;
+    without a bucket URL fsspec is never imported at all."""
+    script = textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        from opentelemetry.sdk.trace import TracerProvider
+        from otel_inputs import AgentObserver, resolve_request
+        from otel_inputs.store import ArtifactStore, item_placements
+        root = Path(sys.argv[1]); (root / "ctx").mkdir(); (root / "ctx" / "a.txt").write_text("x")
+        for name, url in (("plain", None), ("with-url", (root / "bucket").as_uri())):
+            if url:
+                sys.modules["fsspec"] = None  # import fsspec now raises ImportError
+            store = ArtifactStore(root / name, objects_url=url)
+            obs = AgentObserver(store=store, tracer_provider=TracerProvider())
+            with obs.attempt(run_id="r", request=resolve_request("t"), context_roots=[root / "ctx"]) as rec:
+                pass
+            store.bucket.flush(10)
+            places = sorted(p.describe() for p in item_placements(store, rec.attempt_id).values())
+            print(name, rec.packet.coverage.value, places, "fsspec" in sys.modules)
+    """)
+
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["plain complete ['local only'] False",
+                                     "with-url complete ['local only'] True"]
+    assert "fsspec is not installed" in out.stderr
