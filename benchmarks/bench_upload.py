@@ -190,6 +190,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--objects", type=int, default=400)
     ap.add_argument("--attempts", type=int, default=300)
+    ap.add_argument("--pace", type=float, default=0.02, help="seconds between attempts (the model call)")
     ap.add_argument("--quick", action="store_true", help="fewer objects, runs and attempts")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> dict:
         uploaded: dict = {}
         for k in range(4):  # off, on, off, on: a busy spell of the machine lands on both
             mode = "on" if k % 2 else "off"
-            got = agent_thread(endpoint if mode == "on" else None, args.attempts // 2, work / f"{mode}{k}")
+            got = agent_thread(endpoint if mode == "on" else None, args.attempts // 2, work / f"{mode}{k}", args.pace)
             phases[mode] += got["samples"]
             for state, n in got["bucket"].items():
                 uploaded[state] = uploaded.get(state, 0) + n
@@ -216,7 +217,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"throughput, {tp['objects']} objects / {tp['bytes'] / KiB:.0f} KiB to moto S3 on 127.0.0.1, median of "
           f"{args.runs}: plain s3fs put loop {tp['plain_obj_per_s']:.0f} obj/s, store uploader "
           f"{tp['ours_obj_per_s']:.0f} obj/s; ratio {tp['ratio']:.2f}x (target >= 0.8x)")
-    print(f"agent thread (task + 3 x 4 KiB, new bytes each attempt, 20 ms apart, {args.attempts} per mode): "
+    print(f"agent thread (task + 3 x 4 KiB, new bytes each attempt, {args.pace * 1000:.0f} ms apart, "
+          f"{args.attempts} per mode): "
           f"uploads off {off['median_ms']:.2f} ms median, on {on['median_ms']:.2f} ms "
           f"(p90 {on['p90_ms']:.2f} vs {off['p90_ms']:.2f}, p99 {on['p99_ms']:.2f} vs {off['p99_ms']:.2f}); "
           f"on/off {on['median_ms'] / off['median_ms']:.2f}x (target unchanged); bucket after: {uploaded}")

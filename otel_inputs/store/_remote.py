@@ -203,9 +203,9 @@ def _upsert(con, digests: Iterable[str], state: RemoteState, reason: str | None,
 class Uploader:
     """One background thread copying committed objects to the bucket, fed by a bounded queue."""
 
-    def __init__(self, link: BucketLink, remote: RemoteObjects, maxsize: int) -> None:
+    def __init__(self, link: BucketLink, maxsize: int) -> None:
         self.link = link
-        self.remote = remote
+        self.remote: RemoteObjects | None = None  # opened on the thread: importing s3fs takes a while
         self.pid = os.getpid()
         self._queue: queue.Queue[str] = queue.Queue(maxsize)
         self._cond = threading.Condition()
@@ -247,6 +247,7 @@ class Uploader:
             return self._cond.wait_for(lambda: self._outstanding <= 0, timeout)
 
     def _run(self) -> None:
+        self.remote = self.link.remote(recorded=False)  # uploads go only where this process was told to
         while True:
             batch = [self._queue.get()]
             while len(batch) < BATCH:
@@ -254,10 +255,12 @@ class Uploader:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
+            with self._cond:
+                resume, self._resume = self._resume, False
+                skipped, self._skipped = self._skipped, set()
             try:
-                with self._cond:
-                    resume, self._resume = self._resume, False
-                    skipped, self._skipped = self._skipped, set()
+                if self.remote is None:  # unusable (logged once): every object stays local only
+                    continue
                 self._record_skipped(skipped)
                 self._upload(list(dict.fromkeys((self.link.pending() if resume else []) + [d for d in batch if d])))
             except Exception as exc:  # noqa: BLE001 - a background chore must never kill the thread
@@ -274,6 +277,7 @@ class Uploader:
                         time.time_ns())
 
     def _upload(self, digests: list[str]) -> None:
+        assert self.remote is not None
         for k in range(0, len(digests), BATCH):
             self.link.upload(self.remote, digests[k:k + BATCH])
 
@@ -335,12 +339,11 @@ class BucketLink:
         up = self._uploader
         if up is not None and up.pid == os.getpid():
             return up
-        remote = self.remote(recorded=False)  # uploads go only where this process was told to
-        if remote is None:
+        if self.configured_url() is None:
             return None
         with self._lock:
             if self._uploader is None or self._uploader.pid != os.getpid():
-                self._uploader = Uploader(self, remote, self._queue_size())
+                self._uploader = Uploader(self, self._queue_size())
             return self._uploader
 
     def _queue_size(self) -> int:
