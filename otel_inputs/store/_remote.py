@@ -48,6 +48,7 @@ _log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 60.0  # one bucket call, whatever the client's own timeouts and retries say
 DEFAULT_QUEUE_MAX = 1024  # objects waiting for upload; past it a commit's uploads are skipped (a gap)
 BATCH = 64  # objects recorded queued (and then done) per catalog transaction
+GATHER_S = 0.05  # a short queue waits this long before its batch starts
 CHECK_CHUNK = 500  # digests re-checked per statement
 META_URL = "objects_url"  # the bucket the uploader used, so readers and sweeps find it without the env
 _REASON_MAX = 200
@@ -250,6 +251,10 @@ class Uploader:
         self.remote = self.link.remote(recorded=False)  # uploads go only where this process was told to
         while True:
             batch = [self._queue.get()]
+            if self._queue.qsize() < BATCH - 1:
+                # Let the attempt that just committed finish on the agent's thread before this one
+                # competes for the interpreter; the batch grows meanwhile.
+                time.sleep(GATHER_S)
             while len(batch) < BATCH:
                 try:
                     batch.append(self._queue.get_nowait())
