@@ -30,6 +30,7 @@ from otel_inputs.store import (
     purge,
     reconcile_store,
     revoke_source,
+    bucket_counts,
     store_status,
     sync_bucket,
 )
@@ -109,6 +110,9 @@ def status_cmd(store: Path | None, budget: str | None, min_free: str | None, run
     """Usage against the budget, overall and per run."""
     s = _open_store(store)
     info = store_status(s, _policy(budget, min_free, run_budget))
+    url = s.bucket.configured_url() or s.bucket.recorded_url()
+    if url is not None:  # only "uploaded" is in the bucket; every other state is local only
+        info["bucket"] = {"url": url, **bucket_counts(s)}
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
@@ -126,6 +130,14 @@ def status_cmd(store: Path | None, budget: str | None, min_free: str | None, run
     for run, used in info["runs"].items():
         runs.add_row(run, f"{used:,}")
     Console().print(runs)
+    if "bucket" in info:
+        bucket = Table(title=f"bucket {info['bucket']['url']}")
+        bucket.add_column("objects")
+        bucket.add_column("count", justify="right")
+        for state, n in sorted(info["bucket"].items()):
+            if state != "url":
+                bucket.add_row(state.replace("_", " "), f"{n:,}")
+        Console().print(bucket)
 
 
 @store_group.command("gc")

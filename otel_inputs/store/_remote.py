@@ -507,7 +507,9 @@ class BucketLink:
                 "SELECT sha256 FROM remote_objects WHERE sha256 IN "
                 f"({', '.join('?' * len(doomed[k:k + CHECK_CHUNK]))})", doomed[k:k + CHECK_CHUNK])]
             con.executemany("UPDATE remote_objects SET state = 'queued' WHERE sha256 = ?", [(d,) for d in again])
-        return len(doomed)
+        if again:
+            self.committed(again)
+        return len(doomed) - len(again)
 
 
 def item_placements(store: ArtifactStore, attempt_id: str) -> dict[str, Placement]:

@@ -161,7 +161,9 @@ class AttemptStaging:
         self._remove_dir()
         if not intact:
             raise StoreWriteError("deduplicated snapshot bytes were removed during commit")
-        self.store.bucket.committed([d for d, _ in sizes])  # a queue put: uploads happen off this thread
+        # new objects only (deduplicated ones were queued by their first commit); a queue put, uploads
+        # happen off this thread
+        self.store.bucket.committed([d for d, staged in self._blobs.items() if staged is not None])
 
     def abort(self) -> None:
         """Remove everything staged; raise :class:`StoreCleanupError` naming the orphan if that fails."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def test_file_bucket_upload_read_back_and_purge(tmp_path: Path) -> None:
 
 def test_store_upload_command_backfills_objects_committed_before_the_bucket(tmp_path: Path) -> None:
     """Objects committed while no bucket was configured read "local only"; `otel-inputs store upload`
-    uploads them and says so."""
+    uploads them and says so, and `store status` counts them in the bucket the catalog recorded."""
     plain = ArtifactStore(tmp_path / "store")
     attempt_id, events = capture(plain, tmp_path / "ctx", {"a.txt": b"before the bucket"})
     assert [p.describe() for p in item_placements(plain, attempt_id).values()] == ["local only"]
@@ -62,6 +63,8 @@ def test_store_upload_command_backfills_objects_committed_before_the_bucket(tmp_
                              env={names.ENV_OBJECTS_URL: bucket.as_uri()})
     assert out.exit_code == 0, out.output
     assert "uploaded 1" in out.output
+    status = CliRunner().invoke(cli, ["store", "status", "--json", "--store", str(tmp_path / "store")], env={})
+    assert json.loads(status.output)["bucket"] == {"url": bucket.as_uri(), "uploaded": 1, "local_only": 0}
     again = ArtifactStore(tmp_path / "store", objects_url=bucket.as_uri())
     assert [p.remote for p in item_placements(again, attempt_id).values()] == [RemoteState.UPLOADED]
     assert (bucket / "objects" / events[0][names.INPUT_SHA256]).read_bytes() == b"before the bucket"
