@@ -48,6 +48,7 @@ _log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 60.0  # one bucket call, whatever the client's own timeouts and retries say
 DEFAULT_QUEUE_MAX = 1024  # objects waiting for upload; past it a commit's uploads are skipped (a gap)
 BATCH = 64  # objects recorded queued (and then done) per catalog transaction
+SKIPPED_MAX = 100_000  # skipped digests held for their queue_full row (memory stays bounded)
 GATHER_S = 0.05  # a short queue waits this long before its batch starts
 CHECK_CHUNK = 500  # digests re-checked per statement
 META_URL = "objects_url"  # the bucket the uploader used, so readers and sweeps find it without the env
@@ -228,7 +229,10 @@ class Uploader:
             except queue.Full:
                 skipped += 1
                 with self._cond:
-                    self._skipped.add(digest)
+                    if len(self._skipped) < SKIPPED_MAX:
+                        self._skipped.add(digest)
+                    else:  # no row at all: still local only, and `store upload` finds it
+                        self._outstanding -= 1
         return skipped
 
     def resume(self) -> None:

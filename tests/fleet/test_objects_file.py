@@ -43,6 +43,8 @@ def test_file_bucket_upload_read_back_and_purge(tmp_path: Path) -> None:
     digests = {e[names.INPUT_SHA256] for e in events}
     assert set(os.listdir(bucket / "objects")) == digests
     assert all((bucket / "objects" / d).read_bytes() in (b"one", b"two") for d in digests)
+    remote = store.bucket.remote()
+    assert set(remote.iterate()) == digests and all(remote.has(d) for d in digests)
     for d in digests:
         os.unlink(store.objects.path(d))
     result = EvidenceReader(store).read("tester", attempt_id, events[0][names.INPUT_ID])
