@@ -133,11 +133,20 @@ class RemoteObjects:
             etag = str(out.get("ETag", "")).strip('"') if self._s3 and isinstance(out, dict) else ""
             if _MD5.fullmatch(etag):  # a plain MD5 (not multipart "-N", not KMS): compare it
                 if etag != hashlib.md5(data, usedforsecurity=False).hexdigest():
+                    self._remove_wrong(key)
                     raise IntegrityError(f"bucket stored other bytes for {digest} (ETag {etag})")
                 return
         size = self.fs.info(key, **self._deadline).get("size")
         if size != len(data):
+            self._remove_wrong(key)
             raise IntegrityError(f"bucket object {digest} has {size} of {len(data)} bytes")
+
+    def _remove_wrong(self, key: str) -> None:
+        """Best effort: reads refuse a wrong object anyway (SHA-256), but it should not linger."""
+        try:
+            self.fs.rm_file(key, **self._deadline)
+        except Exception:  # noqa: BLE001 - the failure being reported matters more
+            pass
 
     def open(self, digest: str, limit: int | None = None) -> bytes:
         """The object's bytes (at most ``limit``); ``FileNotFoundError`` when the bucket has none.

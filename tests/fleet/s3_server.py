@@ -70,6 +70,7 @@ class Relay:
     sock: socket.socket = field(default_factory=lambda: socket.create_server(("127.0.0.1", 0)))
     running: threading.Event = field(default_factory=threading.Event)
     accepted: int = 0
+    rewrite: tuple[bytes, bytes] | None = None  # bytes changed on their way to the server (same length)
     _stop: bool = False
     _conns: list[socket.socket] = field(default_factory=list)
 
@@ -106,10 +107,10 @@ class Relay:
             return
         self._conns.append(upstream)
 
-        def pump(src: socket.socket, dst: socket.socket) -> None:
+        def pump(src: socket.socket, dst: socket.socket, rewrite: tuple[bytes, bytes] | None = None) -> None:
             try:
                 while data := src.recv(65536):
-                    dst.sendall(data)
+                    dst.sendall(data.replace(*rewrite) if rewrite else data)
             except OSError:
                 pass
             finally:
@@ -120,7 +121,7 @@ class Relay:
                         pass
 
         threading.Thread(target=pump, args=(upstream, conn), daemon=True).start()
-        pump(conn, upstream)
+        pump(conn, upstream, self.rewrite)
 
     def close(self) -> None:
         self._stop = True

@@ -176,6 +176,22 @@ def test_bucket_refusing_writes_records_refused_upload(tmp_path: Path, s3: S3) -
     assert not s3.client().find(bucket)
 
 
+def test_bytes_corrupted_on_the_way_up_are_never_recorded_uploaded(tmp_path: Path, s3: S3,  # noqa: F811
+                                                                   relay: Relay) -> None:  # noqa: F811
+    """An upload whose bytes change in transit is caught by the ETag check: recorded failed (integrity),
+    never uploaded, and the wrong object removed from the bucket."""
+    bucket = s3.new_bucket()
+    relay.rewrite = (b"ORIGINAL-BYTES", b"TAMPERED-BYTES")
+    relay.running.set()
+    store = s3_store(tmp_path, s3, bucket, endpoint=relay.endpoint)
+    attempt_id, events, _ = capture(store, [context(tmp_path, {"x.txt": b"the ORIGINAL-BYTES of x\n"})])
+    assert store.bucket.flush(30)
+    [place] = item_placements(store, attempt_id).values()
+    assert place.remote is RemoteState.FAILED and not place.in_bucket, place
+    assert place.reason.startswith("integrity: bucket stored other bytes"), place.reason
+    assert not s3.client().find(bucket)  # the wrong object was removed again
+
+
 def test_corrupted_bucket_object_is_refused_never_shown(tmp_path: Path, s3: S3) -> None:  # noqa: F811
     """An object altered in the bucket is refused as an integrity mismatch when the local copy is gone."""
     bucket = s3.new_bucket()
