@@ -29,13 +29,7 @@ ORDER BY (trace_id, span_id);
 CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_genai_span_rows_mv TO otel_inputs_genai_span_rows AS
 WITH s AS (
     SELECT *, SpanAttributes AS A,
-        multiIf(mapContains(A, 'otel_inputs.packet.version'), 'otel_inputs',
-                mapContains(A, 'gen_ai.operation.name'), 'gen_ai',
-                A['openinference.span.kind'] IN ('LLM', 'AGENT', 'TOOL', 'EMBEDDING', 'RETRIEVER', 'RERANKER'), 'openinference',
-                mapContains(A, 'llm.request.type') OR (mapContains(A, 'gen_ai.system') AND (
-                    mapContains(A, 'gen_ai.prompt.0.role') OR mapContains(A, 'gen_ai.prompt.0.content')
-                    OR mapContains(A, 'gen_ai.completion.0.role') OR mapContains(A, 'gen_ai.completion.0.content'))), 'openllmetry',
-                NULL) AS source_format,
+        otel_inputs_source_format(A) AS source_format,
         arrayFirstIndex((nm, at) -> nm IN ('gen_ai.client.inference.operation.details', 'gen_ai.content.prompt')
                 AND (mapContains(at, 'gen_ai.system_instructions') OR mapContains(at, 'gen_ai.input.messages')
                      OR mapContains(at, 'gen_ai.prompt')), `Events.Name`, `Events.Attributes`) AS ev_at,
@@ -109,39 +103,64 @@ FROM s;
 CREATE VIEW IF NOT EXISTS otel_inputs_genai_spans AS
 SELECT * FROM otel_inputs_genai_span_rows FINAL;
 
--- Every span's parent link, narrow, for the ancestry walk below (kept as spans are inserted).
+-- Every span's parent link and kind (0 ordinary, 1 GenAI, 2 packet), narrow, for the ancestry walk
+-- below (kept as spans are inserted).
 CREATE TABLE IF NOT EXISTS otel_inputs_span_links (
-    trace_id String, span_id String, parent_span_id String
+    trace_id String, span_id String, parent_span_id String, kind UInt8
 ) ENGINE = ReplacingMergeTree
 ORDER BY (trace_id, span_id);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_span_links_mv TO otel_inputs_span_links AS
-SELECT TraceId AS trace_id, SpanId AS span_id, ParentSpanId AS parent_span_id FROM otel_traces
-WHERE ParentSpanId != '';
+SELECT TraceId AS trace_id, SpanId AS span_id, ParentSpanId AS parent_span_id,
+       multiIf(otel_inputs_source_format(SpanAttributes) IS NULL, 0, otel_inputs_source_format(SpanAttributes) = 'otel_inputs', 2, 1) AS kind
+FROM otel_traces;
 
 -- Which attempt each GenAI span belongs to (exporter/_steps.py): a packet span is always an attempt;
 -- another GenAI span with a GenAI ancestor (ancestry crosses ordinary spans) is a step of its
 -- nearest packet ancestor, else of its topmost GenAI ancestor; with none it is an attempt itself.
-CREATE VIEW IF NOT EXISTS otel_inputs_span_owner AS
-WITH RECURSIVE up AS (
-    SELECT trace_id, span_id, assumeNotNull(parent_span_id) AS cur, 1 AS depth
-    FROM otel_inputs_genai_spans WHERE parent_span_id IS NOT NULL AND NOT packet
+-- Ownership depends on the whole trace (a later ancestor turns attempts into its steps), so it is
+-- settled anew for every trace an insert touches, over all of that trace's landed spans: the
+-- links already stored plus the inserted block (whichever of the two materialized views runs
+-- first), and the newest settlement of a span wins.  Reading it is then a key lookup, not a walk.
+CREATE TABLE IF NOT EXISTS otel_inputs_span_owner_rows (
+    trace_id String, span_id String, owner_span_id String, settled_at DateTime64(9)
+) ENGINE = ReplacingMergeTree(settled_at)
+ORDER BY (trace_id, span_id);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_span_owner_mv TO otel_inputs_span_owner_rows AS
+WITH RECURSIVE t AS (
+    SELECT trace_id, span_id, any(parent_span_id) AS parent_span_id, max(kind) AS kind FROM (
+        SELECT trace_id, span_id, parent_span_id, kind FROM otel_inputs_span_links
+        WHERE trace_id IN (SELECT TraceId FROM otel_traces)
+        UNION ALL
+        SELECT TraceId, SpanId, ParentSpanId,
+               multiIf(otel_inputs_source_format(SpanAttributes) IS NULL, 0, otel_inputs_source_format(SpanAttributes) = 'otel_inputs', 2, 1)
+        FROM otel_traces)
+    GROUP BY trace_id, span_id
+),
+up AS (
+    SELECT trace_id, span_id, parent_span_id AS cur, 1 AS depth FROM t WHERE kind = 1 AND parent_span_id != ''
     UNION ALL
     SELECT up.trace_id, up.span_id, p.parent_span_id AS cur, up.depth + 1 AS depth
-    FROM up ANY INNER JOIN otel_inputs_span_links p ON p.trace_id = up.trace_id AND p.span_id = up.cur
-    WHERE up.depth < 256
+    FROM up ANY INNER JOIN t p ON p.trace_id = up.trace_id AND p.span_id = up.cur
+    WHERE up.depth < 256 AND p.parent_span_id != ''
 ),
 anc AS (
     SELECT up.trace_id AS trace_id, up.span_id AS span_id,
-           argMinIf(g.span_id, up.depth, g.packet) AS nearest_packet, countIf(g.packet) AS packets,
-           argMaxIf(g.span_id, up.depth, g.span_id != '') AS topmost, countIf(g.span_id != '') AS genai
-    FROM up LEFT JOIN otel_inputs_genai_spans g ON g.trace_id = up.trace_id AND g.span_id = up.cur
+           argMinIf(g.span_id, up.depth, g.kind = 2) AS nearest_packet, countIf(g.kind = 2) AS packets,
+           argMaxIf(g.span_id, up.depth, g.kind > 0) AS topmost, countIf(g.kind > 0) AS genai
+    FROM up ANY LEFT JOIN t g ON g.trace_id = up.trace_id AND g.span_id = up.cur
     GROUP BY up.trace_id, up.span_id
 )
-SELECT g.trace_id AS trace_id, g.span_id AS span_id,
-       if(g.packet OR coalesce(a.genai, 0) = 0, g.span_id, if(a.packets > 0, a.nearest_packet, a.topmost)) AS owner_span_id
-FROM otel_inputs_genai_spans g
-LEFT JOIN anc a ON a.trace_id = g.trace_id AND a.span_id = g.span_id;
+SELECT s.trace_id AS trace_id, s.span_id AS span_id,
+       if(s.kind = 2 OR coalesce(a.genai, 0) = 0, s.span_id, if(a.packets > 0, a.nearest_packet, a.topmost)) AS owner_span_id,
+       now64(9) AS settled_at
+FROM t s
+LEFT JOIN anc a ON a.trace_id = s.trace_id AND a.span_id = s.span_id
+WHERE s.kind > 0;
+
+CREATE VIEW IF NOT EXISTS otel_inputs_span_owner AS
+SELECT trace_id, span_id, owner_span_id FROM otel_inputs_span_owner_rows FINAL;
 
 -- C1: one row per GenAI span nested under an attempt, seq in start-time order.
 CREATE VIEW IF NOT EXISTS agent_attempt_steps AS
@@ -274,7 +293,8 @@ LEFT JOIN first_step fs ON fs.f_attempt = a.attempt_id;
 -- with its attempt row in the DuckDB path, i.e. they are not shown, and neither are they here.
 CREATE VIEW IF NOT EXISTS agent_exchange_parts AS
 WITH e AS (
-    SELECT g.attempt_id AS attempt_id, g.started_at AS attempt_started_at, ev.1 AS recorded_at, ev.2 AS at
+    SELECT g.attempt_id AS attempt_id, g.started_at AS attempt_started_at, ev.1 AS recorded_at, ev.2 AS at,
+           g.trace_id AS trace_id
     FROM otel_inputs_genai_spans g
     ARRAY JOIN arrayFilter(x -> x.3 = 'otel_inputs.exchange_part',
         arrayMap((t, a, nm) -> (t, a, nm), g.event_times, g.event_attrs, g.event_names)) AS ev
@@ -294,7 +314,8 @@ SELECT attempt_id,
        arrayFilter(x -> x != '', [
            if(mapContains(at, 'otel_inputs.part.size_bytes') AND size_bytes IS NULL, 'size_bytes is not a non-negative integer', ''),
            if(mapContains(at, 'otel_inputs.part.name'), '', 'part name missing')]) AS problems,
-       if(length(problems) > 0, concat('malformed exchange part event: ', arrayStringConcat(problems, '; ')), NULL) AS row_problem
+       if(length(problems) > 0, concat('malformed exchange part event: ', arrayStringConcat(problems, '; ')), NULL) AS row_problem,
+       trace_id
 FROM e;
 
 -- C2: the attempt's exact messages, whichever of span and GenAI log event arrived first (DuckDB
@@ -341,7 +362,7 @@ lj AS (
     GROUP BY attempt_id
 ),
 m AS (
-    SELECT a.attempt_id AS attempt_id,
+    SELECT a.attempt_id AS attempt_id, a.trace_id AS trace_id,
            (a.system_prompt IS NOT NULL OR a.user_prompt IS NOT NULL OR a.input_messages_json IS NOT NULL) AS own,
            (a.step_system_prompt IS NOT NULL OR a.step_user_prompt IS NOT NULL OR a.step_input_messages_json IS NOT NULL) AS step_own,
            a.system_prompt AS system_prompt, a.user_prompt AS user_prompt, a.input_messages_json AS input_messages_json,
@@ -372,7 +393,8 @@ SELECT attempt_id,
               concat('the attempt span recorded no messages: these are what its first model step (span ', step_messages_span_id, ') sent'), NULL),
            if(NOT own AND NOT has_la AND NOT step_own,
               concat('the attempt span recorded no messages: these are from the GenAI log event of its first model step (span ', step_messages_span_id, ')'), NULL)
-       ])), '; '), '') AS messages_note
+       ])), '; '), '') AS messages_note,
+       trace_id
 FROM t
 WHERE own OR has_la OR step_own OR has_ls;
 
