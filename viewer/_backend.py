@@ -306,11 +306,17 @@ class ConnectBackend(ClickHouseBackend):
         self.client = client
 
     def _run(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-        result = self.client.query(sql)
+        from clickhouse_connect.driver.exceptions import OperationalError
+
+        try:
+            result = self.client.query(sql)
+        except OperationalError as exc:  # the server went away mid-page: a message, not a crash
+            raise DbUnavailable(f"{self.label} stopped answering ({_first_line(exc)}); "
+                                "the page retries on its next refresh.") from exc
         return list(result.column_names), [tuple(r) for r in result.result_rows]
 
 
-_chdb_lock = threading.Lock()
+_chdb_lock = threading.RLock()
 _chdb_sessions: dict[str, Any] = {}
 
 
@@ -319,7 +325,7 @@ def chdb_session(path: str | os.PathLike[str]) -> Any:
     import chdb.session as chdb_module
 
     key = os.path.realpath(path)
-    with _chdb_lock:
+    with _chdb_lock:  # an RLock: chdb_query holds it around its use of the session
         sess = _chdb_sessions.get(key)
         if sess is None:
             for other in _chdb_sessions.values():  # one engine per process: another path ends it
@@ -327,6 +333,14 @@ def chdb_session(path: str | os.PathLike[str]) -> Any:
             _chdb_sessions.clear()
             sess = _chdb_sessions[key] = chdb_module.Session(key)
         return sess
+
+
+def chdb_query(path: str | os.PathLike[str], database: str, sql: str, fmt: str) -> Any:
+    """``sql`` run in ``database`` of the process's chdb session on ``path``, answered in ``fmt``."""
+    sess = chdb_session(path)
+    with _chdb_lock:  # the session's current database is shared state: set it with each statement
+        sess.query(f"USE {_ident(database)}")
+        return sess.query(sql, fmt)
 
 
 class ChdbBackend(ClickHouseBackend):
@@ -337,10 +351,7 @@ class ChdbBackend(ClickHouseBackend):
         self.path, self.database = path, database
 
     def _run(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-        sess = chdb_session(self.path)
-        with _chdb_lock:  # the session's current database is shared state: set it with each statement
-            sess.query(f"USE {_ident(self.database)}")
-            table = sess.query(sql, "ArrowTable")
+        table = chdb_query(self.path, self.database, sql, "ArrowTable")
         names = list(table.column_names)
         cols = [table.column(i).to_pylist() for i in range(len(names))]
         return names, list(zip(*cols)) if cols else []
@@ -390,9 +401,18 @@ def connect_client(target: ClickHouseTarget) -> Any:
             secure=target.scheme == "https", connect_timeout=CLICKHOUSE_TIMEOUT_S,
             send_receive_timeout=60, autogenerate_session_id=False)
     except Exception as exc:  # noqa: BLE001 - OperationalError, DatabaseError, refused, DNS: all one sentence
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DbUnavailable(f"{target.label} cannot be reached: {first[:300]}. "
-                            "The page retries on its next refresh.") from exc
+        raise DbUnavailable(f"{target.label} cannot be reached ({_first_line(exc)}); "
+                            "the page retries on its next refresh.") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    """The gist of a client error: its first line, without the driver's request details, bounded."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    for noise in (" executing HTTP request", " (Caused by"):
+        if noise in first and first.index(noise) > 0:
+            first = first[: first.index(noise)]
+    return first[:300]
 
 
 @contextmanager
@@ -417,7 +437,7 @@ def clickhouse(url: str) -> Iterator[ClickHouseBackend]:
         except DbUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - the server went away or refused between connect and query
-            raise DbUnavailable(f"{target.label} did not answer: {str(exc).strip().splitlines()[0][:300]}") from exc
+            raise DbUnavailable(f"{target.label} did not answer ({_first_line(exc)})") from exc
         yield backend
     finally:
         if isinstance(backend, ConnectBackend):

@@ -183,3 +183,69 @@ def test_an_unprepared_clickhouse_database_is_a_message(both: Both, monkeypatch:
     at = run_app()
     errors = [e.value.replace("\\", "") for e in at.error]  # note() escapes Markdown
     assert any("has no otel-inputs projection" in e and "clickhouse/projection.sql" in e for e in errors), errors
+
+
+# -- the clickhouse-connect path: the real client, over HTTP on loopback, against the real engine ---
+def test_clickhouse_connect_gives_the_same_results_and_pages(both: Both, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through clickhouse-connect (HTTP to a loopback endpoint that runs each query on chdb and answers
+    in the format the client asked for), every page query and an attempt page equal the DuckDB ones."""
+    from chdb_http import chdb_http
+
+    path = Path(both.clickhouse.split(":", 1)[1].split("?")[0])
+    with open_backend(both.duckdb) as d:
+        want = _everything(d)
+    want_page = _page(monkeypatch, both.duckdb, _where_and_drift, attempt="att-8")
+    with chdb_http(path) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{DATABASE}"
+        with open_backend(url) as c:
+            assert type(c).__name__ == "ConnectBackend"
+            got = _everything(c)
+        got_page = _page(monkeypatch, url, _where_and_drift, attempt="att-8")
+        assert server.requests > len(want)  # the answers really came through the client
+    assert set(got) == set(want)
+    for key in want:
+        assert got[key] == want[key], key
+    assert got_page == want_page
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # closed on exit: nothing listens there
+
+
+def test_unreachable_clickhouse_is_a_message_not_a_crash(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A ClickHouse URL where nothing listens gives the page one error sentence naming the server
+    (no exception, no password), and `view --clickhouse` warns at start-up instead of failing."""
+    from otel_inputs.viewer._backend import DbUnavailable
+    from otel_inputs.viewer._cli import check_clickhouse
+
+    url = f"http://reader:s3cret@127.0.0.1:{_closed_port()}/{DATABASE}"
+    with pytest.raises(DbUnavailable, match="cannot be reached"):
+        with open_backend(url):
+            pass
+    monkeypatch.delenv(names.ENV_DB, raising=False)
+    monkeypatch.setenv(names.ENV_CLICKHOUSE, url)
+    at = run_app(attempt="att-8")
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert len(errors) == 1 and "cannot be reached" in errors[0] and "127.0.0.1" in errors[0]
+    assert "s3cret" not in " ".join(errors + texts(at))
+    assert check_clickhouse(url).startswith("ClickHouse 127.0.0.1:")
+    assert "warning:" in capsys.readouterr().err
+
+
+def test_a_url_that_is_not_clickhouse_is_refused_plainly() -> None:
+    """Only http(s)/clickhouse/chdb URLs are ClickHouse; anything else is a DuckDB path or a sentence."""
+    from otel_inputs.viewer._backend import ClickHouseTarget, DbUnavailable, is_clickhouse, literal, render
+
+    assert is_clickhouse("http://h:8123/otel") and not is_clickhouse("/var/lib/x.duckdb")
+    with pytest.raises(DbUnavailable, match="not a ClickHouse URL"):
+        ClickHouseTarget.parse("ftp://h/otel")
+    assert ClickHouseTarget.parse("https://u:pw@ch.example:8443/otel").label == "ClickHouse ch.example:8443/otel"
+    # Parameters are literals with backslash and quote escaped; a ? inside a quoted string stays.
+    assert render("SELECT '?', ? , ? IN ?", ["it's \\ x", None, ["a", "b"]]) == \
+        "SELECT '?', 'it\\'s \\\\ x' , NULL IN ('a', 'b')"
+    assert literal(["one"]) == "('one',)"
