@@ -26,6 +26,7 @@ BENCHMARKS = {
     "access": "benchmarks.bench_access",
     "projection": "benchmarks.bench_projection",
     "clickhouse": "benchmarks.bench_clickhouse_views",  # needs chdb (pip install 'otel-inputs[clickhouse]')
+    "clickhouse-viewer": "benchmarks.bench_clickhouse_viewer",  # needs chdb too
 }
 
 

@@ -22,7 +22,10 @@ CREATE TABLE IF NOT EXISTS otel_inputs_genai_span_rows (
     input_messages_json Nullable(String), messages_note Nullable(String), status LowCardinality(String),
     status_message Nullable(String), service_name Nullable(String),
     A Map(LowCardinality(String), String), event_names Array(LowCardinality(String)), event_times Array(DateTime64(9)),
-    event_attrs Array(Map(LowCardinality(String), String))
+    event_attrs Array(Map(LowCardinality(String), String)),
+    -- The viewer finds an attempt's (or a session's) traces by id first, then reads them by the sort key.
+    INDEX attempt_id_idx attempt_id TYPE bloom_filter GRANULARITY 1,
+    INDEX session_id_idx session_id TYPE bloom_filter GRANULARITY 1
 ) ENGINE = ReplacingMergeTree
 ORDER BY (trace_id, span_id);
 
@@ -165,7 +168,7 @@ SELECT trace_id, span_id, owner_span_id FROM otel_inputs_span_owner_rows FINAL;
 -- C1: one row per GenAI span nested under an attempt, seq in start-time order.
 CREATE VIEW IF NOT EXISTS agent_attempt_steps AS
 SELECT o.attempt_id AS attempt_id, g.span_id AS span_id, g.trace_id AS trace_id, g.parent_span_id AS parent_span_id,
-       toInt32(row_number() OVER (PARTITION BY o.attempt_id ORDER BY g.started_at, g.span_id) - 1) AS seq,
+       toInt32(row_number() OVER (PARTITION BY g.trace_id, o.attempt_id ORDER BY g.started_at, g.span_id) - 1) AS seq,
        g.step_kind AS step_kind, g.operation_name AS operation_name, g.span_name AS span_name,
        g.provider_name AS provider_name, g.request_model AS request_model, g.response_model AS response_model,
        g.started_at AS started_at, g.ended_at AS ended_at, g.input_tokens AS input_tokens, g.output_tokens AS output_tokens,
@@ -233,10 +236,11 @@ WITH inputs AS (
     FROM agent_attempt_inputs GROUP BY trace_id, span_id
 ),
 first_step AS (
-    SELECT attempt_id AS f_attempt, argMin(tuple(span_id, system_prompt, user_prompt, input_messages_json), seq) AS f
+    SELECT trace_id AS f_trace, attempt_id AS f_attempt,
+           argMin(tuple(span_id, system_prompt, user_prompt, input_messages_json), seq) AS f
     FROM agent_attempt_steps
     WHERE step_kind = 'model_call' AND coalesce(operation_name, '') != 'embeddings'
-    GROUP BY attempt_id
+    GROUP BY trace_id, attempt_id
 ),
 a AS (
     SELECT g.*, coalesce(i.input_count, 0) AS input_count, coalesce(i.malformed, 0) AS malformed,
@@ -253,8 +257,10 @@ a AS (
               arrayPushFront(reasons0, assumeNotNull(otel_inputs_attr(g.A, 'otel_inputs.packet.gap_reason'))), reasons0) AS reasons,
            (g.system_prompt IS NOT NULL OR g.user_prompt IS NOT NULL OR g.input_messages_json IS NOT NULL) AS own
     FROM otel_inputs_genai_spans g
+    -- A join, not IN (subquery): a filter on the trace then reaches the ownership table's sort key.
+    INNER JOIN (SELECT trace_id AS w_trace, span_id AS w_span FROM otel_inputs_span_owner WHERE owner_span_id = span_id) w
+        ON w.w_trace = g.trace_id AND w.w_span = g.span_id
     LEFT JOIN inputs i ON i.i_trace = g.trace_id AND i.i_span = g.span_id
-    WHERE (g.trace_id, g.span_id) IN (SELECT trace_id, span_id FROM otel_inputs_span_owner WHERE owner_span_id = span_id)
 )
 SELECT a.attempt_id AS attempt_id,
        if(packet, otel_inputs_attr(A, 'otel_inputs.run.id'), NULL) AS run_id, session_id,
@@ -287,7 +293,7 @@ SELECT a.attempt_id AS attempt_id,
        'dropped_events_count and dropped_attributes_count are not in the stock otel_traces schema (NULL here), so a coverage '
        || 'reason for dropped span events is not given; attribute types are not either (every value is text)' AS projection_gaps
 FROM a
-LEFT JOIN first_step fs ON fs.f_attempt = a.attempt_id;
+LEFT JOIN first_step fs ON fs.f_trace = a.trace_id AND fs.f_attempt = a.attempt_id;
 
 -- One row per exchange-part event of an attempt (exporter/_rows.py part_rows); a step's parts go
 -- with its attempt row in the DuckDB path, i.e. they are not shown, and neither are they here.
@@ -322,7 +328,7 @@ FROM e;
 -- migration 11's agent_attempt_messages, rule for rule).
 CREATE VIEW IF NOT EXISTS agent_attempt_messages AS
 WITH ev AS (
-    SELECT a.attempt_id AS attempt_id, l.SpanId = a.span_id AS on_attempt, l.Timestamp AS ts, l.Body AS body,
+    SELECT a.attempt_id AS attempt_id, a.trace_id AS trace_id, l.SpanId = a.span_id AS on_attempt, l.Timestamp AS ts, l.Body AS body,
            l.LogAttributes AS attrs, if(l.EventName != '', l.EventName, l.LogAttributes['event.name']) AS event_name
     FROM agent_attempts a
     -- A record the Collector inserted twice (a retried export) counts once: identical records are one.
@@ -343,7 +349,7 @@ pieces AS (
     FROM ev
 ),
 lj AS (
-    SELECT attempt_id, max(on_attempt) AS has_la, max(NOT on_attempt) AS has_ls,
+    SELECT trace_id, attempt_id, max(on_attempt) AS has_la, max(NOT on_attempt) AS has_ls,
         if(countIf(on_attempt AND details AND mapContains(attrs, 'gen_ai.input.messages')) > 0,
            argMaxIf(attrs['gen_ai.input.messages'], ts, on_attempt AND details AND mapContains(attrs, 'gen_ai.input.messages')),
            if(countIf(on_attempt AND NOT details) > 0,
@@ -359,7 +365,7 @@ lj AS (
         if(countIf(NOT on_attempt AND details AND mapContains(attrs, 'gen_ai.system_instructions')) > 0,
            argMaxIf(attrs['gen_ai.system_instructions'], ts, NOT on_attempt AND details AND mapContains(attrs, 'gen_ai.system_instructions')), NULL) AS ls_sys
     FROM pieces
-    GROUP BY attempt_id
+    GROUP BY trace_id, attempt_id
 ),
 m AS (
     SELECT a.attempt_id AS attempt_id, a.trace_id AS trace_id,
@@ -371,7 +377,7 @@ m AS (
            coalesce(l.has_la, 0) = 1 AS has_la, coalesce(l.has_ls, 0) = 1 AS has_ls,
            if(l.has_la = 1, l.la_json, l.ls_json) AS log_json, if(l.has_la = 1, l.la_sys, l.ls_sys) AS log_sys_json
     FROM agent_attempts a
-    LEFT JOIN lj l ON l.attempt_id = a.attempt_id
+    LEFT JOIN lj l ON l.trace_id = a.trace_id AND l.attempt_id = a.attempt_id
 ),
 t AS (
     SELECT *, otel_inputs_role_text(log_json, 'user') AS log_user,

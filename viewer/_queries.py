@@ -290,7 +290,8 @@ _INPUT_SELECT = ", ".join(_INPUT_COLUMNS) + ", epoch_ns(captured_at) AS captured
 
 
 def get_attempt(db: Backend, attempt_id: str) -> AttemptRecord | None:
-    rows = db.dicts(f"SELECT {_ATTEMPT_SELECT} FROM agent_attempts WHERE attempt_id = ? LIMIT 1", [attempt_id])
+    sql, params = db.by_attempt("agent_attempts", _ATTEMPT_SELECT, attempt_id, None, None, "started_ns, span_id")
+    rows = db.dicts(sql + " LIMIT 1", params)
     return AttemptRecord(**rows[0]) if rows else None
 
 
@@ -343,12 +344,13 @@ def get_session_turns(db: Backend, run_id: str | None, session_id: str | None) -
     """Every attempt of ``run_id`` with ``session_id``; empty when either is null (never grouped)."""
     if run_id is None or session_id is None:
         return ()
+    scope, scope_params = db.session_scope(session_id)
     rows = db.rows(
         "SELECT attempt_id, epoch_ns(started_at), epoch_ns(ended_at), phase, send_kind, turn_index, "
         "input_packet_version IS NULL, NULL, retry_of_attempt_id, status, trace_id FROM agent_attempts "
-        "WHERE run_id = ? AND session_id = ? "
+        f"WHERE {scope}run_id = ? AND session_id = ? "
         "ORDER BY started_at NULLS LAST, attempt_id",
-        [run_id, session_id],
+        [*scope_params, run_id, session_id],
     )
     return tuple(TurnRef(*_legacy_flag(row, 6)) for row in rows)
 

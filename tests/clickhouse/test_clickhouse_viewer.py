@@ -189,6 +189,7 @@ def test_an_unprepared_clickhouse_database_is_a_message(both: Both, monkeypatch:
 def test_clickhouse_connect_gives_the_same_results_and_pages(both: Both, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through clickhouse-connect (HTTP to a loopback endpoint that runs each query on chdb and answers
     in the format the client asked for), every page query and an attempt page equal the DuckDB ones."""
+    pytest.importorskip("clickhouse_connect", reason="clickhouse-connect is not installed")
     from chdb_http import chdb_http
 
     path = Path(both.clickhouse.split(":", 1)[1].split("?")[0])
@@ -220,6 +221,7 @@ def test_unreachable_clickhouse_is_a_message_not_a_crash(monkeypatch: pytest.Mon
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """A ClickHouse URL where nothing listens gives the page one error sentence naming the server
     (no exception, no password), and `view --clickhouse` warns at start-up instead of failing."""
+    pytest.importorskip("clickhouse_connect", reason="clickhouse-connect is not installed")
     from otel_inputs.viewer._backend import DbUnavailable
     from otel_inputs.viewer._cli import check_clickhouse
 
