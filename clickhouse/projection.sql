@@ -302,9 +302,10 @@ WITH e AS (
     SELECT g.attempt_id AS attempt_id, g.started_at AS attempt_started_at, ev.1 AS recorded_at, ev.2 AS at,
            g.trace_id AS trace_id
     FROM otel_inputs_genai_spans g
+    INNER JOIN (SELECT trace_id AS w_trace, span_id AS w_span FROM otel_inputs_span_owner WHERE owner_span_id = span_id) w
+        ON w.w_trace = g.trace_id AND w.w_span = g.span_id
     ARRAY JOIN arrayFilter(x -> x.3 = 'otel_inputs.exchange_part',
         arrayMap((t, a, nm) -> (t, a, nm), g.event_times, g.event_attrs, g.event_names)) AS ev
-    WHERE (g.trace_id, g.span_id) IN (SELECT trace_id, span_id FROM otel_inputs_span_owner WHERE owner_span_id = span_id)
 )
 SELECT attempt_id,
        otel_inputs_attr(at, 'otel_inputs.part.name') AS part_name,
