@@ -251,3 +251,13 @@ def test_a_url_that_is_not_clickhouse_is_refused_plainly() -> None:
     assert render("SELECT '?', ? , ? IN ?", ["it's \\ x", None, ["a", "b"]]) == \
         "SELECT '?', 'it\\'s \\\\ x' , NULL IN ('a', 'b')"
     assert literal(["one"]) == "('one',)"
+
+
+def test_parameters_reach_the_engine_unchanged(both: Both) -> None:
+    """Hostile parameter text (quotes, backslashes, ?, %, newlines, braces) comes back from ClickHouse
+    exactly as sent: rendering literals cannot change a query or its values."""
+    hostile = ["it's", "a\\'; DROP TABLE otel_traces; --", "?", "100% {x} %s", "line\nbreak\ttab", "\\", "ünï"]
+    with open_backend(both.clickhouse) as c:
+        for value in hostile:
+            assert c.rows("SELECT ? AS v, '?' AS q", [value]) == [(value, "?")]
+        assert c.has("otel_traces")
