@@ -261,3 +261,19 @@ def test_parameters_reach_the_engine_unchanged(both: Both) -> None:
         for value in hostile:
             assert c.rows("SELECT ? AS v, '?' AS q", [value]) == [(value, "?")]
         assert c.has("otel_traces")
+
+
+def test_an_evidence_bundle_from_clickhouse_verifies(both: Both, tmp_path: Path) -> None:
+    """The attempt page's evidence bundle built from ClickHouse verifies offline and holds the same row
+    counts as DuckDB's, with agent_artifacts listed as not recorded (never as zero rows)."""
+    from otel_inputs.viewer._bundle import verify_bundle, write_bundle_file
+
+    reports = {}
+    for name, source in (("duckdb", both.duckdb), ("clickhouse", both.clickhouse)):
+        path = tmp_path / f"{name}.tar"
+        reports[name] = write_bundle_file(path, source, None, "att-8")
+        assert verify_bundle(path)["attempt_id"] == "att-8"
+    duck, ch = reports["duckdb"].tables, reports["clickhouse"].tables
+    assert ch["agent_artifacts"].startswith("not recorded") and isinstance(duck["agent_artifacts"], int)
+    assert {k: v for k, v in ch.items() if k != "agent_artifacts"} == {k: v for k, v in duck.items() if k != "agent_artifacts"}
+    assert ch["agent_attempt_inputs"] == 3
