@@ -13,9 +13,10 @@ Measured, median over ``--runs`` random attempts, at N and at N/10 to show how t
 * one attempt's ``agent_attempts`` row, ``agent_attempt_steps``, ``agent_attempt_inputs`` and
   ``agent_attempt_messages`` rows (what an attempt page reads).
 
-The views resolve attempts and steps at query time over every landed span (a later ancestor can
-turn attempts into steps), so today their cost grows with the table, not with the attempt: the
-figures say how far that is from the raw lookup.  No target is set here (docs/clickhouse.md).
+Ownership (which attempt a span belongs to) is a table settled per trace as spans are inserted
+(``otel_inputs_span_owner_rows``), so these queries no longer walk every landed span; the viewer's
+own attempt page on both backends is measured by ``bench_clickhouse_viewer``.  No target is set
+here (docs/clickhouse.md).
 """
 
 from __future__ import annotations

@@ -250,8 +250,8 @@ def measure(db_path: Path, attempts: int, runs: int, seed: int = 7) -> dict[str,
     ids = []
     with read_only(db_path) as con:
         for i in targets:
-            ids.append(con.execute("SELECT md5(?::VARCHAR)", [str(i)]).fetchone()[0])
-        wide = con.execute("SELECT md5(?::VARCHAR)", [str(wide_attempt_index(attempts))]).fetchone()[0]
+            ids.append(con.rows("SELECT md5(?::VARCHAR)", [str(i)])[0][0])
+        wide = con.rows("SELECT md5(?::VARCHAR)", [str(wide_attempt_index(attempts))])[0][0]
         _attempt_page(con, ids[0])  # warm-up
         page_open: list[float] = []
         for a in ids:
@@ -263,9 +263,9 @@ def measure(db_path: Path, attempts: int, runs: int, seed: int = 7) -> dict[str,
             t0 = time.perf_counter()
             _attempt_page(con, wide, WIDE_ITEMS)
             wide_page.append(time.perf_counter() - t0)
-        shas = [con.execute("SELECT sha256 FROM agent_attempt_inputs WHERE attempt_id = ? AND seq = 3 "
-                            "AND attempt_started_at = (SELECT started_at FROM agent_attempts WHERE attempt_id = ?)",
-                            [a, a]).fetchone()[0] for a in ids]
+        shas = [con.rows("SELECT sha256 FROM agent_attempt_inputs WHERE attempt_id = ? AND seq = 3 "
+                         "AND attempt_started_at = (SELECT started_at FROM agent_attempts WHERE attempt_id = ?)",
+                         [a, a])[0][0] for a in ids]
         _where_else_sha(con, shas[0])
         where: list[float] = []
         for sha in shas:
@@ -318,7 +318,7 @@ def browser_time_to_table(db_path: Path, attempts: int, runs: int) -> tuple[list
         print("  (browser figure skipped: Debian chromium is not installed)")
         return [], []
     with read_only(db_path) as con:
-        wide = con.execute("SELECT md5(?::VARCHAR)", [str(wide_attempt_index(attempts))]).fetchone()[0]
+        wide = con.rows("SELECT md5(?::VARCHAR)", [str(wide_attempt_index(attempts))])[0][0]
     tmp = Path(tempfile.mkdtemp(prefix="otel-inputs-bench-floor-"))
     floor_app = tmp / "floor_app.py"
     floor_app.write_text(FLOOR_APP)

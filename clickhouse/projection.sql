@@ -22,20 +22,17 @@ CREATE TABLE IF NOT EXISTS otel_inputs_genai_span_rows (
     input_messages_json Nullable(String), messages_note Nullable(String), status LowCardinality(String),
     status_message Nullable(String), service_name Nullable(String),
     A Map(LowCardinality(String), String), event_names Array(LowCardinality(String)), event_times Array(DateTime64(9)),
-    event_attrs Array(Map(LowCardinality(String), String))
+    event_attrs Array(Map(LowCardinality(String), String)),
+    -- The viewer finds an attempt's (or a session's) traces by id first, then reads them by the sort key.
+    INDEX attempt_id_idx attempt_id TYPE bloom_filter GRANULARITY 1,
+    INDEX session_id_idx session_id TYPE bloom_filter GRANULARITY 1
 ) ENGINE = ReplacingMergeTree
 ORDER BY (trace_id, span_id);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_genai_span_rows_mv TO otel_inputs_genai_span_rows AS
 WITH s AS (
     SELECT *, SpanAttributes AS A,
-        multiIf(mapContains(A, 'otel_inputs.packet.version'), 'otel_inputs',
-                mapContains(A, 'gen_ai.operation.name'), 'gen_ai',
-                A['openinference.span.kind'] IN ('LLM', 'AGENT', 'TOOL', 'EMBEDDING', 'RETRIEVER', 'RERANKER'), 'openinference',
-                mapContains(A, 'llm.request.type') OR (mapContains(A, 'gen_ai.system') AND (
-                    mapContains(A, 'gen_ai.prompt.0.role') OR mapContains(A, 'gen_ai.prompt.0.content')
-                    OR mapContains(A, 'gen_ai.completion.0.role') OR mapContains(A, 'gen_ai.completion.0.content'))), 'openllmetry',
-                NULL) AS source_format,
+        otel_inputs_source_format(A) AS source_format,
         arrayFirstIndex((nm, at) -> nm IN ('gen_ai.client.inference.operation.details', 'gen_ai.content.prompt')
                 AND (mapContains(at, 'gen_ai.system_instructions') OR mapContains(at, 'gen_ai.input.messages')
                      OR mapContains(at, 'gen_ai.prompt')), `Events.Name`, `Events.Attributes`) AS ev_at,
@@ -109,44 +106,69 @@ FROM s;
 CREATE VIEW IF NOT EXISTS otel_inputs_genai_spans AS
 SELECT * FROM otel_inputs_genai_span_rows FINAL;
 
--- Every span's parent link, narrow, for the ancestry walk below (kept as spans are inserted).
+-- Every span's parent link and kind (0 ordinary, 1 GenAI, 2 packet), narrow, for the ancestry walk
+-- below (kept as spans are inserted).
 CREATE TABLE IF NOT EXISTS otel_inputs_span_links (
-    trace_id String, span_id String, parent_span_id String
+    trace_id String, span_id String, parent_span_id String, kind UInt8
 ) ENGINE = ReplacingMergeTree
 ORDER BY (trace_id, span_id);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_span_links_mv TO otel_inputs_span_links AS
-SELECT TraceId AS trace_id, SpanId AS span_id, ParentSpanId AS parent_span_id FROM otel_traces
-WHERE ParentSpanId != '';
+SELECT TraceId AS trace_id, SpanId AS span_id, ParentSpanId AS parent_span_id,
+       multiIf(otel_inputs_source_format(SpanAttributes) IS NULL, 0, otel_inputs_source_format(SpanAttributes) = 'otel_inputs', 2, 1) AS kind
+FROM otel_traces;
 
 -- Which attempt each GenAI span belongs to (exporter/_steps.py): a packet span is always an attempt;
 -- another GenAI span with a GenAI ancestor (ancestry crosses ordinary spans) is a step of its
 -- nearest packet ancestor, else of its topmost GenAI ancestor; with none it is an attempt itself.
-CREATE VIEW IF NOT EXISTS otel_inputs_span_owner AS
-WITH RECURSIVE up AS (
-    SELECT trace_id, span_id, assumeNotNull(parent_span_id) AS cur, 1 AS depth
-    FROM otel_inputs_genai_spans WHERE parent_span_id IS NOT NULL AND NOT packet
+-- Ownership depends on the whole trace (a later ancestor turns attempts into its steps), so it is
+-- settled anew for every trace an insert touches, over all of that trace's landed spans: the
+-- links already stored plus the inserted block (whichever of the two materialized views runs
+-- first), and the newest settlement of a span wins.  Reading it is then a key lookup, not a walk.
+CREATE TABLE IF NOT EXISTS otel_inputs_span_owner_rows (
+    trace_id String, span_id String, owner_span_id String, settled_at DateTime64(9)
+) ENGINE = ReplacingMergeTree(settled_at)
+ORDER BY (trace_id, span_id);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_span_owner_mv TO otel_inputs_span_owner_rows AS
+WITH RECURSIVE t AS (
+    SELECT trace_id, span_id, any(parent_span_id) AS parent_span_id, max(kind) AS kind FROM (
+        SELECT trace_id, span_id, parent_span_id, kind FROM otel_inputs_span_links
+        WHERE trace_id IN (SELECT TraceId FROM otel_traces)
+        UNION ALL
+        SELECT TraceId, SpanId, ParentSpanId,
+               multiIf(otel_inputs_source_format(SpanAttributes) IS NULL, 0, otel_inputs_source_format(SpanAttributes) = 'otel_inputs', 2, 1)
+        FROM otel_traces)
+    GROUP BY trace_id, span_id
+),
+up AS (
+    SELECT trace_id, span_id, parent_span_id AS cur, 1 AS depth FROM t WHERE kind = 1 AND parent_span_id != ''
     UNION ALL
     SELECT up.trace_id, up.span_id, p.parent_span_id AS cur, up.depth + 1 AS depth
-    FROM up ANY INNER JOIN otel_inputs_span_links p ON p.trace_id = up.trace_id AND p.span_id = up.cur
-    WHERE up.depth < 256
+    FROM up ANY INNER JOIN t p ON p.trace_id = up.trace_id AND p.span_id = up.cur
+    WHERE up.depth < 256 AND p.parent_span_id != ''
 ),
 anc AS (
     SELECT up.trace_id AS trace_id, up.span_id AS span_id,
-           argMinIf(g.span_id, up.depth, g.packet) AS nearest_packet, countIf(g.packet) AS packets,
-           argMaxIf(g.span_id, up.depth, g.span_id != '') AS topmost, countIf(g.span_id != '') AS genai
-    FROM up LEFT JOIN otel_inputs_genai_spans g ON g.trace_id = up.trace_id AND g.span_id = up.cur
+           argMinIf(g.span_id, up.depth, g.kind = 2) AS nearest_packet, countIf(g.kind = 2) AS packets,
+           argMaxIf(g.span_id, up.depth, g.kind > 0) AS topmost, countIf(g.kind > 0) AS genai
+    FROM up ANY LEFT JOIN t g ON g.trace_id = up.trace_id AND g.span_id = up.cur
     GROUP BY up.trace_id, up.span_id
 )
-SELECT g.trace_id AS trace_id, g.span_id AS span_id,
-       if(g.packet OR coalesce(a.genai, 0) = 0, g.span_id, if(a.packets > 0, a.nearest_packet, a.topmost)) AS owner_span_id
-FROM otel_inputs_genai_spans g
-LEFT JOIN anc a ON a.trace_id = g.trace_id AND a.span_id = g.span_id;
+SELECT s.trace_id AS trace_id, s.span_id AS span_id,
+       if(s.kind = 2 OR coalesce(a.genai, 0) = 0, s.span_id, if(a.packets > 0, a.nearest_packet, a.topmost)) AS owner_span_id,
+       now64(9) AS settled_at
+FROM t s
+LEFT JOIN anc a ON a.trace_id = s.trace_id AND a.span_id = s.span_id
+WHERE s.kind > 0;
+
+CREATE VIEW IF NOT EXISTS otel_inputs_span_owner AS
+SELECT trace_id, span_id, owner_span_id FROM otel_inputs_span_owner_rows FINAL;
 
 -- C1: one row per GenAI span nested under an attempt, seq in start-time order.
 CREATE VIEW IF NOT EXISTS agent_attempt_steps AS
 SELECT o.attempt_id AS attempt_id, g.span_id AS span_id, g.trace_id AS trace_id, g.parent_span_id AS parent_span_id,
-       toInt32(row_number() OVER (PARTITION BY o.attempt_id ORDER BY g.started_at, g.span_id) - 1) AS seq,
+       toInt32(row_number() OVER (PARTITION BY g.trace_id, o.attempt_id ORDER BY g.started_at, g.span_id) - 1) AS seq,
        g.step_kind AS step_kind, g.operation_name AS operation_name, g.span_name AS span_name,
        g.provider_name AS provider_name, g.request_model AS request_model, g.response_model AS response_model,
        g.started_at AS started_at, g.ended_at AS ended_at, g.input_tokens AS input_tokens, g.output_tokens AS output_tokens,
@@ -214,10 +236,11 @@ WITH inputs AS (
     FROM agent_attempt_inputs GROUP BY trace_id, span_id
 ),
 first_step AS (
-    SELECT attempt_id AS f_attempt, argMin(tuple(span_id, system_prompt, user_prompt, input_messages_json), seq) AS f
+    SELECT trace_id AS f_trace, attempt_id AS f_attempt,
+           argMin(tuple(span_id, system_prompt, user_prompt, input_messages_json), seq) AS f
     FROM agent_attempt_steps
     WHERE step_kind = 'model_call' AND coalesce(operation_name, '') != 'embeddings'
-    GROUP BY attempt_id
+    GROUP BY trace_id, attempt_id
 ),
 a AS (
     SELECT g.*, coalesce(i.input_count, 0) AS input_count, coalesce(i.malformed, 0) AS malformed,
@@ -234,8 +257,10 @@ a AS (
               arrayPushFront(reasons0, assumeNotNull(otel_inputs_attr(g.A, 'otel_inputs.packet.gap_reason'))), reasons0) AS reasons,
            (g.system_prompt IS NOT NULL OR g.user_prompt IS NOT NULL OR g.input_messages_json IS NOT NULL) AS own
     FROM otel_inputs_genai_spans g
+    -- A join, not IN (subquery): a filter on the trace then reaches the ownership table's sort key.
+    INNER JOIN (SELECT trace_id AS w_trace, span_id AS w_span FROM otel_inputs_span_owner WHERE owner_span_id = span_id) w
+        ON w.w_trace = g.trace_id AND w.w_span = g.span_id
     LEFT JOIN inputs i ON i.i_trace = g.trace_id AND i.i_span = g.span_id
-    WHERE (g.trace_id, g.span_id) IN (SELECT trace_id, span_id FROM otel_inputs_span_owner WHERE owner_span_id = span_id)
 )
 SELECT a.attempt_id AS attempt_id,
        if(packet, otel_inputs_attr(A, 'otel_inputs.run.id'), NULL) AS run_id, session_id,
@@ -268,17 +293,19 @@ SELECT a.attempt_id AS attempt_id,
        'dropped_events_count and dropped_attributes_count are not in the stock otel_traces schema (NULL here), so a coverage '
        || 'reason for dropped span events is not given; attribute types are not either (every value is text)' AS projection_gaps
 FROM a
-LEFT JOIN first_step fs ON fs.f_attempt = a.attempt_id;
+LEFT JOIN first_step fs ON fs.f_trace = a.trace_id AND fs.f_attempt = a.attempt_id;
 
 -- One row per exchange-part event of an attempt (exporter/_rows.py part_rows); a step's parts go
 -- with its attempt row in the DuckDB path, i.e. they are not shown, and neither are they here.
 CREATE VIEW IF NOT EXISTS agent_exchange_parts AS
 WITH e AS (
-    SELECT g.attempt_id AS attempt_id, g.started_at AS attempt_started_at, ev.1 AS recorded_at, ev.2 AS at
+    SELECT g.attempt_id AS attempt_id, g.started_at AS attempt_started_at, ev.1 AS recorded_at, ev.2 AS at,
+           g.trace_id AS trace_id
     FROM otel_inputs_genai_spans g
+    INNER JOIN (SELECT trace_id AS w_trace, span_id AS w_span FROM otel_inputs_span_owner WHERE owner_span_id = span_id) w
+        ON w.w_trace = g.trace_id AND w.w_span = g.span_id
     ARRAY JOIN arrayFilter(x -> x.3 = 'otel_inputs.exchange_part',
         arrayMap((t, a, nm) -> (t, a, nm), g.event_times, g.event_attrs, g.event_names)) AS ev
-    WHERE (g.trace_id, g.span_id) IN (SELECT trace_id, span_id FROM otel_inputs_span_owner WHERE owner_span_id = span_id)
 )
 SELECT attempt_id,
        otel_inputs_attr(at, 'otel_inputs.part.name') AS part_name,
@@ -294,14 +321,15 @@ SELECT attempt_id,
        arrayFilter(x -> x != '', [
            if(mapContains(at, 'otel_inputs.part.size_bytes') AND size_bytes IS NULL, 'size_bytes is not a non-negative integer', ''),
            if(mapContains(at, 'otel_inputs.part.name'), '', 'part name missing')]) AS problems,
-       if(length(problems) > 0, concat('malformed exchange part event: ', arrayStringConcat(problems, '; ')), NULL) AS row_problem
+       if(length(problems) > 0, concat('malformed exchange part event: ', arrayStringConcat(problems, '; ')), NULL) AS row_problem,
+       trace_id
 FROM e;
 
 -- C2: the attempt's exact messages, whichever of span and GenAI log event arrived first (DuckDB
 -- migration 11's agent_attempt_messages, rule for rule).
 CREATE VIEW IF NOT EXISTS agent_attempt_messages AS
 WITH ev AS (
-    SELECT a.attempt_id AS attempt_id, l.SpanId = a.span_id AS on_attempt, l.Timestamp AS ts, l.Body AS body,
+    SELECT a.attempt_id AS attempt_id, a.trace_id AS trace_id, l.SpanId = a.span_id AS on_attempt, l.Timestamp AS ts, l.Body AS body,
            l.LogAttributes AS attrs, if(l.EventName != '', l.EventName, l.LogAttributes['event.name']) AS event_name
     FROM agent_attempts a
     -- A record the Collector inserted twice (a retried export) counts once: identical records are one.
@@ -322,7 +350,7 @@ pieces AS (
     FROM ev
 ),
 lj AS (
-    SELECT attempt_id, max(on_attempt) AS has_la, max(NOT on_attempt) AS has_ls,
+    SELECT trace_id, attempt_id, max(on_attempt) AS has_la, max(NOT on_attempt) AS has_ls,
         if(countIf(on_attempt AND details AND mapContains(attrs, 'gen_ai.input.messages')) > 0,
            argMaxIf(attrs['gen_ai.input.messages'], ts, on_attempt AND details AND mapContains(attrs, 'gen_ai.input.messages')),
            if(countIf(on_attempt AND NOT details) > 0,
@@ -338,10 +366,10 @@ lj AS (
         if(countIf(NOT on_attempt AND details AND mapContains(attrs, 'gen_ai.system_instructions')) > 0,
            argMaxIf(attrs['gen_ai.system_instructions'], ts, NOT on_attempt AND details AND mapContains(attrs, 'gen_ai.system_instructions')), NULL) AS ls_sys
     FROM pieces
-    GROUP BY attempt_id
+    GROUP BY trace_id, attempt_id
 ),
 m AS (
-    SELECT a.attempt_id AS attempt_id,
+    SELECT a.attempt_id AS attempt_id, a.trace_id AS trace_id,
            (a.system_prompt IS NOT NULL OR a.user_prompt IS NOT NULL OR a.input_messages_json IS NOT NULL) AS own,
            (a.step_system_prompt IS NOT NULL OR a.step_user_prompt IS NOT NULL OR a.step_input_messages_json IS NOT NULL) AS step_own,
            a.system_prompt AS system_prompt, a.user_prompt AS user_prompt, a.input_messages_json AS input_messages_json,
@@ -350,7 +378,7 @@ m AS (
            coalesce(l.has_la, 0) = 1 AS has_la, coalesce(l.has_ls, 0) = 1 AS has_ls,
            if(l.has_la = 1, l.la_json, l.ls_json) AS log_json, if(l.has_la = 1, l.la_sys, l.ls_sys) AS log_sys_json
     FROM agent_attempts a
-    LEFT JOIN lj l ON l.attempt_id = a.attempt_id
+    LEFT JOIN lj l ON l.trace_id = a.trace_id AND l.attempt_id = a.attempt_id
 ),
 t AS (
     SELECT *, otel_inputs_role_text(log_json, 'user') AS log_user,
@@ -372,7 +400,8 @@ SELECT attempt_id,
               concat('the attempt span recorded no messages: these are what its first model step (span ', step_messages_span_id, ') sent'), NULL),
            if(NOT own AND NOT has_la AND NOT step_own,
               concat('the attempt span recorded no messages: these are from the GenAI log event of its first model step (span ', step_messages_span_id, ')'), NULL)
-       ])), '; '), '') AS messages_note
+       ])), '; '), '') AS messages_note,
+       trace_id
 FROM t
 WHERE own OR has_la OR step_own OR has_ls;
 

@@ -101,3 +101,14 @@ CREATE FUNCTION IF NOT EXISTS otel_inputs_role_text AS (doc, want) ->
                  arrayFilter(m -> otel_inputs_log_value(m, 'role') = want,
                      if(JSONType(assumeNotNull(doc)) = 'Array', JSONExtractArrayRaw(assumeNotNull(doc)), [assumeNotNull(doc)]))))),
                  '\n\n'), ''))));
+
+-- exporter/_rows.py source_format: which encoding makes a span a GenAI span (NULL: an ordinary
+-- span).  One definition for the GenAI-span materialized view and the ownership one.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_source_format AS (A) ->
+    multiIf(mapContains(A, 'otel_inputs.packet.version'), 'otel_inputs',
+            mapContains(A, 'gen_ai.operation.name'), 'gen_ai',
+            A['openinference.span.kind'] IN ('LLM', 'AGENT', 'TOOL', 'EMBEDDING', 'RETRIEVER', 'RERANKER'), 'openinference',
+            mapContains(A, 'llm.request.type') OR (mapContains(A, 'gen_ai.system') AND (
+                mapContains(A, 'gen_ai.prompt.0.role') OR mapContains(A, 'gen_ai.prompt.0.content')
+                OR mapContains(A, 'gen_ai.completion.0.role') OR mapContains(A, 'gen_ai.completion.0.content'))), 'openllmetry',
+            NULL);

@@ -45,6 +45,7 @@ ENV_CAPTURE = "OTEL_INPUTS_CAPTURE"
 ENV_GENAI_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 ENV_DB = "OTEL_INPUTS_DB"
 ENV_STORE = "OTEL_INPUTS_STORE"
+ENV_CLICKHOUSE = "OTEL_INPUTS_CLICKHOUSE"  # viewer: a ClickHouse URL to read instead of OTEL_INPUTS_DB
 ENV_READ_TOOLS = "OTEL_INPUTS_READ_TOOLS"  # viewer: tool name -> path argument(s), JSON or a JSON file
 
 # --- Span attributes (facts about the attempt as a whole) -------------------------------------

@@ -37,8 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-import duckdb
-
 from otel_inputs.store import ReadResult
 from otel_inputs.types import PartName
 from otel_inputs.viewer import _queries as q
@@ -86,16 +84,8 @@ def _json_value(value: Any) -> Any:
     return str(value)
 
 
-def _present_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    rows = con.execute(
-        "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()").fetchall()
-    return {r[0] for r in rows}
-
-
-def _table_rows(con: duckdb.DuckDBPyConnection, table: str, attempt_id: str) -> list[dict[str, Any]]:
-    cur = con.execute(f'SELECT * FROM "{table}" WHERE attempt_id = ?', [attempt_id])  # table from TABLES only
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
+def _table_rows(db: q.Backend, table: str, attempt_id: str) -> list[dict[str, Any]]:
+    return db.dicts(f'SELECT * FROM "{table}" WHERE attempt_id = ?', [attempt_id])  # table from TABLES only
 
 
 def _item_status(reason: str | None, outcome: str, current: str | None) -> str:
@@ -111,14 +101,13 @@ def _item_status(reason: str | None, outcome: str, current: str | None) -> str:
 def collect(db_path: str | os.PathLike[str], store_root: str | os.PathLike[str] | None, attempt_id: str,
             access: Access) -> tuple[BundleReport, list[tuple[str, bytes]]]:
     """The members of ``attempt_id``'s bundle for ``access.viewer``; raises :class:`BundleRefused`."""
-    with q.read_only(db_path) as con:
-        bundle = q.load_attempt(con, attempt_id)
+    with q.open_backend(db_path) as db:
+        bundle = q.load_attempt(db, attempt_id)
         if bundle is None:
             raise BundleRefused(f"no attempt with id {attempt_id} is recorded in this database")
         if not access.run_allowed(bundle.attempt.run_id):
             raise BundleRefused(access.denial())
-        present = _present_tables(con)
-        raw = {t: _table_rows(con, t, attempt_id) for t in TABLES if t in present}
+        raw = {t: _table_rows(db, t, attempt_id) for t in TABLES if db.has(t)}
     ev = open_evidence(store_root, access.viewer)
     bundle, _notes = overlay_store(bundle, ev)
     w: Withheld = access.decide(bundle.attempt, bundle.inputs)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -135,37 +134,23 @@ def coverage_over_time_text(runs: Sequence[RunSummary]) -> str:
 class StoreUsage:
     objects: int
     bytes: int
-    manifests: int
-    truncated: bool
+    """Disk space of the committed objects (allocated blocks, as the retention budget counts it)."""
+    staging_bytes: int
+    truncated: bool = False
 
 
-def store_usage(store_root: str | os.PathLike[str] | None, *, max_entries: int = 200_000) -> StoreUsage | None:
-    """Bytes and objects on disk in the artifact store (bounded walk; ``truncated`` if the cap was hit)."""
+def store_usage(store_root: str | os.PathLike[str] | None) -> StoreUsage | None:
+    """The artifact store's usage as its catalog keeps it (``otel_inputs.store.store_usage``);
+    ``None`` when no store is configured or none is at that path."""
     if not store_root:
         return None
-    root = os.fspath(store_root)
-    objects_dir = os.path.join(root, "objects")
-    if not os.path.isdir(objects_dir):
+    from otel_inputs.store import ArtifactStore, StoreError
+    from otel_inputs.store import store_usage as catalog_usage
+
+    if not os.path.isdir(store_root):
         return None
-    objects = total = seen = 0
-    truncated = False
-    for dirpath, dirnames, filenames in os.walk(objects_dir, followlinks=False):
-        for name in filenames:
-            seen += 1
-            if seen > max_entries:
-                truncated = True
-                break
-            try:
-                st = os.lstat(os.path.join(dirpath, name))
-            except FileNotFoundError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                objects += 1
-                total += st.st_size
-        if truncated:
-            break
     try:
-        manifests = sum(1 for e in os.scandir(os.path.join(root, "manifests")) if e.name.endswith(".json"))
-    except FileNotFoundError:
-        manifests = 0
-    return StoreUsage(objects, total, manifests, truncated)
+        usage = catalog_usage(ArtifactStore(store_root, create=False))
+    except (StoreError, OSError):
+        return None
+    return StoreUsage(usage.objects, usage.object_bytes, usage.staging_bytes)

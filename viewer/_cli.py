@@ -40,9 +40,17 @@ def streamlit_command(port: int) -> list[str]:
     ]
 
 
-def viewer_env(db: Path, store: Path | None) -> dict[str, str]:
+def viewer_env(db: Path | str, store: Path | None) -> dict[str, str]:
+    """The app's environment: ``db`` is a DuckDB file, or a ClickHouse URL (``--clickhouse``)."""
+    from otel_inputs.viewer._backend import is_clickhouse
+
     env = dict(os.environ)
-    env[names.ENV_DB] = str(db.resolve())
+    if is_clickhouse(db):
+        env[names.ENV_CLICKHOUSE] = str(db)
+        env.pop(names.ENV_DB, None)
+    else:
+        env[names.ENV_DB] = str(Path(db).resolve())
+        env.pop(names.ENV_CLICKHOUSE, None)
     if store is not None:
         env[names.ENV_STORE] = str(store.resolve())
     return env
@@ -55,7 +63,7 @@ def url_for(port: int, attempt_id: str | None = None) -> str:
     return base + (f"?attempt={quote(attempt_id, safe='')}" if attempt_id else "")
 
 
-def serve(db: Path, store: Path | None, port: int, secrets_path: Path | None = None) -> int:
+def serve(db: Path | str, store: Path | None, port: int, secrets_path: Path | None = None) -> int:
     """Run the Streamlit server in the foreground until it exits or Ctrl-C; return its exit code."""
     cmd = streamlit_command(port)
     if secrets_path is not None:  # only this file: a stray .streamlit/secrets.toml must not configure login
@@ -97,6 +105,23 @@ def upgrade_schema(db: Path) -> str | None:
     return None
 
 
+def check_clickhouse(url: str) -> str:
+    """The ClickHouse database as the start-up line names it; a URL that is not one is a usage error,
+    and a server not answering now is a warning (the page says so too, and retries on refresh)."""
+    from otel_inputs.viewer._backend import ClickHouseTarget, DbUnavailable, clickhouse
+
+    try:
+        target = ClickHouseTarget.parse(url)
+    except DbUnavailable as exc:
+        raise click.UsageError(str(exc)) from exc
+    try:
+        with clickhouse(url):
+            pass
+    except DbUnavailable as exc:
+        click.echo(f"warning: {exc}", err=True)
+    return target.label
+
+
 def auth_secrets(port: int, metadata_url: str | None, client_id: str | None, client_secret: str | None,
                  cookie_secret: str | None, redirect_uri: str | None) -> str | None:
     """The ``[auth]`` section of Streamlit's secrets for ``st.login`` (OIDC), or ``None`` when login is off."""
@@ -131,8 +156,11 @@ def write_secrets(text: str) -> Path:
 
 
 @click.command("view")
-@click.option("--db", "db", type=click.Path(path_type=Path), envvar=names.ENV_DB, required=True,
+@click.option("--db", "db", type=click.Path(path_type=Path), envvar=names.ENV_DB, default=None,
               help="DuckDB file written by the exporter (or OTEL_INPUTS_DB).")
+@click.option("--clickhouse", "clickhouse", envvar=names.ENV_CLICKHOUSE, default=None, metavar="URL",
+              help="Read a ClickHouse database instead (http://[user:password@]host:8123/database, https://..., "
+                   "or chdb:PATH?database=NAME for a local chdb directory; or OTEL_INPUTS_CLICKHOUSE).")
 @click.option("--store", "store", type=click.Path(path_type=Path), envvar=names.ENV_STORE, default=None,
               help="Artifact store directory, for previews (or OTEL_INPUTS_STORE).")
 @click.option("--port", type=int, default=8501, show_default=True, help="Port on 127.0.0.1; 0 picks a free one.")
@@ -145,23 +173,32 @@ def write_secrets(text: str) -> Path:
               help="Secret signing the login cookie; random per start when not given.")
 @click.option("--auth-redirect-uri", envvar=names.ENV_AUTH_REDIRECT_URI, default=None,
               help="Redirect URI registered at the provider; default http://127.0.0.1:PORT/oauth2callback.")
-def view(db: Path, store: Path | None, port: int, auth_metadata_url: str | None, auth_client_id: str | None,
-         auth_client_secret: str | None, auth_cookie_secret: str | None, auth_redirect_uri: str | None) -> None:
-    """Serve the review app for DB (and STORE) on 127.0.0.1."""
+def view(db: Path | None, clickhouse: str | None, store: Path | None, port: int, auth_metadata_url: str | None,
+         auth_client_id: str | None, auth_client_secret: str | None, auth_cookie_secret: str | None,
+         auth_redirect_uri: str | None) -> None:
+    """Serve the review app for DB or a ClickHouse database (and STORE) on 127.0.0.1."""
+    if (db is None) == (clickhouse is None):
+        raise click.UsageError("give exactly one of --db FILE or --clickhouse URL")
     port = port or free_port()
     secrets_text = auth_secrets(port, auth_metadata_url, auth_client_id, auth_client_secret, auth_cookie_secret,
                                 auth_redirect_uri)
-    try:
-        warning = upgrade_schema(db)
-    except Exception as exc:  # SchemaError: a newer or foreign schema, say so plainly
-        raise click.ClickException(str(exc)) from exc
-    if warning:
-        click.echo(f"warning: {warning}", err=True)
+    source: Path | str
+    if clickhouse is not None:
+        source, shown = clickhouse, check_clickhouse(clickhouse)
+    else:
+        assert db is not None
+        source, shown = db, f"database {db}"
+        try:
+            warning = upgrade_schema(db)
+        except Exception as exc:  # SchemaError: a newer or foreign schema, say so plainly
+            raise click.ClickException(str(exc)) from exc
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
     secrets_path = write_secrets(secrets_text) if secrets_text else None
     login = "OIDC login required" if secrets_path else "viewer is the OS user"
-    click.echo(f"otel-inputs viewer on {url_for(port)} (database {db}, store {store or 'not set'}; {login})")
+    click.echo(f"otel-inputs viewer on {url_for(port)} ({shown}, store {store or 'not set'}; {login})")
     try:
-        sys.exit(serve(db, store, port, secrets_path))
+        sys.exit(serve(source, store, port, secrets_path))
     finally:
         if secrets_path is not None:
             secrets_path.unlink(missing_ok=True)

@@ -3,7 +3,7 @@
 The exporters' counters are cumulative per source.  *Dropped* wins over *spilled*: any span
 dropped, rejected or unconvertible, any failed batch or quarantined spool file means telemetry
 was lost.  *Spilled* means spans waited on disk and more were spilled than drained back so far.
-No counters at all is "unknown", never "ok".
+No counters at all, or a backend without counters, is "unknown", never "ok".
 """
 
 from __future__ import annotations
@@ -51,7 +51,12 @@ class HealthModel:
     details: tuple[dict[str, object], ...]
 
 
-def health_model(rows: Sequence[HealthRow]) -> HealthModel:
+def health_model(rows: Sequence[HealthRow] | None, backend: str = "this backend") -> HealthModel:
+    """``rows`` is ``None`` where the backend keeps no exporter counters (the stock ClickHouse
+    exporter writes none): unknown, and said so, never "ok"."""
+    if rows is None:
+        return HealthModel(HealthState.UNKNOWN, f"Exporter counters: not recorded on this backend ({backend} has "
+                           "no exporter_health table; the Collector's own metrics say what its exporter dropped).", ())
     if not rows:
         return HealthModel(HealthState.UNKNOWN, "No exporter counters recorded yet.", ())
     totals: dict[str, int] = {}

@@ -1,97 +1,25 @@
-"""Every SQL the viewer runs, over a short-lived read-only DuckDB connection.
+"""Every SQL the viewer runs, written once for both backends (:mod:`otel_inputs.viewer._backend`).
 
-The viewer never caches a connection: each page refresh opens the file read-only, runs the
-queries of this module and closes it, so exporters can write between refreshes.  A missing,
-locked or newer-schema database becomes :class:`DbUnavailable` with an owner-facing message.
+The viewer never caches a connection: each page refresh opens the backend (a DuckDB file
+read-only, or a ClickHouse database), runs the queries of this module and closes it, so exporters
+can write between refreshes.  A missing, locked, unreachable or newer-schema database becomes
+:class:`DbUnavailable` with an owner-facing message.  A table one backend does not have reads as
+``None`` ("not recorded on this backend"), never as no rows.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
-import duckdb
+from otel_inputs.viewer._backend import Backend, DbUnavailable, open_backend, read_only
 
-from otel_inputs.exporter._db import LockTimeout, connect_with_retry, file_lock
-from otel_inputs.exporter._schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, check_version, sha256_key_sql
-
-LOCK_WAIT_S = 20.0  # several writers may hold the lock back to back; a slow page beats an error page
+__all__ = ["Backend", "DbUnavailable", "open_backend", "read_only"]
 
 PAGE_SIZE = 50
 LEGACY_RECOVERY_LOOKBACK = 20
 """How many strictly prior same-session turns a legacy correction may look back through."""
-
-
-class DbUnavailable(Exception):
-    """The database cannot be read right now; ``str(exc)`` is the sentence shown on the page."""
-
-
-@contextmanager
-def read_only(db_path: str | os.PathLike[str]) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open ``db_path`` read-only for one refresh, check its schema, and always close it."""
-    path = Path(db_path)
-    if not path.exists():
-        raise DbUnavailable(f"No database {path.name} yet. Record an attempt first, or check OTEL_INPUTS_DB.")
-    # The shared sidecar lock waits out a writer's batch (a few hundred ms at most) instead of
-    # failing the refresh; it is released when this refresh's connection closes.
-    lock = file_lock(path, exclusive=False, timeout_s=LOCK_WAIT_S)
-    try:
-        lock.__enter__()
-    except LockTimeout as exc:
-        raise DbUnavailable(
-            f"The database {path.name} is busy with a long write; the page retries on its next refresh."
-        ) from exc
-    try:
-        con = connect_with_retry(path, read_only=True)
-    except duckdb.Error as exc:
-        lock.__exit__(None, None, None)
-        text = str(exc)
-        if "lock" in text.lower():
-            raise DbUnavailable(
-                f"The database {path.name} is locked by a writer right now; the page retries on its next refresh."
-            ) from exc
-        raise DbUnavailable(f"The database {path.name} cannot be opened: {text.splitlines()[0]}") from exc
-    except BaseException:
-        lock.__exit__(None, None, None)
-        raise
-    try:
-        try:
-            version = _schema_version(con)
-        except SchemaError as exc:
-            raise DbUnavailable(str(exc)) from exc
-        if version < SCHEMA_VERSION:
-            raise DbUnavailable(
-                f"The database {path.name} has schema version {version}, older than this viewer reads "
-                f"({SCHEMA_VERSION}); the exporter upgrades it the next time it writes."
-            )
-        yield con
-    finally:
-        con.close()
-        lock.__exit__(None, None, None)
-
-
-def _schema_version(con: duckdb.DuckDBPyConnection) -> int:
-    """The applied schema version, checked like ``check_version`` but without information_schema.
-
-    Reading the version table directly costs ~1 ms instead of ~17 ms per refresh; any surprise
-    (no table yet, unexpected shape) falls back to the exporter's own ``check_version``.
-    """
-    try:
-        rows = con.execute("SELECT version, name FROM otel_inputs_schema").fetchall()
-    except duckdb.Error:
-        return check_version(con)
-    known = {m.version: m.name for m in MIGRATIONS}
-    version = max((int(v) for v, _ in rows), default=0)
-    if version > SCHEMA_VERSION or any(known.get(int(v)) != name for v, name in rows):
-        return check_version(con)  # raises SchemaError with the exporter's wording
-    # Migrations may land out of order (see migrate): the version this file fully has is the one
-    # below its first missing migration.
-    missing = sorted(set(known) - {int(v) for v, _ in rows})
-    return missing[0] - 1 if missing else version
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,6 +136,7 @@ class TurnRef:
     user_prompt: str | None = None
     retry_of_attempt_id: str | None = None
     status: str | None = None
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -360,49 +289,32 @@ _INPUT_COLUMNS = [
 _INPUT_SELECT = ", ".join(_INPUT_COLUMNS) + ", epoch_ns(captured_at) AS captured_ns"
 
 
-def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
-
-
-def get_attempt(con: duckdb.DuckDBPyConnection, attempt_id: str) -> AttemptRecord | None:
-    rows = _rows(con.execute(f"SELECT {_ATTEMPT_SELECT} FROM agent_attempts WHERE attempt_id = ? LIMIT 1", [attempt_id]))
+def get_attempt(db: Backend, attempt_id: str) -> AttemptRecord | None:
+    sql, params = db.by_attempt("agent_attempts", _ATTEMPT_SELECT, attempt_id, None, None, "started_ns, span_id")
+    rows = db.dicts(sql + " LIMIT 1", params)
     return AttemptRecord(**rows[0]) if rows else None
 
 
-def _by_attempt(table: str, select: str, attempt_id: str, started_ns: int | None, order: str) -> tuple[str, list[Any]]:
-    """SQL for one attempt's rows of a table that carries ``attempt_started_at`` and has no index.
-
-    ``attempt_started_at = <start>`` lets DuckDB's row-group min/max zone maps skip nearly every
-    row group (rows land roughly in time order); the ``IS NULL`` branch finds rows landed before
-    the column existed (or of an attempt with no start time) and is itself pruned by the
-    row groups' null statistics, so no row ever disappears and the common case stays cheap.
-    """
-    if started_ns is None:  # start unknown: an unpruned scan by attempt id (correct, slower)
-        return f"SELECT {select} FROM {table} WHERE attempt_id = ? ORDER BY {order}", [attempt_id]
-    null_branch = f"SELECT {select} FROM {table} WHERE attempt_started_at IS NULL AND attempt_id = ?"
-    return (
-        f"SELECT {select} FROM {table} WHERE attempt_started_at = make_timestamp_ns(?::BIGINT) AND attempt_id = ? "
-        f"UNION ALL {null_branch} ORDER BY {order}",
-        [int(started_ns), attempt_id, attempt_id],
-    )
-
-
-def get_inputs(con: duckdb.DuckDBPyConnection, attempt_id: str, started_ns: int | None = None) -> tuple[InputRecord, ...]:
+def get_inputs(db: Backend, attempt_id: str, started_ns: int | None = None,
+               trace_id: str | None = None) -> tuple[InputRecord, ...]:
     """The attempt's input rows in ``seq`` order, each with the store's artifact status as landed.
 
-    ``started_ns`` is the attempt's start time (``agent_attempts.started_at``); with it the lookup
-    is pruned by zone maps instead of scanning every input row; without it every row is scanned.
+    ``started_ns`` / ``trace_id`` are the attempt's (``agent_attempts``); with them the lookup reads
+    only the attempt's part of the table (:meth:`Backend.by_attempt`); without, every row is scanned.
+    The store's statuses (``agent_artifacts``) exist on DuckDB only: elsewhere they are left unset,
+    and the store itself is asked (``overlay_store``).
     """
-    sql, params = _by_attempt("agent_attempt_inputs", _INPUT_SELECT, attempt_id, started_ns, "seq, input_id")
-    rows = _rows(con.execute(sql, params))
+    sql, params = db.by_attempt("agent_attempt_inputs", _INPUT_SELECT, attempt_id, started_ns, trace_id,
+                                "seq, input_id")
+    rows = db.dicts(sql, params)
     store: dict[str, tuple[str | None, str | None]] = {}
-    for input_id, status, reason in con.execute(
-        "SELECT input_id, artifact_status, status_reason FROM agent_artifacts WHERE attempt_id = ? "
-        "ORDER BY updated_at NULLS FIRST",
-        [attempt_id],
-    ).fetchall():
-        store[input_id] = (status, reason)  # latest update wins
+    if db.has("agent_artifacts"):
+        for input_id, status, reason in db.rows(
+            "SELECT input_id, artifact_status, status_reason FROM agent_artifacts WHERE attempt_id = ? "
+            "ORDER BY updated_at NULLS FIRST",
+            [attempt_id],
+        ):
+            store[input_id] = (status, reason)  # latest update wins
     out = []
     for row in rows:
         status, reason = store.get(row["input_id"], (None, None))
@@ -416,77 +328,85 @@ _PART_SELECT = (
 )
 
 
-def get_parts(con: duckdb.DuckDBPyConnection, attempt_id: str, started_ns: int | None = None) -> tuple[PartRecord, ...]:
+def get_parts(db: Backend, attempt_id: str, started_ns: int | None = None,
+              trace_id: str | None = None) -> tuple[PartRecord, ...]:
     """The attempt's exchange-part events as landed, logical request first, in recorded order."""
     from otel_inputs.types import PartName
 
-    sql, params = _by_attempt("agent_exchange_parts", _PART_SELECT, attempt_id, started_ns, "recorded_ns NULLS LAST")
+    sql, params = db.by_attempt("agent_exchange_parts", _PART_SELECT, attempt_id, started_ns, trace_id,
+                                "recorded_ns NULLS LAST")
     rank = {PartName.LOGICAL_REQUEST.value: 0, PartName.OBSERVABLE_OUTPUT.value: 1}
-    parts = [PartRecord(**row) for row in _rows(con.execute(sql, params))]
+    parts = [PartRecord(**row) for row in db.dicts(sql, params)]
     return tuple(sorted(parts, key=lambda p: rank.get(p.part_name or "", 2)))  # stable: recorded order kept
 
 
-def get_session_turns(con: duckdb.DuckDBPyConnection, run_id: str | None, session_id: str | None) -> tuple[TurnRef, ...]:
+def get_session_turns(db: Backend, run_id: str | None, session_id: str | None) -> tuple[TurnRef, ...]:
     """Every attempt of ``run_id`` with ``session_id``; empty when either is null (never grouped)."""
     if run_id is None or session_id is None:
         return ()
-    cur = con.execute(
+    scope, scope_params = db.session_scope(session_id)
+    rows = db.rows(
         "SELECT attempt_id, epoch_ns(started_at), epoch_ns(ended_at), phase, send_kind, turn_index, "
-        "input_packet_version IS NULL, NULL, retry_of_attempt_id, status FROM agent_attempts "
-        "WHERE run_id = ? AND session_id = ? "
+        "input_packet_version IS NULL, NULL, retry_of_attempt_id, status, trace_id FROM agent_attempts "
+        f"WHERE {scope}run_id = ? AND session_id = ? "
         "ORDER BY started_at NULLS LAST, attempt_id",
-        [run_id, session_id],
+        [*scope_params, run_id, session_id],
     )
-    return tuple(TurnRef(*row) for row in cur.fetchall())
+    return tuple(TurnRef(*_legacy_flag(row, 6)) for row in rows)
 
 
-def get_user_prompts(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[str]) -> dict[str, str]:
+def _legacy_flag(row: Sequence[Any], i: int) -> tuple[Any, ...]:
+    """``row`` with its ``IS NULL`` column as a bool (ClickHouse answers 0/1)."""
+    return (*row[:i], bool(row[i]), *row[i + 1:])
+
+
+def get_user_prompts(db: Backend, attempt_ids: Sequence[str]) -> dict[str, str]:
     if not attempt_ids:
         return {}
-    cur = con.execute(
-        "SELECT attempt_id, user_prompt FROM agent_attempts WHERE attempt_id IN (SELECT unnest(?::VARCHAR[]))",
-        [list(attempt_ids)],
-    )
-    return {a: p for a, p in cur.fetchall() if p is not None}
+    rows = db.rows(f"SELECT attempt_id, user_prompt FROM agent_attempts WHERE {db.in_list('attempt_id')}",
+                   [list(attempt_ids)])
+    return {a: p for a, p in rows if p is not None}
 
 
-def load_attempt(con: duckdb.DuckDBPyConnection, attempt_id: str) -> AttemptBundle | None:
+def load_attempt(db: Backend, attempt_id: str) -> AttemptBundle | None:
     """All queries of one attempt page: the attempt, its inputs, its session, the previous turn's inputs."""
     from otel_inputs.viewer._lineage import previous_turn_id, prior_turns
 
-    attempt = get_attempt(con, attempt_id)
+    attempt = get_attempt(db, attempt_id)
     if attempt is None:
         return None
-    inputs = get_inputs(con, attempt_id, attempt.started_ns)
-    parts = get_parts(con, attempt_id, attempt.started_ns)
-    turns = get_session_turns(con, attempt.run_id, attempt.session_id)
+    inputs = get_inputs(db, attempt_id, attempt.started_ns, attempt.trace_id)
+    parts = get_parts(db, attempt_id, attempt.started_ns, attempt.trace_id)
+    turns = get_session_turns(db, attempt.run_id, attempt.session_id)
     prior = prior_turns(attempt, turns)
     prev_id = previous_turn_id(attempt, prior)
     previous_inputs = None
     if prev_id:
-        prev_start = next((t.started_ns for t in turns if t.attempt_id == prev_id), None)
-        if prev_start is None and not any(t.attempt_id == prev_id for t in turns):
-            prev = get_attempt(con, prev_id)
-            prev_start = prev.started_ns if prev is not None else None
-        previous_inputs = get_inputs(con, prev_id, prev_start)
+        turn = next((t for t in turns if t.attempt_id == prev_id), None)
+        if turn is not None:
+            prev_start, prev_trace = turn.started_ns, turn.trace_id
+        else:
+            prev = get_attempt(db, prev_id)
+            prev_start, prev_trace = (prev.started_ns, prev.trace_id) if prev is not None else (None, None)
+        previous_inputs = get_inputs(db, prev_id, prev_start, prev_trace)
     prompts: dict[str, str] = {}
     if attempt.is_legacy and prior.turns:
         same_phase = [t.attempt_id for t in prior.turns if t.phase == attempt.phase]
-        prompts = get_user_prompts(con, same_phase[-LEGACY_RECOVERY_LOOKBACK:])
-    steps = get_steps(con, attempt_id, attempt.started_ns)
-    messages = get_messages(con, attempt_id)
-    operation = get_operation(con, attempt, turns)
+        prompts = get_user_prompts(db, same_phase[-LEGACY_RECOVERY_LOOKBACK:])
+    steps = get_steps(db, attempt_id, attempt.started_ns, attempt.trace_id)
+    messages = get_messages(db, attempt_id, attempt.trace_id)
+    operation = get_operation(db, attempt, turns)
     return AttemptBundle(attempt, inputs, turns, prev_id, previous_inputs, prompts, parts, steps, messages,
                          operation)
 
 
-def list_runs(con: duckdb.DuckDBPyConnection, *, limit: int = PAGE_SIZE, offset: int = 0) -> tuple[RunSummary, ...]:
-    cur = con.execute(
-        """
+def list_runs(db: Backend, *, limit: int = PAGE_SIZE, offset: int = 0) -> tuple[RunSummary, ...]:
+    rows = db.dicts(
+        f"""
         SELECT run_id, count(*) AS attempts, count(DISTINCT session_id) AS sessions,
                min(epoch_ns(started_at)) AS first_ns,
                max(epoch_ns(coalesce(ended_at, started_at))) AS last_ns,
-               coalesce(string_agg(DISTINCT phase, ', ' ORDER BY phase), '') AS phases,
+               {db.distinct_join('phase')} AS phases,
                count(*) FILTER (WHERE input_coverage = 'complete') AS complete,
                count(*) FILTER (WHERE input_coverage = 'partial') AS partial,
                count(*) FILTER (WHERE input_coverage NOT IN ('complete', 'partial')) AS not_recorded
@@ -495,7 +415,7 @@ def list_runs(con: duckdb.DuckDBPyConnection, *, limit: int = PAGE_SIZE, offset:
         """,
         [limit, offset],
     )
-    return tuple(RunSummary(**row) for row in _rows(cur))
+    return tuple(RunSummary(**row) for row in rows)
 
 
 def _run_clause(run_id: str | None) -> tuple[str, list[Any]]:
@@ -523,7 +443,7 @@ def _filter_clause(filters: AttemptFilters) -> tuple[str, list[Any]]:
 
 
 def list_attempts(
-    con: duckdb.DuckDBPyConnection,
+    db: Backend,
     run_id: str | None,
     filters: AttemptFilters = AttemptFilters(),
     *,
@@ -534,7 +454,7 @@ def list_attempts(
     run_sql, run_params = _run_clause(run_id)
     filt_sql, filt_params = _filter_clause(filters)
     order = "DESC" if filters.newest_first else "ASC"
-    cur = con.execute(
+    raw = db.rows(
         f"""
         SELECT attempt_id, epoch_ns(started_at), epoch_ns(ended_at), phase, agent_name, send_kind,
                turn_index, session_id, input_coverage, item_count, status, input_packet_version IS NULL,
@@ -544,48 +464,49 @@ def list_attempts(
         """,
         [*run_params, *filt_params, limit, offset],
     )
-    raw = cur.fetchall()
-    rows = tuple(AttemptListRow(*r[:-1]) for r in raw)
+    rows = tuple(AttemptListRow(*_legacy_flag(r[:-1], 11)) for r in raw)
     if raw:
         total = int(raw[0][-1])
     elif offset:
-        total = int(con.execute(f"SELECT count(*) FROM agent_attempts WHERE {run_sql}{filt_sql}", [*run_params, *filt_params]).fetchone()[0])
+        total = int(db.rows(f"SELECT count(*) FROM agent_attempts WHERE {run_sql}{filt_sql}",
+                            [*run_params, *filt_params])[0][0])
     else:
         total = 0
     return AttemptPage(rows, total, offset, limit)
 
 
-def run_facets(con: duckdb.DuckDBPyConnection, run_id: str | None) -> RunFacets:
+def run_facets(db: Backend, run_id: str | None) -> RunFacets:
+    """The values each filter can take in this run (``None`` listed last when some row lacks it)."""
     run_sql, params = _run_clause(run_id)
-    row = con.execute(
-        f"""
-        SELECT list(DISTINCT phase), list(DISTINCT agent_name), list(DISTINCT send_kind),
-               list(DISTINCT input_coverage), list(DISTINCT status),
-               bool_or(phase IS NULL), bool_or(agent_name IS NULL), bool_or(send_kind IS NULL),
-               bool_or(input_coverage IS NULL), bool_or(status IS NULL)
-        FROM agent_attempts WHERE {run_sql}
-        """,
+    # The distinct combinations are few (phases x agents x kinds x coverages x statuses); folding
+    # them here keeps the SQL the same on both engines.
+    combos = db.rows(
+        f"SELECT DISTINCT phase, agent_name, send_kind, input_coverage, status FROM agent_attempts WHERE {run_sql}",
         params,
-    ).fetchone()
+    )
     lists = []
-    for values, has_null in zip(row[:5], row[5:]):
-        vals: list[str | None] = sorted(v for v in (values or []) if v is not None)
-        if has_null:
+    for i in range(5):
+        values = {c[i] for c in combos}
+        vals: list[str | None] = sorted(v for v in values if v is not None)
+        if None in values:
             vals.append(None)
         lists.append(tuple(vals))
     return RunFacets(*lists)
 
 
-def run_timeline(con: duckdb.DuckDBPyConnection, run_id: str | None, *, limit: int = 2000) -> tuple[AttemptListRow, ...]:
+def run_timeline(db: Backend, run_id: str | None, *, limit: int = 2000) -> tuple[AttemptListRow, ...]:
     """The run's attempts in time order (bounded), with retry links, for the timeline picture."""
-    page = list_attempts(con, run_id, AttemptFilters(), limit=limit)
+    page = list_attempts(db, run_id, AttemptFilters(), limit=limit)
     return page.rows
 
 
-def run_artifact_usage(con: duckdb.DuckDBPyConnection, run_id: str | None) -> list[dict[str, Any]]:
-    """Snapshot bytes of a run by artifact status and media type (from the store's own rows)."""
+def run_artifact_usage(db: Backend, run_id: str | None) -> list[dict[str, Any]] | None:
+    """Snapshot bytes of a run by artifact status and media type (from the store's own rows);
+    ``None`` where the backend has no ``agent_artifacts`` table (not recorded there)."""
+    if not db.has("agent_artifacts"):
+        return None
     run_sql, params = _run_clause(run_id)
-    cur = con.execute(
+    return db.dicts(
         f"""
         SELECT coalesce(artifact_status, 'unknown') AS artifact_status,
                coalesce(media_type, 'unknown') AS media_type,
@@ -595,12 +516,14 @@ def run_artifact_usage(con: duckdb.DuckDBPyConnection, run_id: str | None) -> li
         """,
         params,
     )
-    return _rows(cur)
 
 
-def exporter_health(con: duckdb.DuckDBPyConnection) -> tuple[HealthRow, ...]:
-    """The latest value of every exporter health counter (drops, spills, failed batches)."""
-    cur = con.execute(
+def exporter_health(db: Backend) -> tuple[HealthRow, ...] | None:
+    """The latest value of every exporter health counter (drops, spills, failed batches); ``None``
+    where the backend has no ``exporter_health`` table (the stock ClickHouse exporter keeps none)."""
+    if not db.has("exporter_health"):
+        return None
+    rows = db.rows(
         """
         SELECT source, metric, value, epoch_ns(updated_at)
         FROM exporter_health
@@ -608,20 +531,19 @@ def exporter_health(con: duckdb.DuckDBPyConnection) -> tuple[HealthRow, ...]:
         ORDER BY source, metric
         """
     )
-    return tuple(HealthRow(*row) for row in cur.fetchall())
+    return tuple(HealthRow(*row) for row in rows)
 
 
-def run_coverage(con: duckdb.DuckDBPyConnection, run_id: str | None) -> list[dict[str, Any]]:
+def run_coverage(db: Backend, run_id: str | None) -> list[dict[str, Any]]:
     """Attempt counts of a run by phase and packet coverage."""
     run_sql, params = _run_clause(run_id)
-    cur = con.execute(
+    return db.dicts(
         f"""
         SELECT coalesce(phase, 'not recorded') AS phase, input_coverage AS coverage, count(*) AS attempts
-        FROM agent_attempts WHERE {run_sql} GROUP BY ALL ORDER BY ALL
+        FROM agent_attempts WHERE {run_sql} GROUP BY phase, coverage ORDER BY phase, coverage
         """,
         params,
     )
-    return _rows(cur)
 
 
 # --------------------------------------------------------------------------------------------
@@ -634,25 +556,23 @@ _STEP_SELECT = (
 )
 
 
-def get_steps(con: duckdb.DuckDBPyConnection, attempt_id: str, started_ns: int | None = None) -> tuple[StepRecord, ...] | None:
+def get_steps(db: Backend, attempt_id: str, started_ns: int | None = None,
+              trace_id: str | None = None) -> tuple[StepRecord, ...] | None:
     """The attempt's steps in ``seq`` order, or ``None`` when this database has no steps table."""
-    sql, params = _by_attempt("agent_attempt_steps", _STEP_SELECT, attempt_id, started_ns,
-                              "seq NULLS LAST, started_ns NULLS LAST, span_id")
-    try:
-        rows = _rows(con.execute(sql, params))
-    except duckdb.CatalogException:
+    if not db.has("agent_attempt_steps"):
         return None  # older schema: steps were not recorded (not "no steps")
-    return tuple(StepRecord(**row) for row in rows)
+    sql, params = db.by_attempt("agent_attempt_steps", _STEP_SELECT, attempt_id, started_ns, trace_id,
+                                "seq NULLS LAST, started_ns NULLS LAST, span_id")
+    return tuple(StepRecord(**row) for row in db.dicts(sql, params))
 
 
-def get_messages(con: duckdb.DuckDBPyConnection, attempt_id: str) -> MessagesRecord | None:
+def get_messages(db: Backend, attempt_id: str, trace_id: str | None = None) -> MessagesRecord | None:
     """The C2 messages row of the attempt, or ``None`` (no such table, or no row for it)."""
-    try:
-        rows = _rows(con.execute(
-            "SELECT attempt_id, system_prompt, user_prompt, input_messages_json, messages_source, messages_note "
-            "FROM agent_attempt_messages WHERE attempt_id = ? LIMIT 1", [attempt_id]))
-    except duckdb.CatalogException:
+    if not db.has("agent_attempt_messages"):
         return None
+    cols = "attempt_id, system_prompt, user_prompt, input_messages_json, messages_source, messages_note"
+    sql, params = db.by_attempt("agent_attempt_messages", cols, attempt_id, None, trace_id, "attempt_id")
+    rows = db.dicts(sql, params)
     return MessagesRecord(**rows[0]) if rows else None
 
 
@@ -660,18 +580,17 @@ MAX_RETRY_DEPTH = 50
 """A bound on walking retry links (a corrupt cycle must not loop)."""
 
 
-def run_retry_links(con: duckdb.DuckDBPyConnection, run_id: str | None, *, limit: int = 20_000) -> dict[str, str]:
+def run_retry_links(db: Backend, run_id: str | None, *, limit: int = 20_000) -> dict[str, str]:
     """``retry attempt id -> the attempt it retries`` for a run (bounded)."""
     run_sql, params = _run_clause(run_id)
-    cur = con.execute(
+    return dict(db.rows(
         f"SELECT attempt_id, retry_of_attempt_id FROM agent_attempts WHERE {run_sql} "
         "AND retry_of_attempt_id IS NOT NULL LIMIT ?",
         [*params, limit],
-    )
-    return dict(cur.fetchall())
+    ))
 
 
-def get_operation(con: duckdb.DuckDBPyConnection, attempt: AttemptRecord,
+def get_operation(db: Backend, attempt: AttemptRecord,
                   session_turns: tuple[TurnRef, ...] = ()) -> tuple[RetryMember, ...]:
     """The physical attempts of ``attempt``'s logical operation (linked by retry-of), in time order.
 
@@ -683,7 +602,7 @@ def get_operation(con: duckdb.DuckDBPyConnection, attempt: AttemptRecord,
     if attempt.session_id is not None and session_turns:
         links = {t.attempt_id: t.retry_of_attempt_id for t in session_turns if t.retry_of_attempt_id}
     else:
-        links = run_retry_links(con, attempt.run_id)
+        links = run_retry_links(db, attempt.run_id)
     if attempt.retry_of_attempt_id:
         links.setdefault(attempt.attempt_id, attempt.retry_of_attempt_id)
     members = family(attempt.attempt_id, links)
@@ -694,12 +613,12 @@ def get_operation(con: duckdb.DuckDBPyConnection, attempt: AttemptRecord,
             for a, t in known.items() if a in members]
     missing = sorted(members - known.keys())
     if missing:
-        cur = con.execute(
+        found = db.rows(
             "SELECT attempt_id, retry_of_attempt_id, epoch_ns(started_at), send_kind, status, "
-            "input_packet_version IS NULL FROM agent_attempts WHERE attempt_id IN (SELECT unnest(?::VARCHAR[]))",
+            f"input_packet_version IS NULL FROM agent_attempts WHERE {db.in_list('attempt_id')}",
             [missing],
         )
-        rows.extend(RetryMember(*r) for r in cur.fetchall())
+        rows.extend(RetryMember(*_legacy_flag(r, 5)) for r in found)
     rows.sort(key=lambda m: (m.started_ns is None, m.started_ns or 0, m.attempt_id))
     return tuple(rows)
 
@@ -728,33 +647,32 @@ class Elsewhere:
 WHERE_ELSE_LIMIT = 50
 
 
-def where_else(con: duckdb.DuckDBPyConnection, *, sha256: str | None = None, source_path: str | None = None,
+def where_else(db: Backend, *, sha256: str | None = None, source_path: str | None = None,
                exclude_attempt: str | None = None, limit: int = WHERE_ELSE_LIMIT) -> Elsewhere:
     """Inputs of any run with this SHA-256 (or this path), newest first, and how many there are in all."""
     if (sha256 is None) == (source_path is None):
         raise ValueError("exactly one of sha256 or source_path")
     # Two steps: the (few) matching input rows by a column scan, then their attempts by the unique
-    # attempt_id index; a join would scan every attempt row instead.  By SHA-256 the scan reads the
-    # 8-byte key first (migration 13), and the full text only where the key matched or is absent.
+    # attempt_id index; a join would scan every attempt row instead.
     cols = "attempt_id, seq, label, source_path, sha256, input_id, attempt_started_at"
     if sha256 is not None:
-        match = (f"SELECT {cols} FROM agent_attempt_inputs WHERE sha256_key = {sha256_key_sql('$1')} AND sha256 = $1 "
-                 f"UNION ALL SELECT {cols} FROM agent_attempt_inputs WHERE sha256_key IS NULL AND sha256 = $1")
+        match, n_params = db.sha256_match(cols, "agent_attempt_inputs")
+        match_params = [sha256] * n_params
     else:
-        match = f"SELECT {cols} FROM agent_attempt_inputs WHERE source_path = $1"
-    hits = con.execute(
-        f"SELECT attempt_id, seq, label, source_path, sha256, input_id, count(*) OVER () FROM ({match}) "
-        "WHERE attempt_id IS DISTINCT FROM $2 ORDER BY attempt_started_at DESC NULLS LAST, attempt_id, seq LIMIT $3",
-        [sha256 if sha256 is not None else source_path, exclude_attempt, limit],
-    ).fetchall()
+        match, match_params = f"SELECT {cols} FROM agent_attempt_inputs WHERE source_path = ?", [source_path]
+    hits = db.rows(
+        f"SELECT attempt_id, seq, label, source_path, sha256, input_id, count(*) OVER () AS total FROM ({match}) AS m "
+        "WHERE attempt_id IS DISTINCT FROM ? ORDER BY attempt_started_at DESC NULLS LAST, attempt_id, seq LIMIT ?",
+        [*match_params, exclude_attempt, limit],
+    )
     if not hits:
         return Elsewhere((), 0)
     ids = sorted({h[0] for h in hits})
     meta = {
         r[0]: r[1:]
-        for r in con.execute(
-            "SELECT attempt_id, run_id, phase, epoch_ns(started_at) FROM agent_attempts "
-            "WHERE attempt_id IN (SELECT unnest(?::VARCHAR[]))", [ids]).fetchall()
+        for r in db.rows(
+            f"SELECT attempt_id, run_id, phase, epoch_ns(started_at) FROM agent_attempts WHERE {db.in_list('attempt_id')}",
+            [ids])
     }
     rows = tuple(
         ElsewhereRow(h[0], *meta.get(h[0], (None, None, None)), h[1], h[2], h[3], h[4], h[5]) for h in hits
@@ -772,13 +690,13 @@ class TaskRun:
     first_started_ns: int | None
 
 
-def task_runs(con: duckdb.DuckDBPyConnection, task_sha256: str, *, limit: int = 20) -> tuple[TaskRun, ...]:
+def task_runs(db: Backend, task_sha256: str, *, limit: int = 20) -> tuple[TaskRun, ...]:
     """Runs whose attempts had this task SHA-256, newest first (bounded)."""
-    cur = con.execute(
+    rows = db.rows(
         """
-        SELECT run_id, count(*), arg_min(attempt_id, started_at), min(epoch_ns(started_at)) AS first_ns
+        SELECT run_id, count(*), argMin(attempt_id, started_at), min(epoch_ns(started_at)) AS first_ns
         FROM agent_attempts WHERE task_sha256 = ? GROUP BY run_id ORDER BY first_ns DESC NULLS LAST LIMIT ?
         """,
         [task_sha256, limit],
     )
-    return tuple(TaskRun(*r) for r in cur.fetchall())
+    return tuple(TaskRun(*r) for r in rows)

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import duckdb
-
 from otel_inputs.viewer._format import time_text, value_text
 from otel_inputs.viewer._queries import (
+    Backend,
     AttemptRecord,
     ElsewhereRow,
     InputRecord,
@@ -48,7 +47,7 @@ def _item(r: ElsewhereRow) -> ElsewhereItem:
                          value_text(r.label), value_text(r.source_path, missing="none"))
 
 
-def _listing(con: duckdb.DuckDBPyConnection, what: str, **kw: str | None) -> ElsewhereList:
+def _listing(con: Backend, what: str, **kw: str | None) -> ElsewhereList:
     from otel_inputs.viewer._access import page_access
 
     found = where_else(con, **kw)
@@ -65,7 +64,7 @@ def _listing(con: duckdb.DuckDBPyConnection, what: str, **kw: str | None) -> Els
     return ElsewhereList(rows, found.total, f"{found.total} input(s) of other attempts had {what}{more}.")
 
 
-def item_elsewhere(con: duckdb.DuckDBPyConnection, item: InputRecord) -> tuple[ElsewhereList | None, ElsewhereList | None]:
+def item_elsewhere(con: Backend, item: InputRecord) -> tuple[ElsewhereList | None, ElsewhereList | None]:
     """(same SHA-256, same path) listings for ``item``; ``None`` where the item has no hash or path."""
     by_sha = _listing(con, "the same SHA-256", sha256=item.sha256, exclude_attempt=item.attempt_id) if item.sha256 else None
     by_path = (_listing(con, "the same path", source_path=item.source_path, exclude_attempt=item.attempt_id)
@@ -105,7 +104,7 @@ def describe_difference(mine: dict[str, str | None], theirs: dict[str, str | Non
     return ", ".join(parts) + " (e.g. " + ", ".join(examples) + ")"
 
 
-def task_drift(con: duckdb.DuckDBPyConnection, attempt: AttemptRecord, inputs: tuple[InputRecord, ...],
+def task_drift(con: Backend, attempt: AttemptRecord, inputs: tuple[InputRecord, ...],
                *, limit: int = 20) -> tuple[DriftRow, ...]:
     """The runs that used ``attempt``'s task SHA-256, each with how its first attempt's inputs differed."""
     if not attempt.task_sha256:
@@ -120,7 +119,8 @@ def task_drift(con: duckdb.DuckDBPyConnection, attempt: AttemptRecord, inputs: t
             theirs = mine
         else:
             first = get_attempt(con, tr.first_attempt_id)
-            theirs = _files(get_inputs(con, tr.first_attempt_id, first.started_ns if first else None))
+            theirs = _files(get_inputs(con, tr.first_attempt_id, first.started_ns if first else None,
+                                       first.trace_id if first else None))
         out.append(DriftRow(value_text(tr.run_id), tr.attempts, tr.first_attempt_id, time_text(tr.first_started_ns),
                             describe_difference(mine, theirs), tr.run_id == attempt.run_id))
     return tuple(out)

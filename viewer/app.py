@@ -1,7 +1,8 @@
 """otel-inputs review app: runs → attempts of a run → the attempt panel (``?attempt=<id>``).
 
-Run with ``otel-inputs view --db PATH --store DIR``; reads ``OTEL_INPUTS_DB`` and
-``OTEL_INPUTS_STORE``.  Each refresh opens the DuckDB file read-only and closes it again.
+Run with ``otel-inputs view --db PATH --store DIR`` or ``otel-inputs view --clickhouse URL``; reads
+``OTEL_INPUTS_DB`` (or ``OTEL_INPUTS_CLICKHOUSE``) and ``OTEL_INPUTS_STORE``.  Each refresh opens
+the backend (the DuckDB file read-only, or a ClickHouse client) and closes it again.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import streamlit as st
 from otel_inputs import names
 from otel_inputs.viewer import _charts as charts
 from otel_inputs.viewer import _queries as q
+from otel_inputs.viewer._backend import ClickHouseTarget, is_clickhouse
 from otel_inputs.viewer._access import Access, current_access, login_gate, logout_button, viewer_identity
 from otel_inputs.viewer._draw import draw_panel, note
 from otel_inputs.viewer._evidence import Evidence, budget_usage, open_evidence, overlay_store
@@ -29,7 +31,20 @@ ANY = "any"
 
 
 def _db() -> str | None:
-    return os.environ.get(names.ENV_DB)
+    """What this viewer reads: a ClickHouse URL when one is set, else the DuckDB file."""
+    return os.environ.get(names.ENV_CLICKHOUSE) or os.environ.get(names.ENV_DB)
+
+
+def _db_label(db: str | None) -> str:
+    """The database as the sidebar names it: a file name, or ClickHouse host/database (no credentials)."""
+    if not db:
+        return "not set"
+    if is_clickhouse(db):
+        try:
+            return ClickHouseTarget.parse(db).label
+        except q.DbUnavailable:
+            return "ClickHouse (URL not understood)"
+    return Path(db).name
 
 
 def _store() -> str | None:
@@ -66,7 +81,7 @@ def go_home() -> None:
 # --------------------------------------------------------------------------------------------
 def _health(con: Any) -> None:
     """A small indicator (ok / spilled / dropped / unknown) with the counters on demand."""
-    m = health_model(q.exporter_health(con))
+    m = health_model(q.exporter_health(con), backend=con.label)
     icon, color, word = BADGE[m.state]
     left, right = st.columns([4, 1], vertical_alignment="center")
     with left:
@@ -195,7 +210,10 @@ def _run_page(con: Any, run_id: str | None) -> None:
                                          for r in cov_rows) + ".")
     with tabs[4]:
         usage = q.run_artifact_usage(con, run_id)
-        if usage:
+        if usage is None:
+            st.text(f"Snapshot rows per run: not recorded on this backend ({con.label} has no agent_artifacts "
+                    "table); the store's own figures follow.")
+        elif usage:
             st.altair_chart(charts.usage_chart(usage), width="stretch")
             st.text("In words: " + "; ".join(f"{r['items']} {r['media_type']} item(s) {r['artifact_status']}, "
                                              f"{size_text(r['bytes'])}" for r in usage) + ".")
@@ -205,8 +223,8 @@ def _run_page(con: Any, run_id: str | None) -> None:
         if disk is None:
             st.text("Artifact store: not configured or not found.")
         else:
-            st.text(f"Artifact store on disk: {disk.objects} object(s), {size_text(disk.bytes)}, "
-                    f"{disk.manifests} attempt manifest(s)" + (" (count truncated)" if disk.truncated else ""))
+            st.text(f"Artifact store on disk: {disk.objects} object(s), {size_text(disk.bytes)}"
+                    + (f", plus {size_text(disk.staging_bytes)} staging" if disk.staging_bytes else ""))
             _budget(disk.bytes, disk.truncated)
 
 
@@ -287,10 +305,11 @@ def _attempt_page(con: Any, attempt_id: str) -> None:
 def _body() -> None:
     db = _db()
     if not db:
-        note(f"No database configured: set {names.ENV_DB} or run `otel-inputs view --db PATH`.", "error")
+        note(f"No database configured: set {names.ENV_DB} or run `otel-inputs view --db PATH` "
+             "(or `--clickhouse URL`).", "error")
         return
     try:
-        with q.read_only(db) as con:
+        with q.open_backend(db) as con:
             _health(con)
             params = st.query_params
             if "attempt" in params:
@@ -314,7 +333,7 @@ def main() -> None:
         st.text("What task and inputs did each agent attempt actually have?")
         # File names only: host paths never reach the browser.
         db, store = _db(), _store()
-        st.text(f"Database: {Path(db).name if db else 'not set'}\n"
+        st.text(f"Database: {_db_label(db)}\n"
                 f"Store: {'configured' if store else 'not set'}\nViewing as: {_evidence().viewer}")
         logout_button()
         choice = st.selectbox("Live refresh", list(REFRESH_CHOICES), index=2, key="refresh")

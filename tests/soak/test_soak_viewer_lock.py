@@ -74,6 +74,6 @@ def test_soak_viewer_read_waits_for_a_writer_batch(tmp_path: Path) -> None:
     proc = _hold_batch(db)
     try:
         with read_only(db) as con:
-            assert con.execute("SELECT count(*) FROM otel_traces").fetchone()[0] == 0
+            assert con.rows("SELECT count(*) FROM otel_traces")[0][0] == 0
     finally:
         proc.wait(timeout=20)

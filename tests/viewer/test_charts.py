@@ -21,9 +21,10 @@ def test_timeline_has_one_bar_per_attempt_and_links_each_retry(viewer_fixture: V
 
 
 def test_store_usage_counts_objects_on_disk(viewer_fixture: ViewerFixture) -> None:
-    """Store usage counts the snapshot objects and manifests actually on disk."""
+    """Store usage (from the store's catalog) counts the snapshot objects on disk and the blocks they take."""
     usage = charts.store_usage(viewer_fixture.store_path)
     objects = [p for p in (viewer_fixture.store_path / "objects").rglob("*") if p.is_file()]
     assert usage is not None and usage.objects == len(objects) > 0
-    assert usage.bytes == sum(p.stat().st_size for p in objects)
+    assert usage.bytes == sum((p.stat().st_blocks * 512) or p.stat().st_size for p in objects)
     assert charts.store_usage(None) is None
+    assert charts.store_usage(viewer_fixture.store_path / "absent") is None

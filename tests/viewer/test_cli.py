@@ -32,7 +32,7 @@ def test_demo_no_serve_records_a_session_every_attempt_of_which_renders(tmp_path
     assert proc.returncode == 0, proc.stderr
     db = next(out.glob("*.duckdb"))
     with read_only(db) as con:
-        ids = [r[0] for r in con.execute("SELECT attempt_id FROM agent_attempts ORDER BY started_at").fetchall()]
+        ids = [r[0] for r in con.rows("SELECT attempt_id FROM agent_attempts ORDER BY started_at")]
         panels = [build_panel(load_attempt(con, a)) for a in ids]
     assert len(panels) >= 5
     send_kinds = {p.dispatch.send_kind for p in panels}

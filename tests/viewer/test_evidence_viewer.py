@@ -17,6 +17,7 @@ from otel_inputs.store import ArtifactStore, current_viewer, purge, revoke_sourc
 from otel_inputs.viewer import _evidence
 from otel_inputs.viewer._format import md_escape
 from otel_inputs.viewer._panel import PARTS_NOT_RECORDED
+from otel_inputs.viewer._backend import DuckDBBackend
 from otel_inputs.viewer._queries import get_inputs, load_attempt
 from apptest_helpers import open_item, table, table_cells, texts
 
@@ -77,11 +78,12 @@ def test_input_rows_are_found_with_and_without_the_start_column(small: tuple[Pat
         nulls = dict(con.execute("SELECT attempt_id, count(*) FILTER (WHERE attempt_started_at IS NULL) "
                                  "FROM agent_attempt_inputs GROUP BY ALL").fetchall())
         assert nulls == {"ev-1": 0, "ev-2": 0, "ev-3": 1}
+        backend = DuckDBBackend(con, db.name)
         for attempt_id, n in (("ev-1", 2), ("ev-3", 1)):
-            bundle = load_attempt(con, attempt_id)
+            bundle = load_attempt(backend, attempt_id)
             assert bundle is not None and len(bundle.inputs) == n
-            assert len(get_inputs(con, attempt_id, bundle.attempt.started_ns)) == n
-        assert get_inputs(con, "ev-1", 1) == ()  # a wrong start time really filters (the column is used)
+            assert len(get_inputs(backend, attempt_id, bundle.attempt.started_ns)) == n
+        assert get_inputs(backend, "ev-1", 1) == ()  # a wrong start time really filters (the column is used)
     finally:
         con.close()
 
