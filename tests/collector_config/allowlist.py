@@ -19,6 +19,22 @@ Sources, at that version unless a different one is named:
 * contrib ``exporter/loadbalancingexporter/README.md`` (renamed ``loadbalancing`` ->
   ``load_balancing`` in v0.153.0 with the old name kept as a deprecated alias; pkg.go.dev README of
   v0.154.0; ``protocol.otlp`` is an OTLP gRPC exporter template without ``endpoint``).
+* contrib ``exporter/clickhouseexporter`` (type ``clickhouse``; beta for traces and logs). The
+  v0.159.0 tag itself could not be read here (the contrib repository is too large to fetch and no
+  Go module proxy is reachable), so the keys listed are those present on both sides of it: in
+  ``config.go`` of 2024 (contrib commit 0769c478: ``endpoint``, ``username``, ``password``,
+  ``database``, ``connection_params``, ``logs_table_name``, ``traces_table_name``, ``ttl``,
+  ``table_engine.{name,params}``, ``cluster_name``, ``create_schema``, ``async_insert``, with
+  exporterhelper's ``timeout``, ``retry_on_failure`` and ``sending_queue``) and in the 2026
+  ``config.schema.yaml`` (commit 09ea2f42) and ``README.md`` (commit 000d4c7c), which document the
+  same keys plus ``compress`` (added in 2024, PR #34365, values ``none``/``zstd``/``lz4``/``gzip``/
+  ``deflate``/``br``/``true``) and ``json`` (the config option that replaced the ``clickhouse.json``
+  feature gate, removed in v0.153.0). Keys whose first version could not be dated (``tls``,
+  ``profiles_table_name``) and the metrics tables, whose shape changed in between, are left out.
+  ``ttl`` is rendered only into the DDL the exporter runs itself (``internal/sqltemplates/
+  traces_table.sql`` commit 2bf6b9e1, ``{{.TTL}}``), so it does nothing with ``create_schema: false``.
+  The INSERT column lists are ``internal/sqltemplates/traces_insert.sql`` (commit 61540ced) and
+  ``logs_insert.sql`` (commit 2cbebc60; ``EventName`` is appended when ``DESC TABLE`` shows it).
 
 The keys were collected by reading those documents (via the research notes above, which read the
 core repository at commit 934999fb), not by running a binary: treat a key missing here as "not
@@ -208,6 +224,40 @@ FILE_STORAGE_EXTENSION = {
     },
 }
 
+CLICKHOUSE_EXPORTER = {
+    **EXPORTER_HELPER,
+    "endpoint": LEAF,
+    "username": LEAF,
+    "password": LEAF,
+    "database": LEAF,
+    "connection_params": FreeMap(),
+    "traces_table_name": LEAF,
+    "logs_table_name": LEAF,
+    "ttl": DURATION,
+    "create_schema": Leaf((True, False)),
+    "async_insert": Leaf((True, False)),
+    "compress": Leaf(("none", "zstd", "lz4", "gzip", "deflate", "br", "true")),
+    "json": Leaf((True, False)),
+    "cluster_name": LEAF,
+    "table_engine": {"name": LEAF, "params": LEAF},
+}
+
+# The columns the stock exporter's INSERT statements name (Map variant); the DDL an operator applies
+# must have every one of them (the README: "Column names and types must be the same").
+CLICKHOUSE_TRACES_INSERT_COLUMNS = (
+    "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind",
+    "ServiceName", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration",
+    "StatusCode", "StatusMessage", "Events.Timestamp", "Events.Name", "Events.Attributes",
+    "Links.TraceId", "Links.SpanId", "Links.TraceState", "Links.Attributes",
+)
+CLICKHOUSE_LOGS_INSERT_COLUMNS = (
+    "Timestamp", "TraceId", "SpanId", "TraceFlags", "SeverityText", "SeverityNumber", "ServiceName",
+    "Body", "ResourceSchemaUrl", "ResourceAttributes", "ScopeSchemaUrl", "ScopeName", "ScopeVersion",
+    "ScopeAttributes", "LogAttributes",
+)
+CLICKHOUSE_LOGS_OPTIONAL_INSERT_COLUMNS = ("EventName",)  # written only when DESC TABLE shows it
+CLICKHOUSE_DEFAULT_TABLES = {"traces_table_name": "otel_traces", "logs_table_name": "otel_logs"}
+
 # kind -> component type -> key schema.  The current names at the pinned version only.
 COMPONENTS: dict[str, dict[str, object]] = {
     "receivers": {"otlp": OTLP_RECEIVER},
@@ -218,6 +268,7 @@ COMPONENTS: dict[str, dict[str, object]] = {
     "exporters": {
         "otlp_http": OTLP_HTTP_EXPORTER,
         "load_balancing": LOAD_BALANCING_EXPORTER,
+        "clickhouse": CLICKHOUSE_EXPORTER,
     },
     "extensions": {"file_storage": FILE_STORAGE_EXTENSION},
 }
@@ -229,6 +280,7 @@ STABILITY = {
     "transform": "beta",
     "otlp_http": "stable",
     "load_balancing": "beta",
+    "clickhouse": "beta",
     "file_storage": "beta",
 }
 

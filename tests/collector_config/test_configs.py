@@ -14,9 +14,9 @@ from . import allowlist
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG_DIR = REPO / "collector-config"
-CONFIG_FILES = ("local.yaml", "vendor.yaml", "scaleout.yaml")
+CONFIG_FILES = ("local.yaml", "vendor.yaml", "scaleout.yaml", "fleet.yaml")
 KINDS = ("receivers", "processors", "exporters", "extensions")
-
+ENV_REF = re.compile(r"\$\{env:([A-Z][A-Z0-9_]*)(?::-([^}]*))?\}")
 
 
 def load(name: str) -> dict:
@@ -74,12 +74,22 @@ def walk_schema(value, schema, path: str) -> list[str]:
     return problems
 
 
+def with_env_defaults(value):
+    """``value`` as the Collector expands it with no environment set: ``${env:X:-d}`` gives ``d``; None if any
+    reference has no default."""
+    if not isinstance(value, str):
+        return value
+    if any(m.group(2) is None for m in ENV_REF.finditer(value)):
+        return None
+    return ENV_REF.sub(lambda m: m.group(2), value)
+
+
 def receiver_endpoints(config: dict) -> dict[str, str]:
-    """Map ``receiver/protocol`` to its endpoint for every receiver protocol."""
+    """Map ``receiver/protocol`` to its endpoint, as expanded with no environment, for every receiver protocol."""
     out = {}
     for rid, rconf in (config.get("receivers") or {}).items():
         for proto, pconf in ((rconf or {}).get("protocols") or {}).items():
-            out[f"{rid}/{proto}"] = (pconf or {}).get("endpoint")
+            out[f"{rid}/{proto}"] = with_env_defaults((pconf or {}).get("endpoint"))
     return out
 
 
@@ -193,7 +203,7 @@ def test_env_references_use_collector_syntax(name):
 
 @pytest.mark.parametrize("name", CONFIG_FILES)
 def test_receivers_bind_loopback(name):
-    """Every receiver endpoint binds a loopback address, never 0.0.0.0 or a public interface."""
+    """Every receiver endpoint binds a loopback address unless the environment says otherwise, never 0.0.0.0 by default."""
     endpoints = receiver_endpoints(load(name))
     assert endpoints
     for where, endpoint in endpoints.items():
@@ -335,3 +345,128 @@ def test_readme_states_pinned_version_components_and_no_binary_in_ci():
         assert re.search(row, readme), f"README component table lacks {ctype}"
     for name in CONFIG_FILES:
         assert f"otelcol-contrib --config collector-config/{name}" in readme
+
+
+# --- fleet: agents -> Collector -> ClickHouse -----------------------------------------------------
+
+OTEL_TABLES_SQL = REPO / "clickhouse" / "otel_tables.sql"
+FLEET_DOC = REPO / "docs" / "fleet.md"
+
+
+def ddl_columns(sql: str) -> dict[str, set[str]]:
+    """Map each ``CREATE TABLE`` in ``sql`` to its column names; a Nested column gives ``Name.Sub`` names."""
+    tables: dict[str, set[str]] = {}
+    body = "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+    for match in re.finditer(r"CREATE TABLE IF NOT EXISTS (\w+) \((.*?)\n\) ENGINE", body, re.S):
+        columns: set[str] = set()
+        nested: str | None = None
+        for line in match.group(2).splitlines():
+            line = line.strip()
+            if not line or line.startswith("INDEX "):
+                continue
+            if line.startswith(")"):
+                nested = None
+                continue
+            name = line.split()[0]
+            if line.split()[1:2] == ["Nested"]:
+                nested = name
+            elif nested:
+                columns.add(f"{nested}.{name}")
+            else:
+                columns.add(name)
+        tables[match.group(1)] = columns
+    return tables
+
+
+def clickhouse_exporters(config: dict) -> dict[str, dict]:
+    return {e: c for e, c in (config.get("exporters") or {}).items() if component_type(e) == "clickhouse"}
+
+
+def test_ddl_parser_reads_nested_columns_and_skips_indexes():
+    """The DDL reader used below gives plain and Nested column names and ignores indexes and comments."""
+    sql = ("-- x\nCREATE TABLE IF NOT EXISTS t (\n    A String CODEC(ZSTD(1)), -- note\n    E Nested (\n"
+           "        Name String\n    ) CODEC(ZSTD(1)),\n    INDEX i A TYPE bloom_filter GRANULARITY 1\n) ENGINE = MergeTree;")
+    assert ddl_columns(sql) == {"t": {"A", "E.Name"}}
+
+
+def test_fleet_exporter_writes_the_tables_of_our_ddl():
+    """fleet.yaml's clickhouse exporter writes exactly the two tables clickhouse/otel_tables.sql creates, traces to the span table."""
+    (exp,) = clickhouse_exporters(load("fleet.yaml")).values()
+    tables = ddl_columns(OTEL_TABLES_SQL.read_text(encoding="utf-8"))
+    assert set(tables) == {exp["traces_table_name"], exp["logs_table_name"]}
+    assert "SpanAttributes" in tables[exp["traces_table_name"]]
+    assert "LogAttributes" in tables[exp["logs_table_name"]]
+
+
+def test_our_ddl_has_every_column_the_stock_exporter_inserts():
+    """Every column the stock exporter's INSERTs name (and its optional EventName) exists in our DDL's table of that signal."""
+    (exp,) = clickhouse_exporters(load("fleet.yaml")).values()
+    tables = ddl_columns(OTEL_TABLES_SQL.read_text(encoding="utf-8"))
+    missing_traces = set(allowlist.CLICKHOUSE_TRACES_INSERT_COLUMNS) - tables[exp["traces_table_name"]]
+    logs = allowlist.CLICKHOUSE_LOGS_INSERT_COLUMNS + allowlist.CLICKHOUSE_LOGS_OPTIONAL_INSERT_COLUMNS
+    missing_logs = set(logs) - tables[exp["logs_table_name"]]
+    assert (missing_traces, missing_logs) == (set(), set())
+
+
+def test_fleet_schema_is_the_operators_and_no_inert_ttl():
+    """The exporter runs no DDL (create_schema false), so it sets no ttl, which only the exporter's own DDL would use."""
+    (exp,) = clickhouse_exporters(load("fleet.yaml")).values()
+    assert exp["create_schema"] is False
+    assert "ttl" not in exp and "table_engine" not in exp and "cluster_name" not in exp
+
+
+def test_fleet_queue_is_persistent_fsynced_and_retries_forever():
+    """The clickhouse exporter queues on an enabled, fsynced file_storage extension, batches in the queue and never gives up."""
+    config = load("fleet.yaml")
+    (exp,) = clickhouse_exporters(config).values()
+    queue = exp["sending_queue"]
+    assert queue["enabled"] is True
+    assert queue["storage"] in config["service"]["extensions"]
+    assert component_type(queue["storage"]) == "file_storage"
+    assert config["extensions"][queue["storage"]]["fsync"] is True
+    assert queue["batch"]["min_size"] <= queue["batch"]["max_size"]
+    assert exp["retry_on_failure"]["enabled"] is True and exp["retry_on_failure"]["max_elapsed_time"] == 0
+    # Exporter-side batching replaces the batch processor (the exporter's README); none is configured.
+    assert not any(component_type(p) == "batch" for p in defined(config, "processors"))
+
+
+def test_fleet_traces_and_logs_reach_clickhouse_unchanged():
+    """Traces and logs both reach the clickhouse exporter through memory_limiter only, so otel_inputs.* attributes and bodies pass as sent."""
+    config = load("fleet.yaml")
+    (eid,) = clickhouse_exporters(config)
+    reaching = {name: p for name, p in pipelines(config).items() if eid in p["exporters"]}
+    assert {component_type(name) for name in reaching} == {"traces", "logs"}
+    for pipe in reaching.values():
+        assert [component_type(p) for p in pipe.get("processors") or []] == ["memory_limiter"]
+
+
+def test_fleet_secrets_and_site_settings_come_from_the_environment():
+    """The password is an env reference with no default, and endpoint, database and user are env references with defaults."""
+    (exp,) = clickhouse_exporters(load("fleet.yaml")).values()
+    password = ENV_REF.fullmatch(exp["password"])
+    assert password and password.group(2) is None
+    for key in ("endpoint", "database", "username"):
+        ref = ENV_REF.fullmatch(exp[key])
+        assert ref and ref.group(2), key
+    default = urlsplit(with_env_defaults(exp["endpoint"]))
+    assert default.scheme in {"tcp", "clickhouse", "http", "https"} and is_loopback_hostport(default.netloc)
+
+
+def test_fleet_doc_applies_our_sql_to_the_configured_database_in_order():
+    """docs/fleet.md applies otel_tables.sql, projection_functions.sql and projection.sql, in that order, to the exporter's default database."""
+    (exp,) = clickhouse_exporters(load("fleet.yaml")).values()
+    database = with_env_defaults(exp["database"])
+    doc = FLEET_DOC.read_text(encoding="utf-8")
+    applied = re.findall(rf"clickhouse-client [^\n]*--database {database} [^\n]*< clickhouse/(\w+)\.sql", doc)
+    assert applied == ["otel_tables", "projection_functions", "projection"]
+    for name in applied:
+        assert (REPO / "clickhouse" / f"{name}.sql").is_file()
+
+
+def test_fleet_doc_runs_the_pinned_collector_image_with_fleet_yaml():
+    """docs/fleet.md runs the contrib image of the pinned version with collector-config/fleet.yaml, and names every variable fleet.yaml reads."""
+    doc = FLEET_DOC.read_text(encoding="utf-8")
+    assert f"otel/opentelemetry-collector-contrib:{allowlist.PINNED_VERSION.lstrip('v')}" in doc
+    assert "collector-config/fleet.yaml" in doc
+    for name in {m.group(1) for m in ENV_REF.finditer((CONFIG_DIR / "fleet.yaml").read_text(encoding="utf-8"))}:
+        assert f"`{name}`" in doc, name
