@@ -389,6 +389,17 @@ def test_ddl_parser_reads_nested_columns_and_skips_indexes():
     assert ddl_columns(sql) == {"t": {"A", "E.Name"}}
 
 
+def test_allowlist_schema_knows_the_clickhouse_exporter_keys_only():
+    """The clickhouse schema takes a documented config, and flags a misspelt key, an undocumented compression and a nested param."""
+    schema = allowlist.COMPONENTS["exporters"]["clickhouse"]
+    ok = {"endpoint": "tcp://h:9000", "create_schema": False, "compress": "zstd", "connection_params": {"a": "1"},
+          "sending_queue": {"storage": "file_storage/q", "batch": {"min_size": 1}}}
+    assert walk_schema(ok, schema, "e") == []
+    assert walk_schema({"traces_table": "t"}, schema, "e") == ["e.traces_table: key not in allowlist"]
+    assert walk_schema({"compress": "snappy"}, schema, "e")
+    assert walk_schema({"connection_params": {"a": {"b": 1}}}, schema, "e")
+
+
 def test_fleet_exporter_writes_the_tables_of_our_ddl():
     """fleet.yaml's clickhouse exporter writes exactly the two tables clickhouse/otel_tables.sql creates, traces to the span table."""
     (exp,) = clickhouse_exporters(load("fleet.yaml")).values()
