@@ -1,0 +1,248 @@
+"""Past one machine, end to end: two agent hosts, their spans in ClickHouse as the stock exporter
+writes them, their snapshot bytes in one bucket, and the viewer on ClickHouse.
+
+Each host records a real attempt through ``AgentObserver`` under its own resource
+(``service.instance.id`` / ``host.name``), with its own artifact store uploading to its own prefix
+of one bucket (moto's S3 server on 127.0.0.1, the real s3fs client).  The spans of both hosts land
+twice: through the single-machine DuckDB path, and into the stock ``otel_traces`` / ``otel_logs``
+tables on the real ClickHouse engine (chdb) under ``clickhouse/*.sql``, the way the Collector's
+``clickhouseexporter`` writes them (DuckDB's ``otel_traces`` mirrors its columns; the rows move as
+Parquet, inserted twice as a retried export would).  The viewer's pages must then read the same on
+both, with the previews on the ClickHouse side served from the bucket (local copies deleted) and
+SHA-256 verified.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("chdb.session", reason="chdb (in-process ClickHouse) is not installed")
+
+from s3_server import S3, s3, s3fs  # noqa: E402,F401 - the module's S3 server fixture (skips without moto/s3fs)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "viewer"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clickhouse"))
+from apptest_helpers import open_item, run_app, texts  # noqa: E402
+from ch_corpus import DATABASE, load_chdb  # noqa: E402
+from opentelemetry.sdk._logs import LoggerProvider  # noqa: E402
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor  # noqa: E402
+from opentelemetry.sdk.resources import Resource  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+from otel_inputs import AgentObserver, names, resolve_request  # noqa: E402
+from otel_inputs.exporter import DuckDBLogExporter, DuckDBSpanExporter  # noqa: E402
+from otel_inputs.exporter._db import connect_with_retry  # noqa: E402
+from otel_inputs.store import ArtifactStore, RemoteState, item_placements  # noqa: E402
+from otel_inputs.viewer._backend import chdb_session, close_chdb_sessions, open_backend  # noqa: E402
+
+pytestmark = pytest.mark.timeout(600)
+
+HOSTS = ("host-a", "host-b")
+SHARED = b"# shared conventions\nuse tabs\n" * 40  # the same bytes on both hosts
+
+
+def own_file(host: str) -> bytes:
+    return f"# notes of {host}\n".encode() * 60
+
+
+@dataclasses.dataclass
+class Host:
+    name: str
+    store: ArtifactStore
+    attempt_id: str
+    inputs: dict[str, str]  # file name -> input id
+    digests: dict[str, str]  # file name -> SHA-256
+
+
+@dataclasses.dataclass
+class Fleet:
+    hosts: dict[str, Host]
+    bucket: str
+    duckdb: Path
+    clickhouse: str
+
+
+def record_host(tmp: Path, s3: S3, bucket: str, host: str) -> tuple[Host, list[Any], list[Any]]:  # noqa: F811
+    """One attempt on ``host``: its resource, its store (uploading to its prefix), a task and two files."""
+    resource = Resource.create({"service.name": "coder", "service.instance.id": host, "host.name": host})
+    spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    logger_provider = LoggerProvider(resource=resource)
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    store = ArtifactStore(tmp / host / "store", objects_url=f"s3://{bucket}/otel-inputs/{host}",
+                          objects_options=s3.options())
+    handoff = tmp / host / "handoff"
+    handoff.mkdir(parents=True)
+    (handoff / "shared.md").write_bytes(SHARED)
+    (handoff / f"{host}.md").write_bytes(own_file(host))
+    observer = AgentObserver(tracer_provider=tracer_provider, logger_provider=logger_provider, store=store,
+                             agent_name="coder", provider_name="openai", request_model="gpt-x")
+    request = resolve_request(f"inline:Fix the failing test on {host}")
+    with observer.attempt(run_id=f"run-{host}", request=request, session_id=f"session-{host}", send_kind="initial",
+                          context_roots=[handoff], system_message="You are a careful coder.",
+                          user_message=request.text) as attempt:
+        attempt.record_output(text=f"fixed on {host}", settlement="completed", dispatch="dispatched")
+    assert store.bucket.flush(60)
+    tracer_provider.shutdown()
+    logger_provider.shutdown()
+    (span,) = [s for s in spans.get_finished_spans() if s.attributes.get(names.ATTEMPT_ID) == attempt.attempt_id]
+    events = [dict(e.attributes) for e in span.events if e.name == names.INPUT_EVENT]
+    files = {e[names.INPUT_LABEL].rsplit("/", 1)[-1]: e for e in events if e.get(names.INPUT_SOURCE_PATH)}
+    assert set(files) == {"shared.md", f"{host}.md"}
+    return (Host(host, store, attempt.attempt_id, {k: e[names.INPUT_ID] for k, e in files.items()},
+                 {k: e[names.INPUT_SHA256] for k, e in files.items()}),
+            list(spans.get_finished_spans()), [log.log_record for log in logs.get_finished_logs()])
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory, s3: S3) -> Iterator[Fleet]:  # noqa: F811
+    """Both hosts recorded; their spans in one DuckDB file and in chdb; their bytes in one bucket."""
+    tmp = tmp_path_factory.mktemp("fleet")
+    bucket = s3.new_bucket()
+    hosts, spans, logs = {}, [], []
+    for name in HOSTS:
+        host, host_spans, host_logs = record_host(tmp, s3, bucket, name)
+        hosts[name] = host
+        spans += host_spans
+        logs += host_logs
+    db = tmp / "single.duckdb"
+    span_exporter, log_exporter = DuckDBSpanExporter(db), DuckDBLogExporter(db)  # the single-machine path
+    assert span_exporter.export(spans).name == "SUCCESS"
+    log_exporter.export(logs)
+    span_exporter.shutdown()
+    log_exporter.shutdown()
+    con = connect_with_retry(db, read_only=True)
+    try:
+        for table in ("otel_traces", "otel_logs"):
+            con.execute(f"COPY {table} TO '{tmp / table}.parquet' (FORMAT parquet)")
+    finally:
+        con.close()
+    path = tmp / "chdb"
+    path.mkdir()
+    load_chdb(chdb_session(path), tmp)
+    try:
+        yield Fleet(hosts, bucket, db, f"chdb:{path}?database={DATABASE}")
+    finally:
+        close_chdb_sessions()
+        # The viewer's reads open s3fs without options (the endpoint from AWS_ENDPOINT_URL), and
+        # fsspec caches that instance: it must not outlive this module's S3 server.
+        s3fs.S3FileSystem.clear_instance_cache()
+
+
+# What differs by design between the two backends (the chviewer tests list the same lines).
+_BACKEND_LINES = ("Database: ", "Exporter counters: not recorded on this backend", "No exporter counters recorded yet.",
+                  "Nothing dropped or waiting.", "Telemetry was lost", "span(s) waited on disk",
+                  "Snapshot rows per run: not recorded on this backend", "No snapshots recorded for this run.")
+
+
+def page(monkeypatch: pytest.MonkeyPatch, source: str | Path, store: Path, open_input: str | None = None,
+         **params: str) -> tuple[list[str], list[str]]:
+    """The page's texts (backend-specific lines left out) and table cells, on one backend and store."""
+    monkeypatch.setenv(names.ENV_STORE, str(store))
+    if isinstance(source, Path):
+        monkeypatch.delenv(names.ENV_CLICKHOUSE, raising=False)
+        monkeypatch.setenv(names.ENV_DB, str(source))
+    else:
+        monkeypatch.delenv(names.ENV_DB, raising=False)
+        monkeypatch.setenv(names.ENV_CLICKHOUSE, source)
+    at = run_app(**params)
+    if open_input is not None:
+        at = open_item(at, "path_reference", open_input)
+    assert not at.error, [e.value for e in at.error]
+    lines = [t for t in texts(at) if not t.startswith(_BACKEND_LINES)]
+    lines += [c.value for c in at.code]  # text previews are shown as code blocks
+    cells = [str(v) for df in at.dataframe if "counter" not in df.value.columns for v in df.value.to_numpy().ravel()]
+    return lines, cells
+
+
+def delete_local_copies(host: Host) -> None:
+    for digest in host.digests.values():
+        path = host.store.objects.path(digest)
+        if path.exists():
+            os.unlink(path)
+
+
+def test_both_hosts_uploaded_to_their_prefix_of_one_bucket(fleet: Fleet, s3: S3) -> None:  # noqa: F811
+    """Each host's snapshot bytes are in the bucket under its own prefix, recorded uploaded in its catalog."""
+    for host in fleet.hosts.values():
+        keys = {k.rsplit("/", 1)[-1] for k in s3.client().ls(f"{fleet.bucket}/otel-inputs/{host.name}/objects")}
+        assert set(host.digests.values()) <= keys
+        assert {p.remote for p in item_placements(host.store, host.attempt_id).values()} == {RemoteState.UPLOADED}
+    assert fleet.hosts["host-a"].digests["shared.md"] == fleet.hosts["host-b"].digests["shared.md"]
+
+
+def test_runs_page_lists_both_hosts_the_same_on_clickhouse(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """otel_traces in ClickHouse holds both hosts' resources, and the runs page over them reads the same
+    on ClickHouse as on the single-machine DuckDB file."""
+    with open_backend(fleet.clickhouse) as ch:
+        resources = ch.rows("SELECT DISTINCT ResourceAttributes['service.instance.id'], ResourceAttributes['host.name'] "
+                            "FROM otel_traces ORDER BY 1")
+    assert resources == [(h, h) for h in HOSTS]
+    store = fleet.hosts["host-a"].store.root
+    want = page(monkeypatch, fleet.duckdb, store)
+    got = page(monkeypatch, fleet.clickhouse, store)
+    assert all(f"run-{h}" in " ".join(want[0] + want[1]) for h in HOSTS)
+    assert got == want
+
+
+@pytest.mark.parametrize("name", HOSTS)
+def test_attempt_page_and_previews_from_the_bucket_equal_the_single_machine_page(
+        fleet: Fleet, monkeypatch: pytest.MonkeyPatch, s3: S3, name: str) -> None:  # noqa: F811
+    """Each host's attempt page, with each file's preview open, reads the same on ClickHouse with the
+    bytes only in the bucket as on the single-machine DuckDB path with the bytes on disk."""
+    host = fleet.hosts[name]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)  # the catalog names its bucket
+    files = {"shared.md": SHARED, f"{name}.md": own_file(name)}
+    assert all(host.store.objects.path(d).exists() for d in host.digests.values()), "the baseline reads the disk"
+    want = {}
+    for filename, data in files.items():
+        want[filename] = page(monkeypatch, fleet.duckdb, host.store.root, host.inputs[filename], attempt=host.attempt_id)
+        assert data.decode().rstrip("\n") in [t.rstrip("\n") for t in want[filename][0]], "the preview is shown"
+    delete_local_copies(host)
+    assert {p.describe() for p in item_placements(host.store, host.attempt_id).values()} == {"bucket only"}
+    for filename in files:
+        got = page(monkeypatch, fleet.clickhouse, host.store.root, host.inputs[filename], attempt=host.attempt_id)
+        assert got == want[filename], filename
+
+
+def test_a_tampered_bucket_object_is_refused_on_the_page(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
+                                                          s3: S3) -> None:  # noqa: F811
+    """With the local copy gone and the bucket's object altered, the ClickHouse page refuses the preview
+    (SHA-256 mismatch) and shows none of the altered bytes."""
+    host = fleet.hosts["host-a"]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)
+    delete_local_copies(host)
+    digest = host.digests["host-a.md"]
+    key = f"{fleet.bucket}/otel-inputs/host-a/objects/{digest}"
+    original = s3.client().cat_file(key)
+    s3.client().pipe_file(key, b"# tampered notes\n" * 60)
+    try:
+        lines, _ = page(monkeypatch, fleet.clickhouse, host.store.root, host.inputs["host-a.md"], attempt=host.attempt_id)
+    finally:
+        s3.client().pipe_file(key, original)
+    assert not any("tampered" in t for t in lines)
+    assert any(t.startswith("Preview refused: integrity_mismatch") for t in lines), lines
+
+
+def test_another_hosts_attempt_without_its_catalog_is_a_refusal_not_bytes(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
+                                                                         s3: S3) -> None:  # noqa: F811
+    """A viewer holding host A's catalog shows host B's attempt from ClickHouse, and refuses its preview
+    with the reason (no catalog record), never serving unverified bucket bytes: the catalog is per host."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    a, b = fleet.hosts["host-a"], fleet.hosts["host-b"]
+    lines, _ = page(monkeypatch, fleet.clickhouse, a.store.root, b.inputs["host-b.md"], attempt=b.attempt_id)
+    assert any(t.startswith(f"Attempt {b.attempt_id} · run run-host-b") for t in lines)
+    assert "Preview refused: not_found (no committed record for this attempt)" in lines
+    assert not any(own_file("host-b").decode()[:30] in t for t in lines)
