@@ -5,7 +5,8 @@
 -- skip indexes, partitioning and sort keys are the exporter's defaults; tune them freely (the
 -- exporter's README: "Column names and types must be the same").  otel_logs.EventName is the
 -- column the exporter writes when present (it detects it with DESC TABLE; older tables lack it,
--- then the projection reads LogAttributes['event.name']).  No TTL here: add the exporter's `ttl`.
+-- then the projection reads LogAttributes['event.name']).  No TTL here: with create_schema: false the
+-- exporter's `ttl` setting does nothing; set retention with ALTER TABLE ... MODIFY TTL (docs/fleet.md).
 -- Apply with:  clickhouse-client --database otel --multiquery < clickhouse/otel_tables.sql
 
 CREATE TABLE IF NOT EXISTS otel_traces (

@@ -50,10 +50,14 @@ def s3() -> Iterator[S3]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
+    # fsspec caches filesystem instances by their options: one made for an earlier module's server
+    # (stopped since) must not answer for this one, nor this one's outlive it.
+    s3fs.S3FileSystem.clear_instance_cache()
     try:
         yield S3(f"http://{host}:{port}")
     finally:
         server.stop()
+        s3fs.S3FileSystem.clear_instance_cache()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
