@@ -33,6 +33,7 @@ from otel_inputs.store._readback import (
     current_viewer,
     read_part,
     read_part_receipt,
+    record_part_receipt,
     revoke_source,
 )
 from otel_inputs.store._retention import (
@@ -99,6 +100,7 @@ __all__ = [
     "read_part",
     "read_part_receipt",
     "reconcile_store",
+    "record_part_receipt",
     "revoke_source",
     "snapshot_ref_for",
     "store_status",

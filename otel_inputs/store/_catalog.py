@@ -155,9 +155,16 @@ def _m002_remote_objects(con: sqlite3.Connection) -> None:
     """)
 
 
+def _m003_part_receipts(con: sqlite3.Connection) -> None:
+    # one exchange part's receipt (its JSON body); the bytes stay parts/<attempt key>/<part>.bin
+    con.execute("CREATE TABLE parts (attempt_id TEXT NOT NULL, part TEXT NOT NULL, run_id TEXT, "
+                "receipt TEXT NOT NULL, PRIMARY KEY (attempt_id, part)) WITHOUT ROWID")
+
+
 MIGRATIONS: tuple[tuple[str, Callable[[sqlite3.Connection], None]], ...] = (
     ("m001_initial", _m001_initial),
     ("m002_remote_objects", _m002_remote_objects),
+    ("m003_part_receipts", _m003_part_receipts),
 )
 
 
@@ -267,9 +274,9 @@ class Catalog:
         return c
 
     def _connect(self, role: Role) -> sqlite3.Connection:
-        if not self.exists() and not self.create and not (self.root / "manifests").is_dir():
-            raise FileNotFoundError(self.path)
-        from otel_inputs.store._legacy import import_legacy_layout
+        if not self.exists() and not self.create and not any((self.root / d).is_dir() for d in ("manifests", "parts")):
+            raise FileNotFoundError(self.path)  # (an old layout or receipt files are imported below)
+        from otel_inputs.store._legacy import import_legacy_layout, import_part_receipts
 
         con = sqlite3.connect(self.path, timeout=AGENT_BUSY_S if role is Role.AGENT else MAINT_BUSY_S,
                               isolation_level=None, check_same_thread=False)
@@ -283,6 +290,7 @@ class Catalog:
         else:
             self._migrate(con)
             import_legacy_layout(self, con)
+            import_part_receipts(self.root, con)
         return con
 
     @staticmethod

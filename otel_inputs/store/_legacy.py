@@ -190,6 +190,40 @@ def _import_revocations(root: Path, con: sqlite3.Connection) -> None:
             con.execute("INSERT INTO revocations (sha256, at_ns) VALUES (?, ?)", [digest.lower(), now])
 
 
+def import_part_receipts(root: Path, con: sqlite3.Connection) -> None:
+    """Once per store: exchange-part receipts written as ``parts/<key>/<part>.json`` files (before
+    the catalog held them) become ``parts`` rows; the files then move into ``legacy-layout/parts/``."""
+    if con.execute("SELECT 1 FROM meta WHERE key = 'part_receipts_imported'").fetchone() is not None:
+        return
+    from otel_inputs.store._store import attempt_key
+
+    imported: list[Path] = []
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        for path in sorted((root / "parts").glob("*/*.json")):
+            try:
+                body = json.loads(path.read_bytes()) if not path.is_symlink() else None
+            except (OSError, ValueError):
+                continue  # unreadable: it stays where it is, as unreadable as before
+            aid = body.get("attemptId") if isinstance(body, dict) else None
+            if isinstance(aid, str) and body.get("part") == path.stem and path.parent.name == attempt_key(aid):
+                con.execute("INSERT OR IGNORE INTO parts VALUES (?, ?, ?, ?)",
+                            [aid, path.stem, _text(body.get("runId")), json.dumps(body, sort_keys=True)])
+                imported.append(path)
+        con.execute("INSERT OR IGNORE INTO meta VALUES ('part_receipts_imported', ?)", [time.time_ns()])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    for path in imported:  # after the commit; a crash (or a read-only store) leaves files nothing reads
+        target = root / LEGACY_DIR / "parts" / path.parent.name
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target / path.name)
+        except OSError:
+            continue
+
+
 def _move_aside(root: Path) -> None:
     target = root / LEGACY_DIR
     target.mkdir(exist_ok=True)

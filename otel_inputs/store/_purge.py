@@ -73,8 +73,9 @@ def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str 
         if delete_records:
             for a in attempts:
                 con.execute("DELETE FROM items WHERE attempt_id = ?", [a])
+                con.execute("DELETE FROM parts WHERE attempt_id = ?", [a])
                 report.deleted_attempts += con.execute("DELETE FROM attempts WHERE attempt_id = ?", [a]).rowcount
-    for a in attempts:  # exchange parts of a purged attempt go with it (after the commit)
+    for a in attempts:  # exchange-part bytes of a purged attempt go with it (after the commit)
         shutil.rmtree(store.root / "parts" / attempt_key(a), ignore_errors=True)
     report.deleted_objects = len(store.remove_objects(digests))
     report.targets = sorted(attempts) + sorted(f"{a}/{i}" for a, i in inputs)
