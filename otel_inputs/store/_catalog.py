@@ -1,18 +1,11 @@
-"""The store's catalog: one SQLite file (WAL) holding every attempt, item, object, eviction,
-purge and revocation; the bytes stay files (:mod:`otel_inputs.store._objects`).
+"""The store's catalog: one SQLite file (WAL) of attempts, items, objects, evictions, purges,
+revocations and part receipts; the bytes stay files (:mod:`otel_inputs.store._objects`).
 
-Connections are per process (reset after fork) and come in three roles:
-
-* ``AGENT``: the agent's commits.  ``synchronous=NORMAL`` (a WAL commit is atomic under kill -9;
-  power loss may roll back the last ones) and no checkpoint on the committing thread: the
-  background thread of :class:`_Chores` checkpoints.  The lock wait is bounded (50 ms); past it the commit fails as
-  :class:`StoreBusyError`, which capture records as a ``store_busy`` gap instead of blocking.
-* ``MAINT``: retention, purge, import.  ``synchronous=FULL``, so what they mark is on disk before
-  they delete a byte, and a patient lock wait.
-* ``READ``: readers (viewer, exporter).
-
-Schema changes are small named migrations applied in order, recorded in ``_migrations`` (the
-style of sqlite-utils' and llm's ``migrations.py``).
+Connections are per process (reset after fork), one per :class:`Role`: ``AGENT`` commits with
+``synchronous=NORMAL``, never checkpoints (:class:`_Chores` does) and waits at most
+:data:`AGENT_BUSY_S` for the lock (then :class:`StoreBusyError`, a ``store_busy`` gap); ``MAINT``
+(retention, purge, import) commits with ``synchronous=FULL`` before any byte is deleted; ``READ``
+reads.  Schema changes are named migrations, recorded in ``_migrations``.
 """
 
 from __future__ import annotations
@@ -85,13 +78,18 @@ class AttemptRecord:
     omitted_count: int | None = None
     committed_at_ns: int = 0
     ended_at_ns: int | None = None
-    purged: bool = False
     changed_seq: int = 0
     items: tuple[CatalogItem, ...] = field(default=())
 
 
 ITEM_COLUMNS = tuple(f.name for f in fields(CatalogItem))
-ATTEMPT_COLUMNS = tuple(f.name for f in fields(AttemptRecord) if f.name not in ("items", "purged"))
+ATTEMPT_COLUMNS = tuple(f.name for f in fields(AttemptRecord) if f.name != "items")
+# Items a purge covers are marked purged (also when a stale writer commits the attempt again).
+MARK_PURGED_ALL = ("UPDATE items SET artifact_status = CASE artifact_status WHEN 'available' THEN 'evicted' "
+                   "ELSE artifact_status END, status_reason = 'purged' WHERE coalesce(status_reason, '') != 'purged' "
+                   "AND EXISTS (SELECT 1 FROM purged p WHERE p.attempt_id = items.attempt_id "
+                   "AND p.input_id IN ('', items.input_id))")
+MARK_PURGED = MARK_PURGED_ALL + " AND attempt_id = ?"
 
 
 def _script(con: sqlite3.Connection, sql: str) -> None:
@@ -156,6 +154,7 @@ def _m002_remote_objects(con: sqlite3.Connection) -> None:
 
 
 def _m003_part_receipts(con: sqlite3.Connection) -> None:
+    con.execute(MARK_PURGED_ALL)  # purges were applied when read until now, marked at commit from now on
     # one exchange part's receipt (its JSON body); the bytes stay parts/<attempt key>/<part>.bin
     con.execute("CREATE TABLE parts (attempt_id TEXT NOT NULL, part TEXT NOT NULL, run_id TEXT, "
                 "receipt TEXT NOT NULL, PRIMARY KEY (attempt_id, part)) WITHOUT ROWID")
@@ -259,22 +258,15 @@ class Catalog:
         self.path = str(root / CATALOG_FILE)
         self.create = create
 
-    def exists(self) -> bool:
-        return os.path.exists(self.path)
-
     def _conn(self, role: Role) -> _Conn:
-        key = (self.path, role)
-        c = _conns.get(key)
-        if c is not None:
-            return c
-        with _conns_lock:
-            c = _conns.get(key)
-            if c is None:
-                c = _conns[key] = _Conn(self._connect(role))
+        c = _conns.get((self.path, role))  # no lock on the agent's hot path
+        if c is None:
+            with _conns_lock:
+                c = _conns.get((self.path, role)) or _conns.setdefault((self.path, role), _Conn(self._connect(role)))
         return c
 
     def _connect(self, role: Role) -> sqlite3.Connection:
-        if not self.exists() and not self.create and not any((self.root / d).is_dir() for d in ("manifests", "parts")):
+        if not os.path.exists(self.path) and not self.create and not any((self.root / d).is_dir() for d in ("manifests", "parts")):
             raise FileNotFoundError(self.path)  # (an old layout or receipt files are imported below)
         from otel_inputs.store._legacy import import_legacy_layout, import_part_receipts
 
@@ -404,6 +396,7 @@ class Catalog:
                 con.execute("DELETE FROM items WHERE attempt_id = ?", [record.attempt_id])
                 con.executemany(f"INSERT INTO items VALUES ({', '.join('?' * len(ITEM_COLUMNS))})",
                                 [tuple(getattr(i, c) for c in ITEM_COLUMNS) for i in items])
+                con.execute(MARK_PURGED, [record.attempt_id])
                 if intact:
                     con.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", objects)
         except (sqlite3.Error, UnicodeEncodeError, ValueError) as exc:
@@ -422,25 +415,14 @@ class Catalog:
     def attempts(self, con: sqlite3.Connection, where: str = "", args: Sequence[Any] = ()) -> list[AttemptRecord]:
         """Attempts matching ``where`` (SQL over ``attempts``), each with its items."""
         rows = con.execute(f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts {where}", args).fetchall()
-        if not rows:
-            return []
-        ids = [r[0] for r in rows]
-        items: dict[str, list[CatalogItem]] = {a: [] for a in ids}
-        purged: dict[str, set[str]] = {}
-        for chunk in range(0, len(ids), 500):
-            part = ids[chunk:chunk + 500]
-            marks = ", ".join("?" * len(part))
-            for r in con.execute(f"SELECT {', '.join(ITEM_COLUMNS)} FROM items WHERE attempt_id IN ({marks}) "
-                                 "ORDER BY attempt_id, seq", part):
+        items: dict[str, list[CatalogItem]] = {r[0]: [] for r in rows}
+        ids = list(items)
+        for k in range(0, len(ids), 500):
+            part = ids[k:k + 500]
+            for r in con.execute(f"SELECT {', '.join(ITEM_COLUMNS)} FROM items WHERE attempt_id IN "
+                                 f"({', '.join('?' * len(part))}) ORDER BY attempt_id, seq", part):
                 items[r[0]].append(CatalogItem(*r))
-            for a, i in con.execute(f"SELECT attempt_id, input_id FROM purged WHERE attempt_id IN ({marks})", part):
-                purged.setdefault(a, set()).add(i)
-        out = []
-        for r in rows:
-            marks = purged.get(r[0], set())
-            its = tuple(_purged(i) if "" in marks or i.input_id in marks else i for i in items[r[0]])
-            out.append(AttemptRecord(*r[:-1], purged="" in marks, changed_seq=r[-1], items=its))
-        return out
+        return [AttemptRecord(*r, items=tuple(items[r[0]])) for r in rows]
 
     def attempt(self, attempt_id: str) -> AttemptRecord | None:
         try:
@@ -449,11 +431,3 @@ class Catalog:
         except FileNotFoundError:
             return None
         return found[0] if found else None
-
-
-def _purged(item: CatalogItem) -> CatalogItem:
-    """A purged item reads as purged even if a later commit claims its bytes again."""
-    if item.status_reason == "purged":
-        return item
-    status = "evicted" if item.artifact_status == "available" else item.artifact_status
-    return replace(item, artifact_status=status, status_reason="purged")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_inputs._text import safe_text
+from otel_inputs.store._catalog import MARK_PURGED
 
 LEGACY_DIR = "legacy-layout"
 _MOVED = ("manifests", "evictions", "ended", "tombstones", "index", "revocations.json")
@@ -166,13 +167,7 @@ def _import_tombstones(root: Path, con: sqlite3.Connection) -> None:
                            len(inputs)])
         con.executemany("INSERT OR IGNORE INTO purged VALUES (?, ?, ?)",
                         [(a, "", cur.lastrowid) for a in attempts] + [(a, i, cur.lastrowid) for a, i in inputs])
-        for a in attempts:
-            con.execute("UPDATE items SET artifact_status = CASE artifact_status WHEN 'available' THEN 'evicted' "
-                        "ELSE artifact_status END, status_reason = 'purged' WHERE attempt_id = ?", [a])
-        for a, i in inputs:
-            con.execute("UPDATE items SET artifact_status = CASE artifact_status WHEN 'available' THEN 'evicted' "
-                        "ELSE artifact_status END, status_reason = 'purged' WHERE attempt_id = ? AND input_id = ?",
-                        [a, i])
+        con.executemany(MARK_PURGED, [(a,) for a in {*attempts, *(a for a, _ in inputs)}])
 
 
 def _import_revocations(root: Path, con: sqlite3.Connection) -> None:
