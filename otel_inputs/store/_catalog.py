@@ -423,11 +423,3 @@ class Catalog:
                                  f"({', '.join('?' * len(part))}) ORDER BY attempt_id, seq", part):
                 items[r[0]].append(CatalogItem(*r))
         return [AttemptRecord(*r, items=tuple(items[r[0]])) for r in rows]
-
-    def attempt(self, attempt_id: str) -> AttemptRecord | None:
-        try:
-            with self.read() as con:
-                found = self.attempts(con, "WHERE attempt_id = ?", [attempt_id])
-        except FileNotFoundError:
-            return None
-        return found[0] if found else None

@@ -1,14 +1,7 @@
-"""Readback discipline: who may read which evidence, checked again on every read, in order:
-permission (``permission_denied``), retention (``not_found`` / ``retention_expired``), revocation
-(``source_unavailable``) and digest (``integrity_mismatch``).
-
-The access policy is a JSON file (``OTEL_INPUTS_ACCESS_POLICY``),
-``{"default": "deny", "viewers": {"bob": {"runs": ["demo-run-*"]}}}``; without one every local
-viewer is allowed (a single-user workstation).  Revocations are catalog rows (``otel-inputs store
-revoke``); a JSON file named by ``OTEL_INPUTS_REVOCATIONS``
-(``{"sources": [{"path": ..., "reason": ...}], "sha256": [...]}``) adds more.  A revoked source is
-refused even when its bytes still match; paths compare in one canonical text form
-(:func:`otel_inputs._text.canonical_path`).
+"""Readback discipline: every read re-checks permission (``permission_denied``), retention
+(``not_found`` / ``retention_expired``), revocation (``source_unavailable``) and the digest
+(``integrity_mismatch``), in that order.  The access policy (``OTEL_INPUTS_ACCESS_POLICY``) and
+revocations are described in docs/store.md; exchange-part receipts are catalog rows.
 """
 
 from __future__ import annotations
@@ -101,8 +94,6 @@ class Revocation:
 
 @dataclass(frozen=True)
 class RevocationList:
-    paths: tuple[str, ...] = ()
-    digests: frozenset[str] = frozenset()
     entries: tuple[Revocation, ...] = ()
 
     @classmethod
@@ -131,8 +122,7 @@ class RevocationList:
                 pass
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise PolicyError(f"revocation list {path} is unusable: {exc}") from exc
-        return cls(tuple(e.what for e in entries if e.is_path),
-                   frozenset(e.what for e in entries if not e.is_path), tuple(entries))  # fmt: skip
+        return cls(tuple(entries))
 
     def match(self, item: CatalogItem | Mapping[str, Any]) -> Revocation | None:
         """The entry that revokes ``item`` (by digest first, then by source path or a folder above it)."""
@@ -147,9 +137,6 @@ class RevocationList:
                 if entry.is_path and (text == entry.what or text.startswith(entry.what.rstrip("/") + "/")):
                     return entry
         return None
-
-    def revoked(self, item: CatalogItem | Mapping[str, Any]) -> bool:
-        return self.match(item) is not None
 
 
 def revoke_source(store: ArtifactStore, path: str | os.PathLike[str], reason: str = "") -> str:
@@ -311,7 +298,7 @@ class EvidenceReader:
             revocations = RevocationList.load(self.store, self._revocations_path)
         except PolicyError as exc:
             return ReadResult(ReadbackOutcome.SOURCE_UNAVAILABLE, str(exc))
-        if revocations.revoked(item):
+        if revocations.match(item) is not None:
             return ReadResult(ReadbackOutcome.SOURCE_UNAVAILABLE, "the source of this input has been revoked")
         try:
             snap = self.store.read_item_bytes(item, max_bytes=max_bytes)

@@ -214,7 +214,8 @@ class ArtifactStore:
 
     def attempt(self, attempt_id: str) -> AttemptRecord | None:
         """The committed record of an attempt, or ``None`` when the store has none."""
-        return self.catalog.attempt(attempt_id)
+        found = self.attempts("WHERE attempt_id = ?", [attempt_id])
+        return found[0] if found else None
 
     def attempts(self, where: str = "", args: Iterable[object] = ()) -> list[AttemptRecord]:
         """Every committed attempt (or those matching ``where``, SQL over ``attempts``)."""
