@@ -1,11 +1,5 @@
-"""The artifact store's public face: everything ``exporter/``, ``viewer/`` and tools use of the store.
-
-The modules behind it are private; this one re-exports what callers need (as
-``opentelemetry.util.genai.invocation`` does for its invocation types).  Inside: bytes as
-content-addressed files (``_objects``), the SQLite catalog (``_catalog``), the store facade
-(``_store``), retention, purge, readback, the import of the old on-disk layout (``_legacy``),
-and the bytes' copy in a bucket (``_remote``).
-"""
+"""The artifact store's public face: all that ``exporter/``, ``viewer/`` and tools import of the
+store (its modules are private; docs/store.md and docs/objects.md describe them)."""
 
 from __future__ import annotations
 

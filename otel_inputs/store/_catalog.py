@@ -160,6 +160,19 @@ def _m003_part_receipts(con: sqlite3.Connection) -> None:
                 "receipt TEXT NOT NULL, PRIMARY KEY (attempt_id, part)) WITHOUT ROWID")
 
 
+@contextmanager
+def transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any exception."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield con
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+
+
 MIGRATIONS: tuple[tuple[str, Callable[[sqlite3.Connection], None]], ...] = (
     ("m001_initial", _m001_initial),
     ("m002_remote_objects", _m002_remote_objects),
@@ -266,8 +279,9 @@ class Catalog:
         return c
 
     def _connect(self, role: Role) -> sqlite3.Connection:
-        if not os.path.exists(self.path) and not self.create and not any((self.root / d).is_dir() for d in ("manifests", "parts")):
-            raise FileNotFoundError(self.path)  # (an old layout or receipt files are imported below)
+        old_files = any((self.root / d).is_dir() for d in ("manifests", "parts"))  # imported below
+        if not os.path.exists(self.path) and not self.create and not old_files:
+            raise FileNotFoundError(self.path)
         from otel_inputs.store._legacy import import_legacy_layout, import_part_receipts
 
         con = sqlite3.connect(self.path, timeout=AGENT_BUSY_S if role is Role.AGENT else MAINT_BUSY_S,
@@ -292,15 +306,10 @@ class Catalog:
         for name, apply in MIGRATIONS:
             if name in done:
                 continue
-            con.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(con):
                 if con.execute("SELECT 1 FROM _migrations WHERE name = ?", [name]).fetchone() is None:
                     apply(con)
                     con.execute("INSERT INTO _migrations VALUES (?, ?)", [name, time.time_ns()])
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
 
     @contextmanager
     def write(self, role: Role = Role.MAINT, *, durable: bool = True) -> Iterator[sqlite3.Connection]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_inputs._text import safe_text
-from otel_inputs.store._catalog import MARK_PURGED
+from otel_inputs.store._catalog import MARK_PURGED, transaction
 
 LEGACY_DIR = "legacy-layout"
 _MOVED = ("manifests", "evictions", "ended", "tombstones", "index", "revocations.json")
@@ -83,18 +83,11 @@ def import_legacy_layout(catalog: Any, con: sqlite3.Connection) -> int:
     root: Path = catalog.root
     if not (root / "manifests").is_dir():
         return 0
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        if con.execute("SELECT 1 FROM meta WHERE key = 'legacy_imported'").fetchone() is not None:
-            con.execute("ROLLBACK")
-            _move_aside(root)
-            return 0
-        count = _import(root, con)
-        con.execute("INSERT INTO meta VALUES ('legacy_imported', ?)", [time.time_ns()])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+    count = 0
+    with transaction(con):  # already imported (a crash came before the move): only move
+        if con.execute("SELECT 1 FROM meta WHERE key = 'legacy_imported'").fetchone() is None:
+            count = _import(root, con)
+            con.execute("INSERT INTO meta VALUES ('legacy_imported', ?)", [time.time_ns()])
     _move_aside(root)
     return count
 
@@ -193,8 +186,7 @@ def import_part_receipts(root: Path, con: sqlite3.Connection) -> None:
     from otel_inputs.store._store import attempt_key
 
     imported: list[Path] = []
-    con.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(con):
         for path in sorted((root / "parts").glob("*/*.json")):
             try:
                 body = json.loads(path.read_bytes()) if not path.is_symlink() else None
@@ -206,10 +198,6 @@ def import_part_receipts(root: Path, con: sqlite3.Connection) -> None:
                             [aid, path.stem, _text(body.get("runId")), json.dumps(body, sort_keys=True)])
                 imported.append(path)
         con.execute("INSERT OR IGNORE INTO meta VALUES ('part_receipts_imported', ?)", [time.time_ns()])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     for path in imported:  # after the commit; a crash (or a read-only store) leaves files nothing reads
         target = root / LEGACY_DIR / "parts" / path.parent.name
         try:
