@@ -68,9 +68,7 @@ class AttemptStaging:
         """Create a temp file for writing inside staging; a failure is a :class:`StoreWriteError`."""
         if not self._created:
             try:
-                self.path.mkdir(mode=0o700)
-            except FileExistsError:
-                pass
+                self.path.mkdir(mode=0o700, exist_ok=True)
             except OSError as exc:
                 raise StoreWriteError(f"cannot create capture staging: {exc.strerror or exc}") from exc
             self._created = True
