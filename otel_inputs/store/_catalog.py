@@ -271,6 +271,9 @@ class Catalog:
         self.path = str(root / CATALOG_FILE)
         self.create = create
 
+    def exists(self) -> bool:
+        return os.path.exists(self.path)
+
     def _conn(self, role: Role) -> _Conn:
         c = _conns.get((self.path, role))  # no lock on the agent's hot path
         if c is None:
@@ -280,7 +283,7 @@ class Catalog:
 
     def _connect(self, role: Role) -> sqlite3.Connection:
         old_files = any((self.root / d).is_dir() for d in ("manifests", "parts"))  # imported below
-        if not os.path.exists(self.path) and not self.create and not old_files:
+        if not self.exists() and not self.create and not old_files:
             raise FileNotFoundError(self.path)
         from otel_inputs.store._legacy import import_legacy_layout, import_part_receipts
 
