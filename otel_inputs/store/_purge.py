@@ -25,6 +25,7 @@ from otel_inputs.store._store import ArtifactStore, attempt_key
 
 DEFAULT_RECONCILE_AGE_S = 3600.0
 
+
 @dataclass
 class PurgeReport:
     purge_id: int | None = None
