@@ -6,7 +6,8 @@ Builds a real store (one attempt, one item and one 4 KiB object file per snapsho
 through the catalog's own connection), then times ``apply_retention``: a pass within budget
 (target <= 50 ms at 100,000 snapshots) and a pass evicting 10 % (target <= 2 s).  Baseline, same
 run: deleting as many files one by one plus one sync (what eviction must do on disk anyway).
-Also: an agent commit's latency while that evicting pass runs in another process.
+Also: an agent commit's latency while that evicting pass runs in another process, and the
+catalog transaction's share of it (lock wait included; the rest is file renames on a busy disk).
 """
 
 from __future__ import annotations
@@ -70,6 +71,14 @@ _AGENT = """
 import sys, time, json
 from otel_inputs.store import ArtifactStore, AttemptRecord, CatalogItem, StoreBusyError
 store = ArtifactStore(sys.argv[1]); store.attempts(); busy = 0
+cat_lat = []; commit_attempt = store.catalog.commit_attempt
+def timed(*a, **k):  # the catalog's share (lock wait + transaction), apart from the file renames
+    t = time.perf_counter()
+    try:
+        return commit_attempt(*a, **k)
+    finally:
+        cat_lat.append(time.perf_counter() - t)
+store.catalog.commit_attempt = timed
 print("ready", flush=True); sys.stdin.readline()
 lat = []; n = 0; end = time.monotonic() + float(sys.argv[2])
 while time.monotonic() < end:
@@ -84,7 +93,7 @@ while time.monotonic() < end:
         busy += 1
         s.abort()
     lat.append(time.perf_counter() - t); time.sleep(0.002)
-print(json.dumps([lat, busy]))
+print(json.dumps([lat, busy, cat_lat]))
 """
 
 
@@ -102,6 +111,7 @@ def measure(work: Path, n: int, with_agent: bool) -> dict:
     report = apply_retention(store, RetentionPolicy(budget_bytes=int(total * 0.9)))
     evict_s = time.perf_counter() - t
     lat: list[float] = []
+    cat_lat: list[float] = []
     busy = 0
     if with_agent:  # a second evicting pass while an agent process commits every 2 ms
         agent = subprocess.Popen([sys.executable, "-c", _AGENT, str(root), "4"], stdin=subprocess.PIPE,
@@ -111,7 +121,7 @@ def measure(work: Path, n: int, with_agent: bool) -> dict:
         agent.stdin.flush()
         time.sleep(0.2)
         apply_retention(store, RetentionPolicy(budget_bytes=int(total * 0.8)))
-        lat, busy = json.loads(agent.stdout.readline())
+        lat, busy, cat_lat = json.loads(agent.stdout.readline())
         agent.wait(10)
     out = {"snapshots": n, "build_s": build_s, "gc_within_budget_s": idle_s, "gc_evict_10pct_s": evict_s,
            "evicted_attempts": report.evicted_attempts, "deleted_objects": report.deleted_objects,
@@ -120,6 +130,8 @@ def measure(work: Path, n: int, with_agent: bool) -> dict:
         lat.sort()
         out.update(agent_commits=len(lat), agent_busy_gaps=busy, agent_median_ms=statistics.median(lat) * 1000,
                    agent_p99_ms=lat[int(len(lat) * 0.99) - 1] * 1000, agent_max_ms=lat[-1] * 1000)
+        cat_lat.sort()
+        out.update(agent_catalog_p99_ms=cat_lat[int(len(cat_lat) * 0.99) - 1] * 1000)
     return out
 
 
@@ -140,7 +152,8 @@ def main(argv: list[str] | None = None) -> dict:
               f"-> {r['gc_evict_10pct_s'] / max(r['raw_delete_io_s'], 1e-9):.2f}x")
         if "agent_commits" in r:
             print(f"{'':>18}agent commits in another process during an evicting pass: {r['agent_commits']} commits, "
-                  f"{r['agent_busy_gaps']} store_busy gaps, median {r['agent_median_ms']:.2f} ms, p99 {r['agent_p99_ms']:.2f} ms, max {r['agent_max_ms']:.1f} ms")
+                  f"{r['agent_busy_gaps']} store_busy gaps, median {r['agent_median_ms']:.2f} ms, p99 {r['agent_p99_ms']:.2f} ms, max {r['agent_max_ms']:.1f} ms "
+                  f"(target p99 <= 5 ms; the catalog transaction alone, lock wait included: p99 {r['agent_catalog_p99_ms']:.2f} ms)")
     if len(rows) == 2:
         print(f"growth for 10x more snapshots (within budget): "
               f"{rows[1]['gc_within_budget_s'] / rows[0]['gc_within_budget_s']:.1f}x")

@@ -3,10 +3,9 @@
 Each physical attempt has two independently captured parts, ``logical_request`` and
 ``observable_output``.  The agent thread encodes a part, hashes it and hands it to an
 :class:`EvidenceQueue`; :meth:`EvidenceQueue.submit` returns a :class:`PartReceipt` at once and never
-waits for the disk.  One background writer thread per queue persists accepted parts under::
-
-    <store>/parts/<attempt_key>/<part>.bin     the captured (possibly truncated) bytes
-    <store>/parts/<attempt_key>/<part>.json    the structured receipt: the authority on persistence
+waits for the disk.  One background writer thread per queue persists an accepted part's bytes as
+``<store>/parts/<attempt_key>/<part>.bin`` (possibly truncated), then its structured receipt, the
+authority on persistence, as a row of the store's catalog.
 
 Bounds (seed defaults; every one configurable through :class:`PartLimits` or the environment):
 
@@ -56,7 +55,7 @@ from typing import Any
 
 from otel_inputs import names
 from otel_inputs._policy import AdmissionDecision
-from otel_inputs.store import PARTS_DIR, attempt_key
+from otel_inputs.store import PARTS_DIR, attempt_key, record_part_receipt
 from otel_inputs.types import (
     CaptureDecision,
     GapReason,
@@ -456,7 +455,6 @@ class EvidenceQueue:
         r = job.receipt
         directory = self.parts_dir / attempt_key(r.attempt_id)
         bin_path = directory / f"{r.part.value}.bin"
-        json_path = directory / f"{r.part.value}.json"
         try:
             directory.mkdir(parents=True, exist_ok=True)
             self._write_fn(bin_path, job.data)
@@ -464,35 +462,35 @@ class EvidenceQueue:
             failure = _failure_reason(exc)
             note = _bounded(f"{failure.value}: {getattr(exc, 'strerror', None) or type(exc).__name__}")
             # Best effort: leave a failed receipt so the store itself explains the gap.
-            self._write_receipt(json_path, job, PartPersistence.FAILED, failure, note)
+            self._write_receipt(job, PartPersistence.FAILED, failure, note)
             return PartPersistence.FAILED, failure, note
-        ok, exc = self._write_receipt(json_path, job, PartPersistence.STORED, None, None)
-        if not ok:
+        exc = self._write_receipt(job, PartPersistence.STORED, None, None)
+        if exc is not None:
             # Bytes without a receipt are unreadable by design; remove them rather than leave ambiguity.
             try:
                 bin_path.unlink()
             except OSError:
                 pass
-            failure = _failure_reason(exc) if exc else PersistenceFailure.WRITE_ERROR
+            failure = _failure_reason(exc)
             return PartPersistence.FAILED, failure, _bounded(f"receipt: {failure.value}")
         return PartPersistence.STORED, None, None
 
-    def _write_receipt(self, path: Path, job: _Job, state: PartPersistence, failure: PersistenceFailure | None,
-                       note: str | None) -> tuple[bool, BaseException | None]:
+    def _write_receipt(self, job: _Job, state: PartPersistence, failure: PersistenceFailure | None,
+                       note: str | None) -> Exception | None:
+        """Record the receipt in the store's catalog; the exception if that failed."""
         written = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         extra: dict[str, Any] = {}
         if self._clock() > job.deadline:
             extra["settled_after_timeout"] = True
         r = dataclasses.replace(job.receipt, persistence=state, persistence_reason=failure, persistence_detail=note,
                                 written_at=written if state is PartPersistence.STORED else None)
-        body = json.dumps(receipt_json(r, **extra), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         try:
-            self._write_fn(path, body.encode("utf-8"))
+            record_part_receipt(self.root, receipt_json(r, **extra))
         except Exception as exc:
-            return False, exc
+            return exc
         with self._lock:
             job.receipt = dataclasses.replace(job.receipt, written_at=r.written_at)
-        return True, None
+        return None
 
     def _settle(self, job: _Job, outcome: PartPersistence, failure: PersistenceFailure | None,
                 note: str | None) -> None:

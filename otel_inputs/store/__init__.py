@@ -1,11 +1,5 @@
-"""The artifact store's public face: everything ``exporter/``, ``viewer/`` and tools use of the store.
-
-The modules behind it are private; this one re-exports what callers need (as
-``opentelemetry.util.genai.invocation`` does for its invocation types).  Inside: bytes as
-content-addressed files (``_objects``), the SQLite catalog (``_catalog``), the store facade
-(``_store``), retention, purge, readback, the import of the old on-disk layout (``_legacy``),
-and the bytes' copy in a bucket (``_remote``).
-"""
+"""The artifact store's public face: all that ``exporter/``, ``viewer/`` and tools import of the
+store (its modules are private; docs/store.md and docs/objects.md describe them)."""
 
 from __future__ import annotations
 
@@ -33,6 +27,7 @@ from otel_inputs.store._readback import (
     current_viewer,
     read_part,
     read_part_receipt,
+    record_part_receipt,
     revoke_source,
 )
 from otel_inputs.store._retention import (
@@ -99,6 +94,7 @@ __all__ = [
     "read_part",
     "read_part_receipt",
     "reconcile_store",
+    "record_part_receipt",
     "revoke_source",
     "snapshot_ref_for",
     "store_status",

@@ -1,18 +1,11 @@
-"""The store's catalog: one SQLite file (WAL) holding every attempt, item, object, eviction,
-purge and revocation; the bytes stay files (:mod:`otel_inputs.store._objects`).
+"""The store's catalog: one SQLite file (WAL) of attempts, items, objects, evictions, purges,
+revocations and part receipts; the bytes stay files (:mod:`otel_inputs.store._objects`).
 
-Connections are per process (reset after fork) and come in three roles:
-
-* ``AGENT``: the agent's commits.  ``synchronous=NORMAL`` (a WAL commit is atomic under kill -9;
-  power loss may roll back the last ones) and no checkpoint on the committing thread: the
-  background thread of :class:`_Chores` checkpoints.  The lock wait is bounded (50 ms); past it the commit fails as
-  :class:`StoreBusyError`, which capture records as a ``store_busy`` gap instead of blocking.
-* ``MAINT``: retention, purge, import.  ``synchronous=FULL``, so what they mark is on disk before
-  they delete a byte, and a patient lock wait.
-* ``READ``: readers (viewer, exporter).
-
-Schema changes are small named migrations applied in order, recorded in ``_migrations`` (the
-style of sqlite-utils' and llm's ``migrations.py``).
+Connections are per process (reset after fork), one per :class:`Role`: ``AGENT`` commits with
+``synchronous=NORMAL``, never checkpoints (:class:`_Chores` does) and waits at most
+:data:`AGENT_BUSY_S` for the lock (then :class:`StoreBusyError`, a ``store_busy`` gap); ``MAINT``
+(retention, purge, import) commits with ``synchronous=FULL`` before any byte is deleted; ``READ``
+reads.  Schema changes are named migrations, recorded in ``_migrations``.
 """
 
 from __future__ import annotations
@@ -32,6 +25,7 @@ from otel_inputs.store._errors import StoreBusyError, StoreWriteError
 
 CATALOG_FILE = "catalog.db"
 AGENT_BUSY_S = 0.05
+AGENT_POLL_S = 0.0002
 MAINT_BUSY_S = 30.0
 CHECKPOINT_EVERY_S = 0.05
 
@@ -84,13 +78,18 @@ class AttemptRecord:
     omitted_count: int | None = None
     committed_at_ns: int = 0
     ended_at_ns: int | None = None
-    purged: bool = False
     changed_seq: int = 0
     items: tuple[CatalogItem, ...] = field(default=())
 
 
 ITEM_COLUMNS = tuple(f.name for f in fields(CatalogItem))
-ATTEMPT_COLUMNS = tuple(f.name for f in fields(AttemptRecord) if f.name not in ("items", "purged"))
+ATTEMPT_COLUMNS = tuple(f.name for f in fields(AttemptRecord) if f.name != "items")
+# Items a purge covers are marked purged (also when a stale writer commits the attempt again).
+MARK_PURGED_ALL = ("UPDATE items SET artifact_status = CASE artifact_status WHEN 'available' THEN 'evicted' "
+                   "ELSE artifact_status END, status_reason = 'purged' WHERE coalesce(status_reason, '') != 'purged' "
+                   "AND EXISTS (SELECT 1 FROM purged p WHERE p.attempt_id = items.attempt_id "
+                   "AND p.input_id IN ('', items.input_id))")
+MARK_PURGED = MARK_PURGED_ALL + " AND attempt_id = ?"
 
 
 def _script(con: sqlite3.Connection, sql: str) -> None:
@@ -154,9 +153,30 @@ def _m002_remote_objects(con: sqlite3.Connection) -> None:
     """)
 
 
+def _m003_part_receipts(con: sqlite3.Connection) -> None:
+    con.execute(MARK_PURGED_ALL)  # purges were applied when read until now, marked at commit from now on
+    # one exchange part's receipt (its JSON body); the bytes stay parts/<attempt key>/<part>.bin
+    con.execute("CREATE TABLE parts (attempt_id TEXT NOT NULL, part TEXT NOT NULL, run_id TEXT, "
+                "receipt TEXT NOT NULL, PRIMARY KEY (attempt_id, part)) WITHOUT ROWID")
+
+
+@contextmanager
+def transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any exception."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield con
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+
+
 MIGRATIONS: tuple[tuple[str, Callable[[sqlite3.Connection], None]], ...] = (
     ("m001_initial", _m001_initial),
     ("m002_remote_objects", _m002_remote_objects),
+    ("m003_part_receipts", _m003_part_receipts),
 )
 
 
@@ -255,20 +275,17 @@ class Catalog:
         return os.path.exists(self.path)
 
     def _conn(self, role: Role) -> _Conn:
-        key = (self.path, role)
-        c = _conns.get(key)
-        if c is not None:
-            return c
-        with _conns_lock:
-            c = _conns.get(key)
-            if c is None:
-                c = _conns[key] = _Conn(self._connect(role))
+        c = _conns.get((self.path, role))  # no lock on the agent's hot path
+        if c is None:
+            with _conns_lock:
+                c = _conns.get((self.path, role)) or _conns.setdefault((self.path, role), _Conn(self._connect(role)))
         return c
 
     def _connect(self, role: Role) -> sqlite3.Connection:
-        if not self.exists() and not self.create and not (self.root / "manifests").is_dir():
+        old_files = any((self.root / d).is_dir() for d in ("manifests", "parts"))  # imported below
+        if not self.exists() and not self.create and not old_files:
             raise FileNotFoundError(self.path)
-        from otel_inputs.store._legacy import import_legacy_layout
+        from otel_inputs.store._legacy import import_legacy_layout, import_part_receipts
 
         con = sqlite3.connect(self.path, timeout=AGENT_BUSY_S if role is Role.AGENT else MAINT_BUSY_S,
                               isolation_level=None, check_same_thread=False)
@@ -276,11 +293,13 @@ class Catalog:
         con.execute("PRAGMA synchronous=" + ("FULL" if role is Role.MAINT else "NORMAL"))
         if role is Role.AGENT:
             con.execute("PRAGMA wal_autocheckpoint=0")
+            con.execute("PRAGMA busy_timeout=0")  # see _begin
         if role is not Role.MAINT:
             self._conn(Role.MAINT)  # schema and any import happen once, on the patient connection
         else:
             self._migrate(con)
             import_legacy_layout(self, con)
+            import_part_receipts(self.root, con)
         return con
 
     @staticmethod
@@ -290,15 +309,10 @@ class Catalog:
         for name, apply in MIGRATIONS:
             if name in done:
                 continue
-            con.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(con):
                 if con.execute("SELECT 1 FROM _migrations WHERE name = ?", [name]).fetchone() is None:
                     apply(con)
                     con.execute("INSERT INTO _migrations VALUES (?, ?)", [name, time.time_ns()])
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
 
     @contextmanager
     def write(self, role: Role = Role.MAINT, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
@@ -312,12 +326,7 @@ class Catalog:
         with c.lock:
             if not durable and role is Role.MAINT:
                 c.con.execute("PRAGMA synchronous=NORMAL")
-            try:
-                c.con.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if role is Role.AGENT and "locked" in str(exc):
-                    raise StoreBusyError(f"store_busy: catalog locked for more than {AGENT_BUSY_S * 1000:.0f} ms") from exc
-                raise
+            self._begin(c.con, role)
             try:
                 yield c.con
                 c.con.execute("COMMIT")
@@ -330,6 +339,34 @@ class Catalog:
                     c.con.execute("PRAGMA synchronous=FULL")
         if role is Role.AGENT:
             chores.submit(self)
+
+    @staticmethod
+    def _begin(con: sqlite3.Connection, role: Role) -> None:
+        # The agent polls instead of using SQLite's busy handler, whose sleeps (1, 2, 5, 10 … ms)
+        # would turn a 1 ms wait for a gc transaction into 3 or 8 ms.
+        deadline = time.monotonic() + AGENT_BUSY_S
+        while True:
+            try:
+                con.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if role is not Role.AGENT or "locked" not in str(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise StoreBusyError(f"store_busy: catalog locked for more than {AGENT_BUSY_S * 1000:.0f} ms") from exc
+            time.sleep(AGENT_POLL_S)
+
+    def sync_wal(self) -> None:
+        """fsync the WAL without holding the write lock, so the ``FULL`` commit that follows a
+        series of ``durable=False`` transactions has little left to flush while agents wait."""
+        try:
+            fd = os.open(self.path + "-wal", os.O_RDONLY | os.O_CLOEXEC)  # no SQLite lock lives on -wal
+        except FileNotFoundError:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -371,6 +408,7 @@ class Catalog:
                 con.execute("DELETE FROM items WHERE attempt_id = ?", [record.attempt_id])
                 con.executemany(f"INSERT INTO items VALUES ({', '.join('?' * len(ITEM_COLUMNS))})",
                                 [tuple(getattr(i, c) for c in ITEM_COLUMNS) for i in items])
+                con.execute(MARK_PURGED, [record.attempt_id])
                 if intact:
                     con.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", objects)
         except (sqlite3.Error, UnicodeEncodeError, ValueError) as exc:
@@ -389,38 +427,11 @@ class Catalog:
     def attempts(self, con: sqlite3.Connection, where: str = "", args: Sequence[Any] = ()) -> list[AttemptRecord]:
         """Attempts matching ``where`` (SQL over ``attempts``), each with its items."""
         rows = con.execute(f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts {where}", args).fetchall()
-        if not rows:
-            return []
-        ids = [r[0] for r in rows]
-        items: dict[str, list[CatalogItem]] = {a: [] for a in ids}
-        purged: dict[str, set[str]] = {}
-        for chunk in range(0, len(ids), 500):
-            part = ids[chunk:chunk + 500]
-            marks = ", ".join("?" * len(part))
-            for r in con.execute(f"SELECT {', '.join(ITEM_COLUMNS)} FROM items WHERE attempt_id IN ({marks}) "
-                                 "ORDER BY attempt_id, seq", part):
+        items: dict[str, list[CatalogItem]] = {r[0]: [] for r in rows}
+        ids = list(items)
+        for k in range(0, len(ids), 500):
+            part = ids[k:k + 500]
+            for r in con.execute(f"SELECT {', '.join(ITEM_COLUMNS)} FROM items WHERE attempt_id IN "
+                                 f"({', '.join('?' * len(part))}) ORDER BY attempt_id, seq", part):
                 items[r[0]].append(CatalogItem(*r))
-            for a, i in con.execute(f"SELECT attempt_id, input_id FROM purged WHERE attempt_id IN ({marks})", part):
-                purged.setdefault(a, set()).add(i)
-        out = []
-        for r in rows:
-            marks = purged.get(r[0], set())
-            its = tuple(_purged(i) if "" in marks or i.input_id in marks else i for i in items[r[0]])
-            out.append(AttemptRecord(*r[:-1], purged="" in marks, changed_seq=r[-1], items=its))
-        return out
-
-    def attempt(self, attempt_id: str) -> AttemptRecord | None:
-        try:
-            with self.read() as con:
-                found = self.attempts(con, "WHERE attempt_id = ?", [attempt_id])
-        except FileNotFoundError:
-            return None
-        return found[0] if found else None
-
-
-def _purged(item: CatalogItem) -> CatalogItem:
-    """A purged item reads as purged even if a later commit claims its bytes again."""
-    if item.status_reason == "purged":
-        return item
-    status = "evicted" if item.artifact_status == "available" else item.artifact_status
-    return replace(item, artifact_status=status, status_reason="purged")
+        return [AttemptRecord(*r, items=tuple(items[r[0]])) for r in rows]

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_inputs._text import safe_text
+from otel_inputs.store._catalog import MARK_PURGED, transaction
 
 LEGACY_DIR = "legacy-layout"
 _MOVED = ("manifests", "evictions", "ended", "tombstones", "index", "revocations.json")
@@ -82,18 +83,11 @@ def import_legacy_layout(catalog: Any, con: sqlite3.Connection) -> int:
     root: Path = catalog.root
     if not (root / "manifests").is_dir():
         return 0
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        if con.execute("SELECT 1 FROM meta WHERE key = 'legacy_imported'").fetchone() is not None:
-            con.execute("ROLLBACK")
-            _move_aside(root)
-            return 0
-        count = _import(root, con)
-        con.execute("INSERT INTO meta VALUES ('legacy_imported', ?)", [time.time_ns()])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+    count = 0
+    with transaction(con):  # already imported (a crash came before the move): only move
+        if con.execute("SELECT 1 FROM meta WHERE key = 'legacy_imported'").fetchone() is None:
+            count = _import(root, con)
+            con.execute("INSERT INTO meta VALUES ('legacy_imported', ?)", [time.time_ns()])
     _move_aside(root)
     return count
 
@@ -166,13 +160,7 @@ def _import_tombstones(root: Path, con: sqlite3.Connection) -> None:
                            len(inputs)])
         con.executemany("INSERT OR IGNORE INTO purged VALUES (?, ?, ?)",
                         [(a, "", cur.lastrowid) for a in attempts] + [(a, i, cur.lastrowid) for a, i in inputs])
-        for a in attempts:
-            con.execute("UPDATE items SET artifact_status = CASE artifact_status WHEN 'available' THEN 'evicted' "
-                        "ELSE artifact_status END, status_reason = 'purged' WHERE attempt_id = ?", [a])
-        for a, i in inputs:
-            con.execute("UPDATE items SET artifact_status = CASE artifact_status WHEN 'available' THEN 'evicted' "
-                        "ELSE artifact_status END, status_reason = 'purged' WHERE attempt_id = ? AND input_id = ?",
-                        [a, i])
+        con.executemany(MARK_PURGED, [(a,) for a in {*attempts, *(a for a, _ in inputs)}])
 
 
 def _import_revocations(root: Path, con: sqlite3.Connection) -> None:
@@ -188,6 +176,35 @@ def _import_revocations(root: Path, con: sqlite3.Connection) -> None:
     for digest in body.get("sha256", ()) if isinstance(body, dict) else ():
         if isinstance(digest, str):
             con.execute("INSERT INTO revocations (sha256, at_ns) VALUES (?, ?)", [digest.lower(), now])
+
+
+def import_part_receipts(root: Path, con: sqlite3.Connection) -> None:
+    """Once per store: exchange-part receipts written as ``parts/<key>/<part>.json`` files (before
+    the catalog held them) become ``parts`` rows; the files then move into ``legacy-layout/parts/``."""
+    if con.execute("SELECT 1 FROM meta WHERE key = 'part_receipts_imported'").fetchone() is not None:
+        return
+    from otel_inputs.store._store import attempt_key
+
+    imported: list[Path] = []
+    with transaction(con):
+        for path in sorted((root / "parts").glob("*/*.json")):
+            try:
+                body = json.loads(path.read_bytes()) if not path.is_symlink() else None
+            except (OSError, ValueError):
+                continue  # unreadable: it stays where it is, as unreadable as before
+            aid = body.get("attemptId") if isinstance(body, dict) else None
+            if isinstance(aid, str) and body.get("part") == path.stem and path.parent.name == attempt_key(aid):
+                con.execute("INSERT OR IGNORE INTO parts VALUES (?, ?, ?, ?)",
+                            [aid, path.stem, _text(body.get("runId")), json.dumps(body, sort_keys=True)])
+                imported.append(path)
+        con.execute("INSERT OR IGNORE INTO meta VALUES ('part_receipts_imported', ?)", [time.time_ns()])
+    for path in imported:  # after the commit; a crash (or a read-only store) leaves files nothing reads
+        target = root / LEGACY_DIR / "parts" / path.parent.name
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target / path.name)
+        except OSError:
+            continue
 
 
 def _move_aside(root: Path) -> None:

@@ -10,17 +10,20 @@ that was not purged stay.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from otel_inputs._text import canonical_path
-from otel_inputs.store._catalog import Role
-from otel_inputs.store._store import DEFAULT_RECONCILE_AGE_S, ArtifactStore, attempt_key
+from otel_inputs.store._catalog import MARK_PURGED, Role
+from otel_inputs.store._objects import HEX64
+from otel_inputs.store._store import ArtifactStore, attempt_key
 
-PURGE_REASON = "purged"
+DEFAULT_RECONCILE_AGE_S = 3600.0
 
 
 @dataclass
@@ -63,18 +66,17 @@ def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str 
         covered = [(a, "") for a in sorted(attempts)] + sorted(inputs)
         con.executemany("INSERT OR IGNORE INTO purged VALUES (?, ?, ?)", [(a, i, cur.lastrowid) for a, i in covered])
         seq = store.catalog.next_seq(con)
-        mark = ("UPDATE items SET artifact_status = CASE artifact_status WHEN 'available' THEN 'evicted' "
-                "ELSE artifact_status END, status_reason = ? WHERE attempt_id = ? AND (? = '' OR input_id = ?) "
-                "AND coalesce(status_reason, '') != ?")
-        for a, i in covered:
-            report.items += con.execute(mark, [PURGE_REASON, a, i, i, PURGE_REASON]).rowcount
+        touched = attempts | {a for a, _ in inputs}
+        for a in touched:
+            report.items += con.execute(MARK_PURGED, [a]).rowcount
             con.execute("UPDATE attempts SET changed_seq = ? WHERE attempt_id = ?", [seq, a])
-        report.attempts = len(attempts | {a for a, _ in inputs})
+        report.attempts = len(touched)
         if delete_records:
             for a in attempts:
                 con.execute("DELETE FROM items WHERE attempt_id = ?", [a])
+                con.execute("DELETE FROM parts WHERE attempt_id = ?", [a])
                 report.deleted_attempts += con.execute("DELETE FROM attempts WHERE attempt_id = ?", [a]).rowcount
-    for a in attempts:  # exchange parts of a purged attempt go with it (after the commit)
+    for a in attempts:  # exchange-part bytes of a purged attempt go with it (after the commit)
         shutil.rmtree(store.root / "parts" / attempt_key(a), ignore_errors=True)
     report.deleted_objects = len(store.remove_objects(digests))
     report.targets = sorted(attempts) + sorted(f"{a}/{i}" for a, i in inputs)
@@ -118,18 +120,35 @@ def delete_run(store: ArtifactStore, run_id: str) -> PurgeReport:
     return purge(store, run_id=run_id, delete_records=True)
 
 
-def reconcile_store(store: ArtifactStore, *, min_age_s: float = DEFAULT_RECONCILE_AGE_S) -> dict[str, int]:
-    """Start-up reconciliation: bytes a crashed purge or eviction left unreferenced, old orphan
-    staging and orphan objects."""
+def reconcile_store(store: ArtifactStore, *, min_age_s: float = DEFAULT_RECONCILE_AGE_S,
+                    now: float | None = None) -> dict[str, int]:
+    """Finish what a crash interrupted: bytes a purge or eviction left unreferenced (and rows of
+    bytes already gone), half-done removals, and staging or object files older than ``min_age_s``
+    that the catalog does not name (younger ones may be a capture that has not committed yet)."""
+    available = "SELECT sha256 FROM items WHERE artifact_status = 'available' AND sha256 IS NOT NULL"
     with store.catalog.read() as con:
-        unreferenced = [r[0] for r in con.execute(
-            "SELECT sha256 FROM objects WHERE sha256 NOT IN "
-            "(SELECT sha256 FROM items WHERE artifact_status = 'available' AND sha256 IS NOT NULL)")]
+        unreferenced = [r[0] for r in con.execute(f"SELECT sha256 FROM objects WHERE sha256 NOT IN ({available})")]
     freed = store.remove_objects(unreferenced)
-    stale = [(d,) for d in unreferenced if d not in freed and not store.objects.has(d)]
-    with store.catalog.write(Role.MAINT) as con:  # rows of bytes already gone (see remove_objects)
-        con.executemany("DELETE FROM objects WHERE sha256 = ? AND sha256 NOT IN (SELECT sha256 FROM items "
-                        "WHERE artifact_status = 'available' AND sha256 IS NOT NULL)", stale)
-    result = store.reconcile(min_age_s=min_age_s)
-    result["unreferenced_removed"] = len(freed)
+    with store.catalog.write(Role.MAINT) as con:
+        con.executemany(f"DELETE FROM objects WHERE sha256 = ? AND sha256 NOT IN ({available})",
+                        [(d,) for d in unreferenced if d not in freed and not store.objects.has(d)])
+        known = {r[0] for r in con.execute("SELECT sha256 FROM objects")}
+    now = time.time() if now is None else now
+    result = {"staging_removed": store.objects.remove_old_staging(min_age_s, now),
+              "objects_removed": store.objects.restore_or_drop_graveyard(known.__contains__),
+              "unreferenced_removed": len(freed)}
+    stray = []
+    for name, entry in store.objects.iterate():
+        try:
+            if name not in known and not name.startswith(".") and now - entry.stat(follow_symlinks=False).st_mtime >= min_age_s:
+                stray.append(name)
+        except FileNotFoundError:
+            continue
+    gone = store.remove_objects(stray)
+    for name in stray:  # not a digest: nothing the store wrote
+        if not HEX64.fullmatch(name):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(store.objects_dir / name)
+                gone[name] = 0
+    result["objects_removed"] += len(gone)
     return result

@@ -1,14 +1,7 @@
-"""Readback discipline: who may read which evidence, checked again on every read, in order:
-permission (``permission_denied``), retention (``not_found`` / ``retention_expired``), revocation
-(``source_unavailable``) and digest (``integrity_mismatch``).
-
-The access policy is a JSON file (``OTEL_INPUTS_ACCESS_POLICY``),
-``{"default": "deny", "viewers": {"bob": {"runs": ["demo-run-*"]}}}``; without one every local
-viewer is allowed (a single-user workstation).  Revocations are catalog rows (``otel-inputs store
-revoke``); a JSON file named by ``OTEL_INPUTS_REVOCATIONS``
-(``{"sources": [{"path": ..., "reason": ...}], "sha256": [...]}``) adds more.  A revoked source is
-refused even when its bytes still match; paths compare in one canonical text form
-(:func:`otel_inputs._text.canonical_path`).
+"""Readback discipline: every read re-checks permission (``permission_denied``), retention
+(``not_found`` / ``retention_expired``), revocation (``source_unavailable``) and the digest
+(``integrity_mismatch``), in that order.  The access policy (``OTEL_INPUTS_ACCESS_POLICY``) and
+revocations are described in docs/store.md; exchange-part receipts are catalog rows.
 """
 
 from __future__ import annotations
@@ -30,13 +23,12 @@ from typing import Any
 
 from otel_inputs import names
 from otel_inputs._text import canonical_path, safe_text
-from otel_inputs.store._catalog import CatalogItem, Role
+from otel_inputs.store._catalog import Catalog, CatalogItem, Role
 from otel_inputs.store._errors import ReadbackError
 from otel_inputs.store._store import ArtifactStore, VerifiedSnapshot, attempt_key, check_retained
 from otel_inputs.types import PartName, PartPersistence, ReadbackOutcome
 
-PARTS_DIR = "parts"  # <store>/parts/<attempt_key>/<part>.{bin,json}, written by otel_inputs._parts
-_RECEIPT_MAX = 64 * 1024
+PARTS_DIR = "parts"  # <store>/parts/<attempt_key>/<part>.bin, written by otel_inputs._parts
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -102,8 +94,6 @@ class Revocation:
 
 @dataclass(frozen=True)
 class RevocationList:
-    paths: tuple[str, ...] = ()
-    digests: frozenset[str] = frozenset()
     entries: tuple[Revocation, ...] = ()
 
     @classmethod
@@ -132,8 +122,7 @@ class RevocationList:
                 pass
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise PolicyError(f"revocation list {path} is unusable: {exc}") from exc
-        return cls(tuple(e.what for e in entries if e.is_path),
-                   frozenset(e.what for e in entries if not e.is_path), tuple(entries))  # fmt: skip
+        return cls(tuple(entries))
 
     def match(self, item: CatalogItem | Mapping[str, Any]) -> Revocation | None:
         """The entry that revokes ``item`` (by digest first, then by source path or a folder above it)."""
@@ -148,9 +137,6 @@ class RevocationList:
                 if entry.is_path and (text == entry.what or text.startswith(entry.what.rstrip("/") + "/")):
                     return entry
         return None
-
-    def revoked(self, item: CatalogItem | Mapping[str, Any]) -> bool:
-        return self.match(item) is not None
 
 
 def revoke_source(store: ArtifactStore, path: str | os.PathLike[str], reason: str = "") -> str:
@@ -187,22 +173,29 @@ def _refused(exc: ReadbackError) -> ReadResult:
     return ReadResult(ReadbackOutcome(exc.outcome), str(exc))
 
 
+def record_part_receipt(store_root: str | os.PathLike[str], body: Mapping[str, Any]) -> None:
+    """Record one exchange part's receipt in the catalog, durably (``FULL``): the part's authority."""
+    with Catalog(Path(store_root)).write(Role.MAINT) as con:
+        con.execute("INSERT OR REPLACE INTO parts VALUES (?, ?, ?, ?)",
+                    [body["attemptId"], body["part"], body.get("runId"), json.dumps(body, sort_keys=True)])
+
+
 def read_part_receipt(store: ArtifactStore | str | os.PathLike[str], attempt_id: str, part_name: PartName | str) -> dict[str, Any]:
-    """The stored receipt of one exchange part; :class:`ReadbackError` otherwise."""
-    bin_path, path = _part_paths(store, attempt_id, part_name)
+    """The recorded receipt of one exchange part; :class:`ReadbackError` otherwise."""
+    part = _part_name(part_name)
+    catalog = store.catalog if isinstance(store, ArtifactStore) else Catalog(Path(store), create=False)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as fh:
-            raw = fh.read(_RECEIPT_MAX + 1)
-    except FileNotFoundError as exc:
-        raise ReadbackError(ReadbackOutcome.NOT_FOUND, "no stored receipt for this part") from exc
-    except OSError as exc:
-        raise ReadbackError(ReadbackOutcome.NOT_FOUND, f"part receipt unreadable: {exc.strerror or exc}") from exc
+        with catalog.read() as con:
+            row = con.execute("SELECT receipt FROM parts WHERE attempt_id = ? AND part = ?", [attempt_id, part]).fetchone()
+    except (FileNotFoundError, sqlite3.Error) as exc:
+        raise ReadbackError(ReadbackOutcome.NOT_FOUND, f"part receipts unreadable ({exc})") from exc
+    if row is None:
+        raise ReadbackError(ReadbackOutcome.NOT_FOUND, "no stored receipt for this part")
     try:
-        body = json.loads(raw)
-    except ValueError as exc:
+        body = json.loads(row[0])
+    except (TypeError, ValueError) as exc:
         raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "part receipt is not valid JSON") from exc
-    if not isinstance(body, dict) or body.get("attemptId") != attempt_id or body.get("part") != path.stem:
+    if not isinstance(body, dict) or body.get("attemptId") != attempt_id or body.get("part") != part:
         raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH,
                             "part receipt does not belong to the requested attempt and part")
     return body
@@ -217,9 +210,9 @@ def read_part(store: ArtifactStore | str | os.PathLike[str], attempt_id: str, pa
     digest, size = receipt.get("sha256"), receipt.get("size_bytes")
     if not isinstance(digest, str) or not _HEX64.fullmatch(digest) or not isinstance(size, int) or size < 0:
         raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "part receipt has a malformed digest or size")
-    bin_path, _ = _part_paths(store, attempt_id, part_name)
+    root = store.root if isinstance(store, ArtifactStore) else Path(store)
     try:
-        fd = os.open(bin_path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(root / PARTS_DIR / attempt_key(attempt_id) / f"{_part_name(part_name)}.bin", os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as fh:
             data = fh.read(size + 1)  # one byte more than recorded exposes an appended tail
     except OSError as exc:
@@ -231,16 +224,11 @@ def read_part(store: ArtifactStore | str | os.PathLike[str], attempt_id: str, pa
     return data
 
 
-def _part_paths(store: ArtifactStore | str | os.PathLike[str], attempt_id: str, part_name: PartName | str) -> tuple[Path, Path]:
+def _part_name(part_name: PartName | str) -> str:
     try:
-        part = PartName(part_name) if isinstance(part_name, str) else None
+        return PartName(part_name).value
     except ValueError:
-        part = None
-    if part is None:
-        raise ReadbackError(ReadbackOutcome.NOT_FOUND, "unknown part name")
-    root = store.root if isinstance(store, ArtifactStore) else Path(store)  # a store, or its root directory
-    directory = root / PARTS_DIR / attempt_key(attempt_id)
-    return directory / f"{part.value}.bin", directory / f"{part.value}.json"
+        raise ReadbackError(ReadbackOutcome.NOT_FOUND, "unknown part name") from None
 
 
 class EvidenceReader:
@@ -310,7 +298,7 @@ class EvidenceReader:
             revocations = RevocationList.load(self.store, self._revocations_path)
         except PolicyError as exc:
             return ReadResult(ReadbackOutcome.SOURCE_UNAVAILABLE, str(exc))
-        if revocations.revoked(item):
+        if revocations.match(item) is not None:
             return ReadResult(ReadbackOutcome.SOURCE_UNAVAILABLE, "the source of this input has been revoked")
         try:
             snap = self.store.read_item_bytes(item, max_bytes=max_bytes)

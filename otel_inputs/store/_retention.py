@@ -1,24 +1,12 @@
-"""Disk-budget retention for the artifact store: evict the oldest snapshot bytes of ended attempts.
-
-Snapshot bytes are kept by allocated disk space, never by age.  Two limits, both optional: a byte
-budget for the store's objects and a minimum of free space on its filesystem; a third caps any one
-run.  When a limit is crossed, the oldest ended attempts' items are marked ``evicted`` (reason
-``disk_budget``) in the catalog, and bytes are deleted only once no available item references
-them.  Running attempts (a live owner) and staged captures are protected.  Metadata, hashes and
-provenance always stay.
-
-Marks go in small transactions (:data:`CHUNK` attempts, a short pause between) so an agent's
-commit never waits long for the catalog's write lock; one ``synchronous=FULL`` commit at the end of
-the pass makes them all durable before any byte they free is deleted.
-
-Limits come from the environment (sizes accept K/M/G suffixes; names in :mod:`otel_inputs.names`:
-``OTEL_INPUTS_STORE_BUDGET``, ``OTEL_INPUTS_STORE_MIN_FREE``, ``OTEL_INPUTS_RUN_BUDGET``) or from
-flags of ``otel-inputs store gc``.
+"""Disk-budget retention: evict the oldest ended attempts' snapshot bytes until the limits hold
+(a store byte budget, a free-space floor, a per-run budget; docs/store.md, "Retention").  Marks go
+in small transactions, made durable before any byte they free is deleted.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 import re
@@ -41,7 +29,7 @@ _log = logging.getLogger(__name__)
 GC_LOCK = "gc.lock"
 EVICTION_REASON = "disk_budget"
 CHUNK = 250  # attempts per eviction transaction: an agent commit waits at most one of them
-CHUNK_PAUSE_S = 0.005
+CHUNK_PAUSE_S = 0.001  # agents poll the lock every 0.2 ms (_catalog.AGENT_POLL_S)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 
 
@@ -75,14 +63,9 @@ class RetentionPolicy:
         return any(v is not None for v in (self.budget_bytes, self.min_free_bytes, self.run_budget_bytes))
 
     def describe(self) -> str:
-        parts = []
-        if self.budget_bytes is not None:
-            parts.append(f"store budget {self.budget_bytes} bytes")
-        if self.run_budget_bytes is not None:
-            parts.append(f"run budget {self.run_budget_bytes} bytes")
-        if self.min_free_bytes is not None:
-            parts.append(f"min free {self.min_free_bytes} bytes")
-        return ", ".join(parts) or "no limits"
+        limits = (("store budget", self.budget_bytes), ("run budget", self.run_budget_bytes),
+                  ("min free", self.min_free_bytes))
+        return ", ".join(f"{name} {v} bytes" for name, v in limits if v is not None) or "no limits"
 
 
 @dataclass
@@ -121,8 +104,8 @@ def _owner_alive(pid: Any, host: Any) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:  # alive, owned by someone else
+        pass
     return True
 
 
@@ -144,13 +127,9 @@ def _run_bytes(con) -> dict[str, int]:
 
 
 def _bytes_of(con, attempt_ids: set[str]) -> int:
-    if not attempt_ids:
-        return 0
-    con.execute("CREATE TEMP TABLE IF NOT EXISTS _ids (attempt_id TEXT PRIMARY KEY)")
-    con.execute("DELETE FROM _ids")
-    con.executemany("INSERT OR IGNORE INTO _ids VALUES (?)", [(a,) for a in attempt_ids])
-    return con.execute("SELECT coalesce(sum(allocated), 0) FROM objects WHERE sha256 IN (SELECT i.sha256 FROM "
-                       "items i JOIN _ids USING (attempt_id) WHERE i.artifact_status = 'available')").fetchone()[0]
+    return con.execute("SELECT coalesce(sum(allocated), 0) FROM objects WHERE sha256 IN (SELECT i.sha256 FROM items i "
+                       "JOIN json_each(?) j ON i.attempt_id = j.value WHERE i.artifact_status = 'available')",
+                       [json.dumps(sorted(attempt_ids))]).fetchone()[0]
 
 
 def store_usage(store: ArtifactStore, *, per_run: bool = False) -> StoreUsage:
@@ -182,41 +161,42 @@ def _gc_lock(store: ArtifactStore) -> Iterator[None]:
 
 @dataclass
 class _Plan:
-    """Victims oldest first, with the refcounts the plan leaves behind."""
+    """Victims oldest first, with the refcounts the plan leaves behind (read lazily, per digest)."""
 
-    refcount: dict[str, int]
-    sizes: dict[str, int]
+    refcount: dict[str, int] = field(default_factory=dict)
     victims: list[tuple[str, int]] = field(default_factory=list)  # (attempt id, committed_at_ns)
     chosen: set[str] = field(default_factory=set)
     last_refs: list[str] = field(default_factory=list)
 
-    def take(self, attempt_id: str, committed: int, digests: list[str]) -> int:
+    def take(self, attempt_id: str, committed: int, digests: list[tuple[str, int, int]]) -> int:
         freed = 0
-        for digest in digests:
-            self.refcount[digest] -= 1
-            if self.refcount[digest] == 0:
-                freed += self.sizes.get(digest, 0)
+        for digest, refs, size in digests:
+            left = self.refcount[digest] = self.refcount.get(digest, refs) - 1
+            if left == 0:
+                freed += size
                 self.last_refs.append(digest)
         self.victims.append((attempt_id, committed))
         self.chosen.add(attempt_id)
         return freed
 
 
-def _candidates(con, protected: set[str], run: str | None = None) -> Iterator[tuple[str, int, list[str]]]:
-    """(attempt id, committed_at_ns, available digests) oldest first, of unprotected attempts."""
-    sql = ("SELECT a.attempt_id, a.committed_at_ns, i.sha256 FROM attempts a JOIN items i "
-           "ON i.attempt_id = a.attempt_id AND i.artifact_status = 'available' "
+def _candidates(con, protected: set[str], run: str | None = None) -> Iterator[tuple[str, int, list[tuple[str, int, int]]]]:
+    """(attempt id, committed_at_ns, [(digest, available refs, allocated)]) oldest first, of
+    unprotected attempts; refs are counted only for the rows read (the index on available digests)."""
+    sql = ("SELECT a.attempt_id, a.committed_at_ns, i.sha256, (SELECT count(*) FROM items r WHERE r.sha256 = i.sha256 "
+           "AND r.artifact_status = 'available'), coalesce(o.allocated, 0) FROM attempts a JOIN items i "
+           "ON i.attempt_id = a.attempt_id AND i.artifact_status = 'available' LEFT JOIN objects o ON o.sha256 = i.sha256 "
            + ("WHERE coalesce(a.run_id, '') = ? " if run is not None else "")
            + "ORDER BY a.committed_at_ns, a.attempt_id")
     current: tuple[str, int] | None = None
-    digests: list[str] = []
-    for aid, committed, digest in con.execute(sql, [run] if run is not None else []):
+    digests: list[tuple[str, int, int]] = []
+    for aid, committed, digest, refs, size in con.execute(sql, [run] if run is not None else []):
         if current is not None and aid != current[0]:
             if current[0] not in protected:
                 yield current[0], current[1], digests
             digests = []
         current = (aid, committed)
-        digests.append(digest)
+        digests.append((digest, refs, size))
     if current is not None and current[0] not in protected:
         yield current[0], current[1], digests
 
@@ -229,9 +209,8 @@ def apply_retention(store: ArtifactStore, policy: RetentionPolicy, *, free_bytes
     deleted, so a crash leaves at worst unreferenced bytes (removed later), never a record that
     claims bytes that are gone.
     """
-    measure_free = free_bytes or (lambda p: shutil.disk_usage(p).free)
     with _gc_lock(store):
-        return _apply(store, policy, measure_free, progress)
+        return _apply(store, policy, free_bytes or (lambda p: shutil.disk_usage(p).free), progress)
 
 
 def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable[[str], int],
@@ -246,13 +225,9 @@ def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable
             return True
         return free_at_start is not None and free_at_start + freed < policy.min_free_bytes
 
-    plan: _Plan | None = None
-    planned = 0
+    plan, planned = _Plan(), 0
     if usage.per_run or over(0):
         with store.catalog.read() as con:
-            plan = _Plan(dict(con.execute("SELECT sha256, count(*) FROM items WHERE artifact_status = 'available' "
-                                          "GROUP BY sha256")),
-                         dict(con.execute("SELECT sha256, allocated FROM objects")))
             for run, used in sorted((usage.per_run or {}).items()):
                 cap = policy.run_budget_bytes
                 if cap is None or used <= cap:
@@ -271,17 +246,15 @@ def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable
                         break
                     if aid not in plan.chosen:
                         planned += plan.take(aid, committed, digests)
-    if plan is not None and plan.victims:
+    if plan.victims:
         _mark(store, plan.victims, report, progress)
         if report.evicted_attempts:
             deleted = store.remove_objects(plan.last_refs)
             report.deleted_objects, report.freed_bytes = len(deleted), sum(deleted.values())
             total -= report.freed_bytes
     report.total_bytes_after = total
-    if usage.protected:
-        with store.catalog.read() as con:
-            report.protected_bytes = _bytes_of(con, usage.protected)
-    report.protected_bytes += usage.staging_bytes
+    with store.catalog.read() as con:
+        report.protected_bytes = _bytes_of(con, usage.protected) + usage.staging_bytes
     if policy.min_free_bytes is not None:
         free_at_start = measure_free(str(store.root))
     report.over_budget_after = over(0)
@@ -296,22 +269,19 @@ def _mark(store: ArtifactStore, victims: list[tuple[str, int]], report: GcReport
     at = time.time_ns()
     for k in range(0, len(victims), CHUNK):
         chunk = victims[k:k + CHUNK]
-        items = 0
         with store.catalog.write(Role.MAINT, durable=False) as con:
+            report.evicted_items += con.executemany(
+                "UPDATE items SET artifact_status = 'evicted', status_reason = ?, evicted_at_ns = ? WHERE attempt_id = ? "
+                "AND artifact_status = 'available' AND EXISTS (SELECT 1 FROM attempts WHERE attempt_id = ? "
+                "AND committed_at_ns = ?)", [(EVICTION_REASON, at, a, a, c) for a, c in chunk]).rowcount
             seq = store.catalog.next_seq(con)
-            for aid, committed in chunk:
-                n = con.execute("UPDATE items SET artifact_status = 'evicted', status_reason = ?, evicted_at_ns = ? "
-                                "WHERE attempt_id = ? AND artifact_status = 'available' AND EXISTS (SELECT 1 FROM "
-                                "attempts WHERE attempt_id = ? AND committed_at_ns = ?)",
-                                [EVICTION_REASON, at, aid, aid, committed]).rowcount
-                if n:
-                    con.execute("UPDATE attempts SET changed_seq = ? WHERE attempt_id = ?", [seq, aid])
-                    items += n
-                    report.evicted_attempts += 1
-        report.evicted_items += items
+            report.evicted_attempts += con.executemany(
+                "UPDATE attempts SET changed_seq = ? WHERE attempt_id = ? AND committed_at_ns = ?",
+                [(seq, a, c) for a, c in chunk]).rowcount
         if progress:
             progress(len(chunk))
         time.sleep(CHUNK_PAUSE_S)  # let waiting agent commits take the write lock
+    store.catalog.sync_wal()  # the chunks' bytes reach the disk while nobody waits for the lock
     with store.catalog.write(Role.MAINT) as con:  # FULL: its WAL fsync covers every chunk above
         con.execute("INSERT INTO evictions (at_ns, reason, attempts, items) VALUES (?, ?, ?, ?)",
                     [at, EVICTION_REASON, report.evicted_attempts, report.evicted_items])
@@ -341,12 +311,10 @@ def store_status(store: ArtifactStore, policy: RetentionPolicy) -> dict[str, Any
 class RetentionGate:
     """Keeps an observer's captures inside the limits without making the agent wait on storage.
 
-    Before capture it says how many bytes may still be added: the totals of the last usage scan
-    plus what this process committed since.  Scans run on a background thread; a stale total is
-    used while its successor is computed.  Only the very first call waits for the first scan, at
-    most ``first_wait_s``; if that is not enough the byte budgets are unknown for now and only the
-    free-space floor (one statvfs) is applied.  After a commit that crosses a limit retention runs
-    in the background, one pass at a time.
+    :meth:`remaining` answers from the last usage scan plus what this process committed since;
+    scans and retention passes run on background threads, one at a time.  Only the first call waits
+    for the first scan, at most ``first_wait_s``; until then byte budgets are unknown and only the
+    free-space floor (one statvfs) applies.
     """
 
     def __init__(self, store: ArtifactStore, policy: RetentionPolicy, *, refresh_s: float = 5.0,
@@ -374,11 +342,13 @@ class RetentionGate:
             self._scan_in_background()
 
     def _scan_in_background(self) -> None:
+        self._start("_scan_thread", self._scan, "otel-inputs-retention-scan")
+
+    def _start(self, attr: str, target: Callable[[], None], name: str) -> None:
         with self._lock:
-            if self._scan_thread is not None and self._scan_thread.is_alive():
-                return
-            self._scan_thread = threading.Thread(target=self._scan, name="otel-inputs-retention-scan", daemon=True)
-            self._scan_thread.start()
+            if getattr(self, attr) is None or not getattr(self, attr).is_alive():
+                setattr(self, attr, threading.Thread(target=target, name=name, daemon=True))
+                getattr(self, attr).start()
 
     def _scan(self) -> None:
         with self._scan_lock:  # one scan at a time: each settles the commits counted before it began
@@ -438,11 +408,7 @@ class RetentionGate:
             self.collect_in_background()
 
     def collect_in_background(self) -> None:
-        with self._lock:
-            if self._gc_thread is not None and self._gc_thread.is_alive():
-                return
-            self._gc_thread = threading.Thread(target=self._collect, name="otel-inputs-retention", daemon=True)
-            self._gc_thread.start()
+        self._start("_gc_thread", self._collect, "otel-inputs-retention")
 
     def _collect(self) -> None:
         try:

@@ -1,15 +1,6 @@
-"""The artifact store: snapshot bytes as content-addressed files plus a SQLite catalog.
-
-Layout under the store root::
-
-    objects/<sha256 hex>     snapshot bytes (:mod:`otel_inputs.store._objects`)
-    staging/...              captures in progress
-    catalog.db (+ -wal, -shm) attempts, items, objects, evictions, purges, revocations
-                             (:mod:`otel_inputs.store._catalog`)
-    parts/<key>/...          exchange parts (:mod:`otel_inputs._parts`)
-
-Readback is only by (attempt id, input id): the object is named by the digest the catalog
-records, and the bytes are re-hashed before they are returned.
+"""The artifact store: snapshot bytes as content-addressed files (``objects/``, staged in
+``staging/``) plus the SQLite catalog (``catalog.db``) that says what they are; docs/store.md has
+the layout.  Readback is only by (attempt id, input id), re-hashed against the recorded digest.
 """
 
 from __future__ import annotations
@@ -18,7 +9,6 @@ import hashlib
 import os
 import secrets
 import shutil
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +21,6 @@ from otel_inputs.store._remote import BucketLink
 from otel_inputs.types import ArtifactStatus, ReadbackOutcome
 
 SNAPSHOT_REF_PREFIX = "sha256:"
-DEFAULT_RECONCILE_AGE_S = 3600.0
 REMOVE_CHUNK = 250  # objects moved aside, re-checked under the catalog's write lock and deleted at a time
 _STATUSES = {s.value for s in ArtifactStatus}
 
@@ -75,21 +64,15 @@ class AttemptStaging:
         self._closed = False
         self._created = False
 
-    def temp_path(self) -> Path:
-        """A fresh temp file name inside staging, for a caller that copies itself."""
+    def open_temp(self) -> tuple[Path, BinaryIO]:
+        """Create a temp file for writing inside staging; a failure is a :class:`StoreWriteError`."""
         if not self._created:
             try:
-                self.path.mkdir(mode=0o700)
-            except FileExistsError:
-                pass
+                self.path.mkdir(mode=0o700, exist_ok=True)
             except OSError as exc:
                 raise StoreWriteError(f"cannot create capture staging: {exc.strerror or exc}") from exc
             self._created = True
-        return self.path / f"tmp-{secrets.token_hex(8)}"
-
-    def open_temp(self) -> tuple[Path, BinaryIO]:
-        """Create a temp file for writing; a failure is a :class:`StoreWriteError`."""
-        tmp = self.temp_path()
+        tmp = self.path / f"tmp-{secrets.token_hex(8)}"
         try:
             return tmp, open(tmp, "xb", buffering=0)
         except OSError as exc:
@@ -229,7 +212,8 @@ class ArtifactStore:
 
     def attempt(self, attempt_id: str) -> AttemptRecord | None:
         """The committed record of an attempt, or ``None`` when the store has none."""
-        return self.catalog.attempt(attempt_id)
+        found = self.attempts("WHERE attempt_id = ?", [attempt_id])
+        return found[0] if found else None
 
     def attempts(self, where: str = "", args: Iterable[object] = ()) -> list[AttemptRecord]:
         """Every committed attempt (or those matching ``where``, SQL over ``attempts``)."""
@@ -305,43 +289,11 @@ class ArtifactStore:
         self.bucket.sweep()  # the bucket's copies follow the same references
         return gone
 
-    def reconcile(self, *, min_age_s: float = DEFAULT_RECONCILE_AGE_S, now: float | None = None) -> dict[str, int]:
-        """Remove staging and object bytes older than ``min_age_s`` that the catalog does not name."""
-        now = time.time() if now is None else now
-        staging = self.objects.remove_old_staging(min_age_s, now)
-        with self.catalog.read() as con:
-            known = {r[0] for r in con.execute("SELECT sha256 FROM objects")}
-        removed = self.objects.restore_or_drop_graveyard(lambda d: d in known)
-        stray = []
-        for name, entry in self.objects.iterate():
-            if name in known or name.startswith("."):
-                continue
-            try:
-                if now - entry.stat(follow_symlinks=False).st_mtime >= min_age_s:
-                    stray.append(name)
-            except FileNotFoundError:
-                continue
-        # Bytes a capture installed but has not committed yet are young; older ones are orphans.
-        gone = self.remove_objects(stray)
-        for name in stray:
-            if not HEX64.fullmatch(name):
-                try:
-                    os.unlink(self.objects_dir / name)
-                    gone[name] = 0
-                except FileNotFoundError:
-                    pass
-        return {"staging_removed": staging, "objects_removed": removed + len(gone)}
-
 
 def _referenced(con, digests: set[str]) -> set[str]:
-    found: set[str] = set()
-    listed = list(digests)
-    for k in range(0, len(listed), 500):
-        part = listed[k:k + 500]
-        found.update(r[0] for r in con.execute(
-            f"SELECT DISTINCT sha256 FROM items WHERE artifact_status = 'available' "
-            f"AND sha256 IN ({', '.join('?' * len(part))})", part))
-    return found
+    """Which of ``digests`` (at most a few hundred) an available item still names."""
+    return {r[0] for r in con.execute(f"SELECT DISTINCT sha256 FROM items WHERE artifact_status = 'available' "
+                                      f"AND sha256 IN ({', '.join('?' * len(digests))})", list(digests))}
 
 
 def check_retained(item: CatalogItem) -> None:

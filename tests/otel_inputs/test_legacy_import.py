@@ -71,3 +71,42 @@ def test_import_interrupted_by_kill_is_redone_and_never_doubles(tmp_path: Path) 
     assert len(store.attempts()) == 6
     assert ArtifactStore(root).attempts() == store.attempts()
     assert os.listdir(root / "legacy-layout") and not (root / "manifests").exists()
+
+
+def _old_receipt(root: Path, attempt_id: str, part: str, data: bytes) -> None:
+    """Write a part the way the store did before receipts were catalog rows: ``<part>.bin`` plus ``<part>.json``."""
+    import hashlib
+    import json
+
+    from otel_inputs.store import attempt_key
+
+    d = root / "parts" / attempt_key(attempt_id)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{part}.bin").write_bytes(data)
+    body = {"receipt_version": 1, "runId": "run-p", "attemptId": attempt_id, "part": part, "capture": "captured",
+            "dispatch": "dispatched", "persistence": "stored", "sha256": hashlib.sha256(data).hexdigest(),
+            "size_bytes": len(data), "written_at": "2026-11-30T10:00:00.000Z"}
+    (d / f"{part}.json").write_text(json.dumps(body))
+
+
+def test_receipt_files_of_an_older_store_open_as_catalog_receipts(tmp_path: Path) -> None:
+    """Part receipts an older store kept as files (with or without a catalog) are readable after the first open."""
+    for name, with_catalog in (("parts-only", False), ("catalog", True)):
+        root = tmp_path / name
+        if with_catalog:  # a catalog from before receipts were rows: no parts table, no import mark
+            subprocess.run([sys.executable, "-c", (
+                "import sys; from otel_inputs.store import ArtifactStore; s = ArtifactStore(sys.argv[1]); s.attempts()\n"
+                "with s.catalog.write() as con:\n"
+                "    con.execute('DROP TABLE parts'); con.execute(\"DELETE FROM _migrations WHERE name = 'm003_part_receipts'\")\n"
+                "    con.execute(\"DELETE FROM meta WHERE key = 'part_receipts_imported'\")"), str(root)], check=True)
+        _old_receipt(root, "p-1", "logical_request", b'{"model": "m"}')
+        _old_receipt(root, "p-1", "observable_output", b'{"text": "hi"}')
+        out = subprocess.run([sys.executable, "-c", (
+            "import sys; from otel_inputs.store import read_part, read_part_receipt\n"
+            "print(read_part_receipt(sys.argv[1], 'p-1', 'logical_request')['runId'], "
+            "read_part(sys.argv[1], 'p-1', 'observable_output').decode())"), str(root)],
+            check=True, capture_output=True, text=True).stdout
+        assert out.split() == ["run-p", '{"text":', '"hi"}'], name
+        moved = sorted(p.name for p in (root / "legacy-layout" / "parts").glob("*/*.json"))
+        assert moved == ["logical_request.json", "observable_output.json"], name  # kept aside, no second copy
+        assert not list((root / "parts").glob("*/*.json")), name

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import sqlite3
 import threading
 import warnings
 from pathlib import Path
@@ -34,7 +35,7 @@ from otel_inputs._parts import (
 )
 from otel_inputs.store import read_part, read_part_receipt
 from otel_inputs._policy import AdmissionDecision
-from otel_inputs.store import ReadbackError, attempt_key
+from otel_inputs.store import CATALOG_FILE, ReadbackError, attempt_key
 from otel_inputs.types import CaptureDecision, GapReason
 
 pytestmark = pytest.mark.timeout(60)  # a submit that blocked on the writer would hang, not pass
@@ -200,7 +201,8 @@ def test_slow_store_times_out_but_keeps_capacity_reserved_until_settled(root: Pa
     # Timed out is not settled: its capacity is still reserved.
     assert q.submit("r", "a3", OUT, b"x").reason == "capacity_exceeded"
     assert not q.flush(0.05)
-    assert not (root / "parts" / attempt_key("a1") / "logical_request.json").exists()
+    with pytest.raises(ReadbackError):  # nothing is recorded before the bytes are durable
+        read_part_receipt(root, "a1", REQ)
     gate.gate.set()
     assert q.flush(10)
     settled = q.receipt("a1", REQ)
@@ -330,11 +332,11 @@ def test_tampered_part_bytes_are_refused(root: Path, queues) -> None:
     with pytest.raises(ReadbackError) as err:
         read_part(root, "a1", REQ)
     assert err.value.outcome == "not_found"
-    receipt_path = path.with_suffix(".json")
-    body = json.loads(receipt_path.read_bytes())
-    body["attemptId"] = "someone-else"
-    os.chmod(receipt_path, 0o644)
-    receipt_path.write_text(json.dumps(body))
+    with sqlite3.connect(root / CATALOG_FILE) as con:  # a receipt row that names another attempt
+        body = json.loads(con.execute("SELECT receipt FROM parts WHERE attempt_id = 'a1'").fetchone()[0])
+        body["attemptId"] = "someone-else"
+        con.execute("UPDATE parts SET receipt = ? WHERE attempt_id = 'a1'", [json.dumps(body)])
+    con.close()
     with pytest.raises(ReadbackError) as err:
         read_part_receipt(root, "a1", REQ)
     assert err.value.outcome == "integrity_mismatch"

@@ -18,6 +18,7 @@ from otel_inputs.store import (
     ReadbackError,
     StoreCleanupError,
     StoreWriteError,
+    reconcile_store,
 )
 
 
@@ -128,9 +129,10 @@ def test_reconcile_is_age_gated(store: ArtifactStore) -> None:
     orphan_stage.put_bytes(b"half")
     stray = store.object_path(hashlib.sha256(b"stray").hexdigest())
     stray.write_bytes(b"stray")
-    assert store.reconcile(min_age_s=3600) == {"staging_removed": 0, "objects_removed": 0}
+    young = {"staging_removed": 0, "objects_removed": 0, "unreferenced_removed": 0}
+    assert reconcile_store(store, min_age_s=3600) == young
     later = time.time() + 7200
-    assert store.reconcile(min_age_s=3600, now=later) == {"staging_removed": 1, "objects_removed": 1}
+    assert reconcile_store(store, min_age_s=3600, now=later) == {**young, "staging_removed": 1, "objects_removed": 1}
     assert store.object_path(owned).exists() and not stray.exists()
     assert store.read_input("a", "in-1").data == b"owned"
 
@@ -208,7 +210,7 @@ def test_reconcile_finishes_an_interrupted_gc(store: ArtifactStore) -> None:
     os.rename(store.object_path(kept), store.objects_dir / f".gc-{kept}")
     orphan = hashlib.sha256(b"orphan").hexdigest()
     (store.objects_dir / f".gc-{orphan}").write_bytes(b"orphan")
-    store.reconcile(min_age_s=0)
+    reconcile_store(store, min_age_s=0)
     assert store.read_input("a", "in-1").data == b"kept"
     assert not (store.objects_dir / f".gc-{orphan}").exists()
 
