@@ -368,8 +368,7 @@ def current_access(store_root: str | os.PathLike[str] | None, viewer: str | None
     if store_root:
         root = os.fspath(store_root)
         store = ArtifactStore(root, create=False)
-        # manifests/: an old-layout store, imported into the catalog on its first open
-        if not store.catalog.exists() and not os.path.isdir(os.path.join(root, "manifests")):
+        if not store.holds_records():
             store = None
     revocations, rev_problem = None, None
     if store is not None:  # without a store there are no purges or revocations to consult

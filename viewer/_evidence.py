@@ -82,8 +82,7 @@ def open_evidence(store_root: str | os.PathLike[str] | None, viewer: str | None 
         return Evidence(None, who, NO_STORE, "not_found")
     root = os.fspath(store_root)
     store = ArtifactStore(root, create=False)
-    if not store.catalog.exists() and not os.path.isdir(os.path.join(root, "manifests")):  # manifests/: an
-        # old-layout store, imported into the catalog on this first open
+    if not store.holds_records():
         return Evidence(None, who, f"artifact store not found at {root}", "not_found")
     try:
         policy = AccessPolicy.load()

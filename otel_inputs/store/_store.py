@@ -180,6 +180,11 @@ class ArtifactStore:
         # the bucket copy of the bytes (docs/objects.md); without a URL (or OTEL_INPUTS_OBJECTS_URL) none
         self.bucket = BucketLink(self, objects_url, objects_options)
 
+    def holds_records(self) -> bool:
+        """True when a store was ever written here: its catalog, or an older layout's manifests or
+        part receipts (which the first open imports into the catalog)."""
+        return self.catalog.exists() or any((self.root / d).is_dir() for d in ("manifests", "parts"))
+
     # -- writing ---------------------------------------------------------------------------
     def begin_attempt(self, attempt_id: str) -> AttemptStaging:
         """The attempt's staging (raises :class:`StoreWriteError` if the store is unusable)."""

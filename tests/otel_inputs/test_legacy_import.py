@@ -110,3 +110,19 @@ def test_receipt_files_of_an_older_store_open_as_catalog_receipts(tmp_path: Path
         moved = sorted(p.name for p in (root / "legacy-layout" / "parts").glob("*/*.json"))
         assert moved == ["logical_request.json", "observable_output.json"], name  # kept aside, no second copy
         assert not list((root / "parts").glob("*/*.json")), name
+
+
+def test_a_parts_only_older_store_opened_first_by_the_viewer_is_a_store(tmp_path: Path) -> None:
+    """The viewer's readers treat a store holding only older part receipt files as a store (and import it), never as "no store"."""
+    root = tmp_path / "parts-only"
+    _old_receipt(root, "p-1", "logical_request", b'{"model": "m"}')
+    out = subprocess.run([sys.executable, "-c", (
+        "import sys\n"
+        "from otel_inputs.viewer._access import current_access\n"
+        "from otel_inputs.viewer._evidence import open_evidence\n"
+        "from otel_inputs.store import read_part\n"
+        "ev = open_evidence(sys.argv[1]); acc = current_access(sys.argv[1])\n"
+        "print(ev.store is not None, acc.store is not None, read_part(sys.argv[1], 'p-1', 'logical_request').decode())"),
+        str(root)], check=True, capture_output=True, text=True).stdout
+    assert out.split() == ["True", "True", '{"model":', '"m"}']
+    assert (root / "catalog.db").exists()
