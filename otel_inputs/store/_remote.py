@@ -30,6 +30,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,7 @@ BATCH = 64  # objects recorded queued (and then done) per catalog transaction
 SKIPPED_MAX = 100_000  # skipped digests held for their queue_full row (memory stays bounded)
 GATHER_S = 0.05  # a short queue waits this long before its batch starts
 CHECK_CHUNK = 500  # digests re-checked per statement
+UPLOAD_THREADS = 4  # uploads in flight at once
 META_URL = "objects_url"  # the bucket the uploader used, so readers and sweeps find it without the env
 _REASON_MAX = 200
 QUEUE_FULL = "queue_full"
@@ -412,10 +414,11 @@ class BucketLink:
             done = {r[0] for k in range(0, len(digests), CHECK_CHUNK) for r in con.execute(
                 "SELECT sha256 FROM remote_objects WHERE state = 'uploaded' AND sha256 IN "
                 f"({', '.join('?' * len(digests[k:k + CHECK_CHUNK]))})", digests[k:k + CHECK_CHUNK])}
-        outcome: dict[str, str | None] = {}
-        for digest in digests:
-            if digest not in done:
-                outcome[digest] = self._upload_one(remote, digest)
+        todo = [d for d in digests if d not in done]
+        # A PUT mostly waits on the network: a few in flight keep the link busy (s3fs runs them on
+        # its own event loop; these threads only wait for them).
+        with ThreadPoolExecutor(min(UPLOAD_THREADS, len(todo) or 1), thread_name_prefix="otel-inputs-upload") as pool:
+            outcome: dict[str, str | None] = dict(zip(todo, pool.map(lambda d: self._upload_one(remote, d), todo)))
         with catalog.write(Role.MAINT, durable=False) as con:
             now = time.time_ns()
             con.executemany(
