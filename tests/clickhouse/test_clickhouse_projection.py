@@ -24,10 +24,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 from otel_inputs import names as n  # noqa: E402
-from otel_inputs.exporter import DuckDBLogExporter  # noqa: E402
-from otel_inputs.exporter._db import connect_with_retry, file_lock  # noqa: E402
+from otel_inputs.exporter._db import connect_with_retry  # noqa: E402
 from otel_inputs.exporter._rows import ATTEMPT_COLUMNS, ATTEMPT_STEP_MESSAGE_COLUMNS, INPUT_COLUMNS, PART_COLUMNS, STEP_COLUMNS  # noqa: E402
-from otel_inputs.exporter._schema import migrate  # noqa: E402
 from otel_inputs.exporter._spans import from_readable  # noqa: E402
 from otel_inputs.exporter._writer import DuckDBWriter  # noqa: E402
 
@@ -174,27 +172,11 @@ def _ch_rows(sess: Any, table: str, columns: list[str], order: str) -> list[tupl
 @pytest.fixture(scope="module")
 def landed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any]]:
     """The corpus landed in DuckDB, and the same otel_traces / otel_logs rows in chdb under the projection."""
+    from ch_corpus import land_duckdb  # here: ch_corpus imports this module's corpus builders
+
     tmp = tmp_path_factory.mktemp("ch")
-    db = tmp / "t.duckdb"
     records, logs = _traces()
-    records = _single_spans(SpanFactory()) + records
-    with file_lock(db, exclusive=True, timeout_s=10):
-        con = connect_with_retry(db, read_only=False)
-        try:
-            migrate(con)
-        finally:
-            con.close()
-    log_exporter = DuckDBLogExporter(db)  # the real in-process logs path
-    log_exporter.export(logs)
-    log_exporter.shutdown()
-    for r in records:  # one span per batch, children first, as a batch processor may send them
-        DuckDBWriter(db).write_spans([r])
-    con = connect_with_retry(db, read_only=True)
-    try:
-        for table in ("otel_traces", "otel_logs"):
-            con.execute(f"COPY {table} TO '{tmp / table}.parquet' (FORMAT parquet)")
-    finally:
-        con.close()
+    db = land_duckdb(tmp, _single_spans(SpanFactory()) + records, logs)
     sess = chdb_session.Session(str(tmp / "chdb"))
     try:
         _apply(sess, "otel")
