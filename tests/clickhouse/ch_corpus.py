@@ -76,3 +76,19 @@ def load_chdb(sess: Any, tmp: Path, database: str = DATABASE, *, times: int = 2)
     for _ in range(times):
         for table in ("otel_traces", "otel_logs"):
             sess.query(f"INSERT INTO {database}.{table} SELECT * FROM file('{tmp / table}.parquet', Parquet)")
+
+
+# What differs by design between the two backends on a viewer page (left out when pages are compared).
+BACKEND_LINES = ("Database: ", "Exporter counters: not recorded on this backend", "No exporter counters recorded yet.",
+                 "Nothing dropped or waiting.", "Telemetry was lost", "span(s) waited on disk",
+                 "Snapshot rows per run: not recorded on this backend", "No snapshots recorded for this run.")
+
+
+def use_backend(monkeypatch: Any, source: str | Path) -> None:
+    """Point the viewer at a DuckDB file (a Path) or a ClickHouse URL (a str), and only at it."""
+    if isinstance(source, Path):
+        monkeypatch.delenv(n.ENV_CLICKHOUSE, raising=False)
+        monkeypatch.setenv(n.ENV_DB, str(source))
+    else:
+        monkeypatch.delenv(n.ENV_DB, raising=False)
+        monkeypatch.setenv(n.ENV_CLICKHOUSE, source)

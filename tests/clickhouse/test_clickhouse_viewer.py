@@ -16,7 +16,7 @@ pytest.importorskip("chdb.session", reason="chdb (in-process ClickHouse) is not 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "viewer"))
 from apptest_helpers import open_item, run_app, texts  # noqa: E402
-from ch_corpus import DATABASE, corpus, land_duckdb, load_chdb  # noqa: E402
+from ch_corpus import BACKEND_LINES, DATABASE, corpus, land_duckdb, load_chdb, use_backend  # noqa: E402
 
 from otel_inputs import names  # noqa: E402
 from otel_inputs.viewer import _queries as q  # noqa: E402
@@ -111,24 +111,16 @@ def test_what_clickhouse_does_not_record_is_not_recorded(both: Both) -> None:
 
 # What differs by design: the sidebar's name, the exporter counters (DuckDB's exporter keeps them,
 # the stock ClickHouse exporter does not) and the store rows (agent_artifacts is DuckDB's).
-_BACKEND_LINES = ("Database: ", "Exporter counters: not recorded on this backend", "No exporter counters recorded yet.",
-                  "Nothing dropped or waiting.", "Telemetry was lost", "span(s) waited on disk",
-                  "Snapshot rows per run: not recorded on this backend", "No snapshots recorded for this run.")
 
 
 def _page(monkeypatch: pytest.MonkeyPatch, source: str | Path, steps: Any = None, **params: str) -> tuple[list[str], list[str]]:
     """The page's texts (backend-specific lines left out) and table cells, on one backend."""
     monkeypatch.delenv(names.ENV_STORE, raising=False)
-    if isinstance(source, Path):
-        monkeypatch.delenv(names.ENV_CLICKHOUSE, raising=False)
-        monkeypatch.setenv(names.ENV_DB, str(source))
-    else:
-        monkeypatch.delenv(names.ENV_DB, raising=False)
-        monkeypatch.setenv(names.ENV_CLICKHOUSE, source)
+    use_backend(monkeypatch, source)
     at = run_app(**params)
     if steps is not None:
         at = steps(at)
-    lines = [t for t in texts(at) if not t.startswith(_BACKEND_LINES)]
+    lines = [t for t in texts(at) if not t.startswith(BACKEND_LINES)]
     assert not at.error, [e.value for e in at.error]
     cells = [str(v) for df in at.dataframe if "counter" not in df.value.columns for v in df.value.to_numpy().ravel()]
     return lines, cells

@@ -30,7 +30,7 @@ from s3_server import S3, s3, s3fs  # noqa: E402,F401 - the module's S3 server f
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "viewer"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clickhouse"))
 from apptest_helpers import open_item, run_app, texts  # noqa: E402
-from ch_corpus import DATABASE, load_chdb  # noqa: E402
+from ch_corpus import BACKEND_LINES, DATABASE, load_chdb, use_backend  # noqa: E402
 from opentelemetry.sdk._logs import LoggerProvider  # noqa: E402
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
@@ -139,27 +139,18 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, s3: S3) -> Iterator[Fleet]: 
         s3fs.S3FileSystem.clear_instance_cache()
 
 
-# What differs by design between the two backends (the chviewer tests list the same lines).
-_BACKEND_LINES = ("Database: ", "Exporter counters: not recorded on this backend", "No exporter counters recorded yet.",
-                  "Nothing dropped or waiting.", "Telemetry was lost", "span(s) waited on disk",
-                  "Snapshot rows per run: not recorded on this backend", "No snapshots recorded for this run.")
 
 
 def page(monkeypatch: pytest.MonkeyPatch, source: str | Path, store: Path, open_input: str | None = None,
          **params: str) -> tuple[list[str], list[str]]:
     """The page's texts (backend-specific lines left out) and table cells, on one backend and store."""
     monkeypatch.setenv(names.ENV_STORE, str(store))
-    if isinstance(source, Path):
-        monkeypatch.delenv(names.ENV_CLICKHOUSE, raising=False)
-        monkeypatch.setenv(names.ENV_DB, str(source))
-    else:
-        monkeypatch.delenv(names.ENV_DB, raising=False)
-        monkeypatch.setenv(names.ENV_CLICKHOUSE, source)
+    use_backend(monkeypatch, source)
     at = run_app(**params)
     if open_input is not None:
         at = open_item(at, "path_reference", open_input)
     assert not at.error, [e.value for e in at.error]
-    lines = [t for t in texts(at) if not t.startswith(_BACKEND_LINES)]
+    lines = [t for t in texts(at) if not t.startswith(BACKEND_LINES)]
     lines += [c.value for c in at.code]  # text previews are shown as code blocks
     cells = [str(v) for df in at.dataframe if "counter" not in df.value.columns for v in df.value.to_numpy().ravel()]
     return lines, cells
