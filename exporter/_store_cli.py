@@ -23,14 +23,15 @@ from otel_inputs.store import (
     CATALOG_FILE,
     ArtifactStore,
     PurgeReport,
+    ReadbackError,
     RetentionPolicy,
     apply_retention,
+    bucket_counts,
     delete_run,
     parse_size,
     purge,
     reconcile_store,
     revoke_source,
-    bucket_counts,
     store_status,
     sync_bucket,
 )
@@ -188,7 +189,8 @@ def upload_cmd(store: Path | None, no_retry_failed: bool) -> None:
 @store_group.command("verify")
 @_store_opt
 def verify_cmd(store: Path | None) -> None:
-    """Re-hash every object; report mismatches, missing bytes and orphans. Changes nothing."""
+    """Re-hash every object (and the bucket copy of any whose local copy is gone); report mismatches,
+    missing bytes and orphans. Changes nothing."""
     s = _open_store(store)
     referenced: dict[str, list[str]] = {}
     with s.catalog.read() as con:
@@ -219,8 +221,20 @@ def verify_cmd(store: Path | None) -> None:
             progress.advance(task)
     present = set(objects)
     missing = sorted(d for d in referenced if d not in present)
+    # A referenced object whose local copy is gone may still be in the bucket: re-hash that copy.
+    in_bucket = [d for d, where in s.bucket.placements(missing).items() if where.in_bucket]
+    for d in in_bucket:
+        try:
+            data = s.bucket.read(d, None)
+        except ReadbackError as exc:
+            mismatched.append(f"{d}: bucket copy unreadable ({exc})")
+            continue
+        if data is None or hashlib.sha256(data).hexdigest() != d:
+            mismatched.append(f"{d}: bucket copy does not match its name")
+    missing = [d for d in missing if d not in in_bucket]
     click.echo(f"objects: {len(objects)}, referenced: {len(referenced)}, mismatched: {len(mismatched)}, "
-               f"missing: {len(missing)}, orphans: {len(orphans)}, catalog problems: {len(bad_manifests)}")
+               f"missing: {len(missing)}, in the bucket only: {len(in_bucket)}, orphans: {len(orphans)}, "
+               f"catalog problems: {len(bad_manifests)}")
     for line in mismatched:
         click.echo(f"MISMATCH {line}")
     for d in missing:

@@ -99,3 +99,21 @@ def test_capture_without_fsspec_stays_local_and_never_imports_it(tmp_path: Path)
     assert out.stdout.splitlines() == ["plain complete ['local only'] False",
                                      "with-url complete ['local only'] True"]
     assert "fsspec is not installed" in out.stderr
+
+
+def test_store_verify_checks_the_bucket_copy_of_an_object_whose_local_copy_is_gone(tmp_path: Path) -> None:
+    """`store verify` counts an uploaded object without a local copy as in the bucket (not missing),
+    re-hashes that copy, and fails on a bucket copy whose bytes were altered."""
+    bucket = tmp_path / "bucket"
+    store = ArtifactStore(tmp_path / "store", objects_url=bucket.as_uri())
+    _, events = capture(store, tmp_path / "ctx", {"a.txt": b"kept in the bucket"})
+    assert store.bucket.flush(30)
+    digest = events[0][names.INPUT_SHA256]
+    os.unlink(store.objects.path(digest))
+    args = ["store", "verify", "--store", str(tmp_path / "store")]
+    out = CliRunner().invoke(cli, args, env={})
+    assert out.exit_code == 0, out.output
+    assert "missing: 0, in the bucket only: 1" in out.output
+    (bucket / "objects" / digest).write_bytes(b"altered in the bucket")
+    out = CliRunner().invoke(cli, args, env={})
+    assert out.exit_code == 1 and f"MISMATCH {digest}: bucket copy does not match its name" in out.output, out.output
