@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from otel_inputs.store._errors import StoreBusyError, StoreWriteError
+from otel_inputs.store._legacy import import_legacy_layout, import_part_receipts
+from otel_inputs.store._sql import MARK_PURGED, MARK_PURGED_ALL, transaction
 
 CATALOG_FILE = "catalog.db"
 AGENT_BUSY_S = 0.05
@@ -84,12 +86,6 @@ class AttemptRecord:
 
 ITEM_COLUMNS = tuple(f.name for f in fields(CatalogItem))
 ATTEMPT_COLUMNS = tuple(f.name for f in fields(AttemptRecord) if f.name != "items")
-# Items a purge covers are marked purged (also when a stale writer commits the attempt again).
-MARK_PURGED_ALL = ("UPDATE items SET artifact_status = CASE artifact_status WHEN 'available' THEN 'evicted' "
-                   "ELSE artifact_status END, status_reason = 'purged' WHERE coalesce(status_reason, '') != 'purged' "
-                   "AND EXISTS (SELECT 1 FROM purged p WHERE p.attempt_id = items.attempt_id "
-                   "AND p.input_id IN ('', items.input_id))")
-MARK_PURGED = MARK_PURGED_ALL + " AND attempt_id = ?"
 
 
 def _script(con: sqlite3.Connection, sql: str) -> None:
@@ -160,17 +156,6 @@ def _m003_part_receipts(con: sqlite3.Connection) -> None:
                 "receipt TEXT NOT NULL, PRIMARY KEY (attempt_id, part)) WITHOUT ROWID")
 
 
-@contextmanager
-def transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any exception."""
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        yield con
-        con.execute("COMMIT")
-    except BaseException:
-        if con.in_transaction:
-            con.execute("ROLLBACK")
-        raise
 
 
 MIGRATIONS: tuple[tuple[str, Callable[[sqlite3.Connection], None]], ...] = (
@@ -285,8 +270,6 @@ class Catalog:
         old_files = any((self.root / d).is_dir() for d in ("manifests", "parts"))  # imported below
         if not self.exists() and not self.create and not old_files:
             raise FileNotFoundError(self.path)
-        from otel_inputs.store._legacy import import_legacy_layout, import_part_receipts
-
         con = sqlite3.connect(self.path, timeout=AGENT_BUSY_S if role is Role.AGENT else MAINT_BUSY_S,
                               isolation_level=None, check_same_thread=False)
         con.execute("PRAGMA journal_mode=WAL")

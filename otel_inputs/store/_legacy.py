@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_inputs._text import safe_text
-from otel_inputs.store._catalog import MARK_PURGED, transaction
+from otel_inputs.store._sql import MARK_PURGED, transaction
 
 LEGACY_DIR = "legacy-layout"
 _MOVED = ("manifests", "evictions", "ended", "tombstones", "index", "revocations.json")
