@@ -9,8 +9,10 @@ ordering ambiguous, and the panel says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from otel_inputs.viewer._queries import AttemptRecord, TurnRef
+if TYPE_CHECKING:  # the records only annotate here; _queries imports this module
+    from otel_inputs.viewer._queries import AttemptRecord, TurnRef
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from otel_inputs.viewer._backend import Backend, DbUnavailable, open_backend, read_only
+from otel_inputs.viewer._lineage import previous_turn_id, prior_turns
+from otel_inputs.viewer._retries import family
 
 __all__ = ["Backend", "DbUnavailable", "open_backend", "read_only"]
 
@@ -370,8 +372,6 @@ def get_user_prompts(db: Backend, attempt_ids: Sequence[str]) -> dict[str, str]:
 
 def load_attempt(db: Backend, attempt_id: str) -> AttemptBundle | None:
     """All queries of one attempt page: the attempt, its inputs, its session, the previous turn's inputs."""
-    from otel_inputs.viewer._lineage import previous_turn_id, prior_turns
-
     attempt = get_attempt(db, attempt_id)
     if attempt is None:
         return None
@@ -576,10 +576,6 @@ def get_messages(db: Backend, attempt_id: str, trace_id: str | None = None) -> M
     return MessagesRecord(**rows[0]) if rows else None
 
 
-MAX_RETRY_DEPTH = 50
-"""A bound on walking retry links (a corrupt cycle must not loop)."""
-
-
 def run_retry_links(db: Backend, run_id: str | None, *, limit: int = 20_000) -> dict[str, str]:
     """``retry attempt id -> the attempt it retries`` for a run (bounded)."""
     run_sql, params = _run_clause(run_id)
@@ -597,8 +593,6 @@ def get_operation(db: Backend, attempt: AttemptRecord,
     Retries are re-sends into the same session, so with a session the already-read session turns
     carry every link (no further scan); an attempt without a session reads its run's links.
     """
-    from otel_inputs.viewer._retries import family
-
     if attempt.session_id is not None and session_turns:
         links = {t.attempt_id: t.retry_of_attempt_id for t in session_turns if t.retry_of_attempt_id}
     else:

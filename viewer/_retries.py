@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from otel_inputs.viewer._format import NOT_RECORDED, status_text
-from otel_inputs.viewer._queries import MAX_RETRY_DEPTH, AttemptListRow, RetryMember
+
+if TYPE_CHECKING:  # the records only annotate here; _queries imports this module
+    from otel_inputs.viewer._queries import AttemptListRow, RetryMember
+
+MAX_RETRY_DEPTH = 50
+"""A bound on walking retry links (a corrupt cycle must not loop)."""
 
 SEND_WORDS = {"initial": "initial request", "parse_retry": "parse retry", "gate_retry": "check retry"}
 
