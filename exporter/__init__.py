@@ -8,23 +8,29 @@ receiver (HTTP and gRPC, traces and logs) behind ``otel-inputs collect``.  Both 
 from __future__ import annotations
 
 from otel_inputs.exporter._configure import configure
-from otel_inputs.exporter._db import read_connection
+from otel_inputs.exporter._db import LockTimeout, connect_with_retry, file_lock, read_connection
 from otel_inputs.exporter._exporter import DuckDBSpanExporter
 from otel_inputs.exporter._logs import DuckDBLogExporter
 from otel_inputs.exporter._sink import OTLPSink, SinkConfig
-from otel_inputs.exporter._schema import SCHEMA_VERSION, SchemaError, migrate
+from otel_inputs.exporter._schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, check_version, migrate, sha256_key_sql
 from otel_inputs.exporter._writer import DuckDBWriter, WriteOutcome
 
 __all__ = [
+    "MIGRATIONS",
     "SCHEMA_VERSION",
     "DuckDBLogExporter",
     "DuckDBSpanExporter",
     "DuckDBWriter",
+    "LockTimeout",
     "OTLPSink",
     "SchemaError",
     "SinkConfig",
     "WriteOutcome",
+    "check_version",
     "configure",
+    "connect_with_retry",
+    "file_lock",
     "migrate",
     "read_connection",
+    "sha256_key_sql",
 ]

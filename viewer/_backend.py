@@ -33,8 +33,16 @@ from urllib.parse import parse_qs, urlsplit
 
 import duckdb
 
-from otel_inputs.exporter._db import LockTimeout, connect_with_retry, file_lock
-from otel_inputs.exporter._schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, check_version, sha256_key_sql
+from otel_inputs.exporter import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    LockTimeout,
+    SchemaError,
+    check_version,
+    connect_with_retry,
+    file_lock,
+    sha256_key_sql,
+)
 
 LOCK_WAIT_S = 20.0  # several writers may hold the lock back to back; a slow page beats an error page
 CLICKHOUSE_TIMEOUT_S = 10.0

@@ -88,8 +88,7 @@ def upgrade_schema(db: Path) -> str | None:
     """
     if not db.exists():
         return None
-    from otel_inputs.exporter._db import connect_with_retry, file_lock
-    from otel_inputs.exporter._schema import SchemaError, migrate
+    from otel_inputs.exporter import SchemaError, connect_with_retry, file_lock, migrate
 
     try:
         with file_lock(db, exclusive=True, timeout_s=10):
@@ -270,8 +269,6 @@ def bundle_create(attempt_id: str, output: Path, db: Path, store: Path | None) -
 @click.argument("archive", type=click.Path(path_type=Path, dir_okay=False, exists=True))
 def bundle_verify(archive: Path) -> None:
     """Check ARCHIVE offline: every member listed once, sizes and SHA-256 match, no unsafe names."""
-    import hashlib
-
     from otel_inputs.viewer._bundle import MANIFEST, BundleInvalid, verify_bundle
 
     try:
