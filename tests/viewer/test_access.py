@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 from access_fixture import HOSTILE_LABEL, HOSTILE_PATH, OPEN_RUN, SECRET_RUN, AccessFixture, build_access_fixture
+from apptest_helpers import APP, run_app
 from streamlit.testing.v1 import AppTest
 from viewer_fixture import FixtureBuilder
 
 from otel_inputs import names
 from otel_inputs.store import ArtifactStore, purge, purge_state, revoke_source
 from otel_inputs.viewer._access import current_access
-
-APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
 
 
 @pytest.fixture()
@@ -44,15 +43,6 @@ def only_open_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     who = current_access(None).viewer
     policy(tmp_path, monkeypatch, {"default": "deny", "viewers": {who: {"runs": [OPEN_RUN]}}})
     return who
-
-
-def run_app(**params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def page_text(at: AppTest) -> str:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from streamlit.testing.v1 import AppTest
 from viewer_fixture import NOTES_V1, FixtureBuilder
 
 from otel_inputs import names
@@ -19,9 +18,8 @@ from otel_inputs.viewer._format import md_escape
 from otel_inputs.viewer._panel import PARTS_NOT_RECORDED
 from otel_inputs.viewer._backend import DuckDBBackend
 from otel_inputs.viewer._queries import get_inputs, load_attempt
-from apptest_helpers import open_item, table, table_cells, texts
+from apptest_helpers import open_item, run_app, table, table_cells, texts
 
-APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
 RUN = "run-evidence"
 REQUEST = b'{"kind":"logical_request","messages":[{"content":"add a flag","role":"user"}],"model":"m"}'
 
@@ -52,15 +50,6 @@ def small(builder: FixtureBuilder, monkeypatch: pytest.MonkeyPatch) -> tuple[Pat
     monkeypatch.delenv(ENV_ACCESS_POLICY, raising=False)
     monkeypatch.delenv(ENV_BUDGET, raising=False)
     return db, store
-
-
-def run_app(**params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def _policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewers: dict[str, list[str]]) -> None:
