@@ -27,8 +27,8 @@ import duckdb
 
 from benchmarks._common import machine_line, median_ms, spread_ms, timed_runs
 from otel_inputs import names
+from otel_inputs.exporter import migrate_file
 from otel_inputs.store import ArtifactStore, purge
-from otel_inputs.exporter._schema import migrate
 from otel_inputs.viewer._access import current_access
 from otel_inputs.viewer._evidence import open_evidence, overlay_store
 from otel_inputs.viewer._panel import build_panel
@@ -63,9 +63,9 @@ def build(root: Path, tombstones: int) -> tuple[Path, Path]:
     (store_path / "revocations.json").write_text(json.dumps(
         {"sources": [{"path": f"/revoked/source-{i}", "reason": "bench", "revoked_at_ns": T0} for i in range(100)],
          "sha256": []}))
+    migrate_file(db)
     con = duckdb.connect(str(db))
     try:
-        migrate(con)
         con.execute("INSERT INTO agent_attempts (attempt_id, run_id, input_coverage, input_packet_version, "
                     "task_prompt, user_prompt, system_prompt, started_at, item_count) VALUES "
                     "('target', 'run-1', 'complete', 1, 'task', 'user', 'system', make_timestamp_ns(?), ?)",

@@ -32,7 +32,7 @@ import duckdb
 
 from benchmarks._common import machine_line, median_ms, spread_ms
 from benchmarks.bench_clickhouse_views import _INSERT, SQL_DIR, _SQL_FILES, statements
-from otel_inputs.exporter._schema import migrate
+from otel_inputs.exporter import migrate_file
 from otel_inputs.viewer._backend import ChdbBackend, chdb_session, close_chdb_sessions, read_only
 from otel_inputs.viewer._queries import load_attempt
 
@@ -72,9 +72,9 @@ _SESSION = "'otel_inputs.run.id', 'run-1', 'gen_ai.conversation.id', concat('s-'
 
 def _duckdb(path: Path, n: int) -> float:
     t0 = time.perf_counter()
+    migrate_file(path)
     con = duckdb.connect(str(path))
     try:
-        migrate(con)
         for sql in (_DUCK_ATTEMPTS, _DUCK_INPUTS, _DUCK_STEPS):
             con.execute(sql.format(n=n))
         con.execute("CHECKPOINT")

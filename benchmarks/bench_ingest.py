@@ -53,7 +53,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_inputs.exporter import DuckDBSpanExporter, migrate, read_connection
+from otel_inputs.exporter import DuckDBSpanExporter, migrate_file, read_connection
 from otel_inputs.exporter._arrow import traces_table
 from otel_inputs.exporter._spans import from_readable
 from otel_inputs import names as n
@@ -154,8 +154,8 @@ def _proc_cpu_s(pid: int) -> float:
 
 
 def run_raw(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
+    migrate_file(db)
     con = duckdb.connect(str(db))
-    migrate(con)
     t0, c0 = time.perf_counter(), time.process_time()
     for batch in _batches(spans):
         table = traces_table([from_readable(s) for s in batch])
@@ -371,8 +371,8 @@ def run_raw_logs(records: list[Any], db: Path) -> dict[str, float]:
 
     from otel_inputs.exporter._logs import logs_table
 
+    migrate_file(db)
     con = duckdb.connect(str(db))
-    migrate(con)
     t0, c0 = time.perf_counter(), time.process_time()
     for i in range(0, len(records), BATCH):
         table = logs_table(encode_logs(records[i : i + BATCH]))

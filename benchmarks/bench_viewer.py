@@ -3,7 +3,7 @@
     python -m benchmarks.bench_viewer [--quick] [--runs N] [--cache DIR] [--no-browser]
 
 The database is generated with DuckDB SQL itself (``range()`` + ``INSERT ... SELECT``) into a
-``migrate()``'d file, so it has the exporter's tables and indexes: 1,000,000 attempts in 1,000
+``migrate_file()``'d file, so it has the exporter's tables and indexes: 1,000,000 attempts in 1,000
 runs (100 sessions of 10 turns each), interleaved in time across runs as real traffic is, and
 10 inputs per attempt (10,000,000 ``agent_attempt_inputs`` rows and as many ``agent_artifacts``
 rows), plus two ``agent_exchange_parts`` rows per attempt.  Input and part rows are inserted in
@@ -45,7 +45,7 @@ from pathlib import Path
 import duckdb
 
 from benchmarks._common import machine_line, median_ms, spread_ms
-from otel_inputs.exporter._schema import migrate, sha256_key_sql
+from otel_inputs.exporter import migrate_file, sha256_key_sql
 from otel_inputs.viewer._panel import build_panel
 from otel_inputs.viewer._queries import list_attempts, load_attempt, read_only, run_facets, where_else
 
@@ -60,9 +60,9 @@ def generate(db_path: Path, attempts: int) -> float:
     """Write ``attempts`` attempts and 10x inputs/artifacts with SQL; return seconds taken."""
     runs = max(1, attempts // ATTEMPTS_PER_RUN)
     t0 = time.perf_counter()
+    migrate_file(db_path)
     con = duckdb.connect(str(db_path))
     try:
-        migrate(con)
         con.execute(
             f"""
             INSERT INTO agent_attempts (attempt_id, run_id, session_id, phase, agent_name, provider_name,
@@ -148,9 +148,9 @@ def add_extras(db_path: Path, attempts: int) -> float:
     """Steps for every attempt (a model call and two tool calls, C1) and one 100-item attempt."""
     t0 = time.perf_counter()
     runs = max(1, attempts // ATTEMPTS_PER_RUN)
+    migrate_file(db_path)  # a cached file from an older checkout is brought up to this schema
     con = duckdb.connect(str(db_path))
     try:
-        migrate(con)  # a cached file from an older checkout is brought up to this schema
         con.execute("CREATE TABLE IF NOT EXISTS bench_extras (name VARCHAR)")
         if con.execute("SELECT count(*) FROM bench_extras").fetchone()[0]:
             return 0.0

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 
-from otel_inputs.exporter._schema import check_version
+from otel_inputs.exporter._schema import check_version, migrate
 
 # Offline machines: a stray extension call must fail fast, never try a download.
 CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
@@ -110,6 +110,22 @@ def connect_with_retry(
             time.sleep(delay)
             delay *= 2
     raise AssertionError("unreachable")
+
+
+def migrate_file(db_path: str | os.PathLike[str], *, timeout_s: float = 10.0) -> int:
+    """Bring the file (created when absent) to this version's schema; return its schema version.
+
+    The one short exclusive open that the viewer's start-up, tests and benchmarks use to make or
+    upgrade a file: under the exclusive sidecar lock, as a writer, so it never races a batch.
+    Raises :class:`LockTimeout` when another process holds the lock for ``timeout_s``,
+    :class:`SchemaError` for a file from a newer (or another) otel-inputs, and ``duckdb.Error`` when
+    DuckDB cannot open the file."""
+    with file_lock(db_path, exclusive=True, timeout_s=timeout_s):
+        con = connect_with_retry(db_path, read_only=False)
+        try:
+            return migrate(con)
+        finally:
+            con.close()
 
 
 @contextlib.contextmanager

@@ -88,15 +88,10 @@ def upgrade_schema(db: Path) -> str | None:
     """
     if not db.exists():
         return None
-    from otel_inputs.exporter import SchemaError, connect_with_retry, file_lock, migrate
+    from otel_inputs.exporter import SchemaError, migrate_file
 
     try:
-        with file_lock(db, exclusive=True, timeout_s=10):
-            con = connect_with_retry(db, read_only=False)
-            try:
-                migrate(con)
-            finally:
-                con.close()
+        migrate_file(db)
     except SchemaError:
         raise
     except Exception as exc:  # noqa: BLE001 - a busy or read-only file is served as it is

@@ -16,9 +16,8 @@ from exporter_helpers import SpanFactory, input_event, packet_attributes  # noqa
 from test_clickhouse_projection import _apply, _single_spans, _traces  # noqa: E402
 
 from otel_inputs import names as n  # noqa: E402
-from otel_inputs.exporter import DuckDBLogExporter  # noqa: E402
-from otel_inputs.exporter._db import connect_with_retry, file_lock  # noqa: E402
-from otel_inputs.exporter._schema import migrate  # noqa: E402
+from otel_inputs.exporter import DuckDBLogExporter, migrate_file  # noqa: E402
+from otel_inputs.exporter._db import connect_with_retry  # noqa: E402
 from otel_inputs.exporter._spans import from_readable  # noqa: E402
 from otel_inputs.exporter._writer import DuckDBWriter  # noqa: E402
 
@@ -49,12 +48,7 @@ def land_duckdb(tmp: Path, records: list[Any], logs: list[Any]) -> Path:
     """The corpus through the DuckDB path (one span per batch, children first), and its
     otel_traces / otel_logs rows as Parquet next to it for the ClickHouse side."""
     db = tmp / "t.duckdb"
-    with file_lock(db, exclusive=True, timeout_s=10):
-        con = connect_with_retry(db, read_only=False)
-        try:
-            migrate(con)
-        finally:
-            con.close()
+    migrate_file(db)
     log_exporter = DuckDBLogExporter(db)  # the real in-process logs path
     log_exporter.export(logs)
     log_exporter.shutdown()

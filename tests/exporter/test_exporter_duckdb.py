@@ -16,7 +16,7 @@ from exporter_helpers import SpanFactory, query, query_dicts
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
-from otel_inputs.exporter import DuckDBSpanExporter, SchemaError, migrate, read_connection
+from otel_inputs.exporter import DuckDBSpanExporter, SchemaError, migrate, migrate_file, read_connection
 from otel_inputs.exporter._db import file_lock
 from otel_inputs.exporter._schema import SCHEMA_VERSION
 from otel_inputs import names as n
@@ -157,8 +157,8 @@ def test_shutdown_is_idempotent_and_later_exports_fail_quietly(spans: SpanFactor
 
 def test_newer_schema_file_spills_instead_of_raising(spans: SpanFactory, db_path: Path) -> None:
     """A database from a newer otel-inputs is refused with a logged error and the batch kept in the spool."""
+    migrate_file(db_path)
     con = duckdb.connect(str(db_path))
-    migrate(con)
     con.execute("INSERT INTO otel_inputs_schema VALUES (?, 'future', now())", [SCHEMA_VERSION + 1])
     con.close()
     exporter = DuckDBSpanExporter(db_path)

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_inputs import AgentObserver
 from otel_inputs import names as n
-from otel_inputs.exporter import DuckDBLogExporter
+from otel_inputs.exporter import DuckDBLogExporter, migrate_file
 from otel_inputs.exporter._rows import derive
 from otel_inputs.exporter._spans import from_readable
 from otel_inputs.exporter._writer import DuckDBWriter
@@ -177,7 +177,7 @@ def test_log_event_messages_of_a_legacy_chat_span(tmp_path: Path, event_only: No
     (span,) = memory.get_finished_spans()
     assert n.GEN_AI_INPUT_MESSAGES not in span.attributes  # really not on the span
     db = tmp_path / "t.duckdb"
-    _ensure_schema(db)
+    migrate_file(db)
     writer = DuckDBWriter(db)
     if logs_first:
         land_logs(db, logs.get_finished_logs())
@@ -197,18 +197,6 @@ def land_logs(db: Path, logs: Any) -> None:
     exporter.shutdown()
 
 
-def _ensure_schema(db: Path) -> None:
-    from otel_inputs.exporter._db import connect_with_retry, file_lock
-    from otel_inputs.exporter._schema import migrate
-
-    with file_lock(db, exclusive=True, timeout_s=10):
-        con = connect_with_retry(db, read_only=False)
-        try:
-            migrate(con)
-        finally:
-            con.close()
-
-
 @pytest.mark.parametrize("logs_first", [True, False])
 def test_log_event_of_the_first_model_step_fills_the_attempt(tmp_path: Path, event_only: None, logs_first: bool) -> None:
     """observer.attempt without messages around a util-genai inference (content on the log event
@@ -217,7 +205,7 @@ def test_log_event_of_the_first_model_step_fills_the_attempt(tmp_path: Path, eve
     with AgentObserver(tracer_provider=tp).attempt(run_id="run-l", request=None, attempt_id="att-l"):
         _genai_inference(tp, lp, "summarise the diff")
     db = tmp_path / "t.duckdb"
-    _ensure_schema(db)
+    migrate_file(db)
     records = [from_readable(s) for s in memory.get_finished_spans()]
     if logs_first:
         land_logs(db, logs.get_finished_logs())
@@ -241,7 +229,7 @@ def test_a_disagreeing_log_event_loses_to_the_span(tmp_path: Path) -> None:
         lp.get_logger("openllmetry").emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "log text"})
         lp.get_logger("openllmetry").emit(event_name=n.EVENT_SYSTEM_MESSAGE, body={"content": "sys from log"})
     db = tmp_path / "t.duckdb"
-    _ensure_schema(db)
+    migrate_file(db)
     land_logs(db, logs.get_finished_logs())
     DuckDBWriter(db).write_spans([from_readable(s) for s in memory.get_finished_spans()])
     (m,) = query_dicts(db, "SELECT * FROM agent_attempt_messages")
@@ -270,7 +258,7 @@ def test_log_records_without_trace_context_are_ignored(tmp_path: Path, spans: Sp
     _, _, lp, logs = _providers()
     lp.get_logger("x").emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "orphan"})
     db = tmp_path / "t.duckdb"
-    _ensure_schema(db)
+    migrate_file(db)
     land_logs(db, logs.get_finished_logs())
     DuckDBWriter(db).write_spans([from_readable(spans.span({n.GEN_AI_OPERATION_NAME: "chat"}, name="chat"))])
     assert query(db, "SELECT count(*) FROM agent_attempt_messages") == [(0,)]

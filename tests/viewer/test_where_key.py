@@ -10,8 +10,7 @@ import pytest
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otel_inputs import names as n
-from otel_inputs.exporter import DuckDBSpanExporter
-from otel_inputs.exporter._schema import migrate
+from otel_inputs.exporter import SCHEMA_VERSION, DuckDBSpanExporter, migrate_file
 from otel_inputs.viewer._queries import DbUnavailable, read_only, where_else
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "exporter"))
@@ -39,9 +38,8 @@ def test_exporter_rows_carry_the_key_and_every_row_is_found(spans: SpanFactory, 
     exporter = DuckDBSpanExporter(db)
     assert exporter.export([_attempt(spans, 0, [SHARED, ODD, None]), _attempt(spans, 1, [SHARED])]) \
         is SpanExportResult.SUCCESS
-    con = duckdb.connect(str(db))
+    con = duckdb.connect(str(db))  # the exporter migrated it
     try:
-        migrate(con)
         keys = dict(con.execute("SELECT coalesce(sha256, 'NULL'), sha256_key FROM agent_attempt_inputs").fetchall())
         assert keys == {SHARED: 0xABABABABABABABAB, ODD: 0, "NULL": 0}  # every landed row has a key
         con.execute("INSERT INTO agent_attempt_inputs (input_id, attempt_id, seq, sha256) VALUES "
@@ -58,11 +56,11 @@ def test_exporter_rows_carry_the_key_and_every_row_is_found(spans: SpanFactory, 
 
 
 def test_a_file_that_has_a_later_migration_still_gets_13(tmp_path: Path) -> None:
-    """A database with migration 14 but not 13 reads as older in the viewer, and migrate() then adds 13."""
+    """A database with migration 14 but not 13 reads as older in the viewer, and migrate_file() then adds 13."""
     db = tmp_path / "gap.duckdb"
+    migrate_file(db)
     con = duckdb.connect(str(db))
     try:
-        migrate(con)
         con.execute("ALTER TABLE agent_attempt_inputs DROP COLUMN sha256_key")
         con.execute("DELETE FROM otel_inputs_schema WHERE version = 13")
     finally:
@@ -70,9 +68,9 @@ def test_a_file_that_has_a_later_migration_still_gets_13(tmp_path: Path) -> None
     with pytest.raises(DbUnavailable, match="schema version 12, older than this viewer reads"):
         with read_only(db):
             pass
-    con = duckdb.connect(str(db))
+    assert migrate_file(db) == SCHEMA_VERSION
+    con = duckdb.connect(str(db), read_only=True)
     try:
-        migrate(con)
         assert con.execute("SELECT count(*) FROM otel_inputs_schema WHERE version = 13").fetchone()[0] == 1
         con.execute("SELECT sha256_key FROM agent_attempt_inputs")
     finally:

@@ -1,6 +1,6 @@
 """Reusable, realistic viewer fixture builder: a migrated DuckDB file plus real artifact-store snapshots.
 
-Rows are written with plain INSERTs into ``migrate()``'d DuckDB files (the exporter's job in
+Rows are written with plain INSERTs into ``migrate_file()``'d DuckDB files (the exporter's job in
 production); snapshot bytes go through :class:`ArtifactStore` exactly as capture writes them.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 from PIL import Image, ImageDraw
 
-from otel_inputs.exporter._schema import migrate
+from otel_inputs.exporter import migrate_file
 from otel_inputs.store import ArtifactStore, AttemptRecord, CatalogItem
 
 T0 = 1_767_261_600_000_000_000  # 2026-01-01 10:00:00 UTC in ns
@@ -194,9 +194,9 @@ class FixtureBuilder:
         db_path = self.root / "otel.duckdb"
         store_path = self.root / "store"
         store = ArtifactStore(store_path)
+        migrate_file(db_path)
         con = duckdb.connect(str(db_path))
         try:
-            migrate(con)
             for row in self.attempts:
                 cols = list(row)
                 exprs = [
