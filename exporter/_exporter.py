@@ -20,16 +20,15 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from otel_inputs import names
 
 from otel_inputs.exporter._manifests import manifests_for
+from otel_inputs.exporter._owned_writer import OwnedWriter
 from otel_inputs.exporter._rows import attempt_kind
 from otel_inputs.exporter._spans import SpanRecord, from_readable
-from otel_inputs.exporter._writer import DuckDBWriter, WriteOutcome
+from otel_inputs.exporter._writer import WriteOutcome
 
 _log = logging.getLogger(__name__)
 
-DEFAULT_DB = "otel-inputs.duckdb"
 
-
-class DuckDBSpanExporter(SpanExporter):
+class DuckDBSpanExporter(OwnedWriter, SpanExporter):
     """Lands finished spans in ``otel_traces`` plus the typed attempt/input/artifact tables."""
 
     def __init__(
@@ -40,18 +39,10 @@ class DuckDBSpanExporter(SpanExporter):
         source: str | None = None,
         lock_timeout_s: float = 10.0,
     ) -> None:
-        env_db = os.environ.get(names.ENV_DB)
-        path = db_path if db_path is not None else (env_db or DEFAULT_DB)
-        if db_path is None and not env_db:
-            _log.warning("otel-inputs: %s not set; writing spans to %s", names.ENV_DB, os.path.abspath(path))
+        self._open_writer(db_path, what="spans", source=source, source_prefix="exporter",
+                          lock_timeout_s=lock_timeout_s)  # fmt: skip
         env_store = os.environ.get(names.ENV_STORE)
         self.store: Path | None = Path(store) if store is not None else (Path(env_store) if env_store else None)
-        self.writer = DuckDBWriter(path, source=source, source_prefix="exporter", lock_timeout_s=lock_timeout_s)
-        self._shutdown = False
-
-    @property
-    def db_path(self) -> Path:
-        return self.writer.db_path
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._shutdown:
@@ -79,24 +70,6 @@ class DuckDBSpanExporter(SpanExporter):
         if not records and not manifests:
             return WriteOutcome()
         return self.writer.write_spans(records, manifests=manifests)
-
-    def shutdown(self) -> None:
-        # Idempotent; the writer holds no open connection between batches.  A batch spilled while
-        # the file was busy is landed now if possible, else it waits in the spool for the next writer.
-        if self._shutdown:
-            return
-        self._shutdown = True
-        try:
-            self.writer.drain_spool()
-        except Exception:  # noqa: BLE001 - shutdown never raises into the application
-            _log.exception("otel-inputs: draining the spool at shutdown failed")
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        # export() is synchronous; what flushing can still do is land spilled batches.
-        try:
-            return self.writer.drain_spool()
-        except Exception:  # noqa: BLE001
-            return False
 
 
 __all__ = ["DuckDBSpanExporter"]

@@ -17,7 +17,6 @@ import logging
 import os
 from collections.abc import Iterator, Sequence, Set as AbstractSet
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -32,12 +31,11 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.sdk._logs import export as _sdk_logs_export
 
-from otel_inputs import names
 from otel_inputs.exporter._arrow import LOGS_SCHEMA, BatchTables, _MapBuilder, spec_table
 from otel_inputs.exporter._otlp import DecodeError, _attrs, _hex_to_b64, value_of
+from otel_inputs.exporter._owned_writer import OwnedWriter
 from otel_inputs.exporter._spans import SERVICE_NAME_KEY, stringify
 from otel_inputs.exporter._tables import MAP
-from otel_inputs.exporter._writer import DuckDBWriter
 
 _log = logging.getLogger(__name__)
 
@@ -196,7 +194,7 @@ _LogExporterBase: Any = getattr(_sdk_logs_export, "LogRecordExporter", None) or 
 _LogResult: Any = getattr(_sdk_logs_export, "LogRecordExportResult", None) or _sdk_logs_export.LogExportResult
 
 
-class DuckDBLogExporter(_LogExporterBase):  # type: ignore[misc]
+class DuckDBLogExporter(OwnedWriter, _LogExporterBase):  # type: ignore[misc]
     """Lands the SDK's log records in ``otel_logs`` (``OTEL_LOGS_EXPORTER=duckdb``, ``OTEL_INPUTS_DB``).
 
     Records are encoded with the stock OTLP encoder and converted exactly as the sink converts a
@@ -204,18 +202,8 @@ class DuckDBLogExporter(_LogExporterBase):  # type: ignore[misc]
 
     def __init__(self, db_path: str | os.PathLike[str] | None = None, *, source: str | None = None,
                  lock_timeout_s: float = 10.0) -> None:  # fmt: skip
-        from otel_inputs.exporter._exporter import DEFAULT_DB
-
-        env_db = os.environ.get(names.ENV_DB)
-        path = db_path if db_path is not None else (env_db or DEFAULT_DB)
-        if db_path is None and not env_db:
-            _log.warning("otel-inputs: %s not set; writing log records to %s", names.ENV_DB, os.path.abspath(path))
-        self.writer = DuckDBWriter(path, source=source, source_prefix="logs-exporter", lock_timeout_s=lock_timeout_s)
-        self._shutdown = False
-
-    @property
-    def db_path(self) -> Path:
-        return self.writer.db_path
+        self._open_writer(db_path, what="log records", source=source, source_prefix="logs-exporter",
+                          lock_timeout_s=lock_timeout_s)  # fmt: skip
 
     def export(self, batch: Sequence[Any]) -> Any:
         if self._shutdown:
@@ -236,21 +224,6 @@ class DuckDBLogExporter(_LogExporterBase):  # type: ignore[misc]
             _log.exception("otel-inputs: exporting %d log records failed", len(batch))
             return _LogResult.FAILURE
         return _LogResult.SUCCESS if outcome.error is None else _LogResult.FAILURE
-
-    def shutdown(self) -> None:
-        if self._shutdown:
-            return
-        self._shutdown = True
-        try:
-            self.writer.drain_spool()
-        except Exception:  # noqa: BLE001 - shutdown never raises into the application
-            _log.exception("otel-inputs: draining the spool at shutdown failed")
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        try:
-            return self.writer.drain_spool()
-        except Exception:  # noqa: BLE001
-            return False
 
 
 __all__ = ["DuckDBLogExporter", "CheckedLogs", "check_logs", "logs_batch", "logs_response", "logs_table",

@@ -146,15 +146,6 @@ def test_unwritable_spool_counts_dropped_and_never_raises(spans: SpanFactory, db
     assert _health(db_path)["spans_dropped"] == 1
 
 
-def test_shutdown_is_idempotent_and_later_exports_fail_quietly(spans: SpanFactory, db_path: Path) -> None:
-    """shutdown() may be called twice; export after shutdown returns FAILURE without raising."""
-    exporter = DuckDBSpanExporter(db_path)
-    exporter.shutdown()
-    exporter.shutdown()
-    assert exporter.export([spans.attempt(0)]) is SpanExportResult.FAILURE
-    assert exporter.force_flush() is True
-
-
 def test_newer_schema_file_spills_instead_of_raising(spans: SpanFactory, db_path: Path) -> None:
     """A database from a newer otel-inputs is refused with a logged error and the batch kept in the spool."""
     migrate_file(db_path)
