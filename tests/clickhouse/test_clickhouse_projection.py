@@ -15,13 +15,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "exporter"))
-from exporter_helpers import SpanFactory, input_event, packet_attributes  # noqa: E402
-from opentelemetry.sdk._logs import LoggerProvider  # noqa: E402
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor  # noqa: E402
-from opentelemetry.sdk.resources import Resource  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from exporter_helpers import SpanFactory, input_event, memory_providers, packet_attributes  # noqa: E402
 
 from otel_inputs import names as n  # noqa: E402
 from otel_inputs.exporter._db import connect_with_retry  # noqa: E402
@@ -52,16 +46,6 @@ def statements(path: Path) -> Iterator[str]:
         body = "\n".join(line for line in chunk.splitlines() if not line.strip().startswith("--")).strip()
         if body:
             yield body
-
-
-def _providers() -> tuple[TracerProvider, InMemorySpanExporter, LoggerProvider, InMemoryLogRecordExporter]:
-    resource = Resource.create({"service.name": "agent-svc"})
-    memory, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
-    tp = TracerProvider(resource=resource)
-    tp.add_span_processor(SimpleSpanProcessor(memory))
-    lp = LoggerProvider(resource=resource)
-    lp.add_log_record_processor(SimpleLogRecordProcessor(logs))
-    return tp, memory, lp, logs
 
 
 def _text(content: str) -> str:
@@ -114,7 +98,7 @@ def _single_spans(spans: SpanFactory) -> list[Any]:
 def _traces() -> tuple[list[Any], list[Any]]:
     """Nested traces: steps under packet and legacy attempts (across an ordinary span), a packet
     inside a packet, and GenAI log events (per message, operation details, disagreeing)."""
-    tp, memory, lp, logs = _providers()
+    tp, memory, lp, logs = memory_providers()
     tracer, log = tp.get_tracer("app"), lp.get_logger("openllmetry")
     no_messages = {n.GEN_AI_SYSTEM_INSTRUCTIONS: None, n.GEN_AI_INPUT_MESSAGES: None}
     with tracer.start_as_current_span("invoke_agent", attributes=packet_attributes(3, items=0, **no_messages)):
@@ -258,7 +242,7 @@ def _insert(sess: Any, tmp: Path, records: list[Any], tag: str) -> None:
 def test_a_late_ancestor_and_dropped_events(landed: tuple[Path, Any], tmp_path: Path) -> None:
     """Steps inserted before their attempt are attempts until it arrives, then its steps; a packet
     whose span events were dropped is never complete, and the dropped count reads NULL, not 0."""
-    tp, memory, _, _ = _providers()
+    tp, memory, _, _ = memory_providers()
     tracer = tp.get_tracer("app")
     with tracer.start_as_current_span("invoke_agent", attributes=packet_attributes(7, items=0)):
         with tracer.start_as_current_span("chat", attributes={n.GEN_AI_OPERATION_NAME: "chat"}):

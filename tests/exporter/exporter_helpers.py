@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -105,6 +107,17 @@ class SpanFactory:
             packet_attributes(i, items=items, **overrides),
             [(n.INPUT_EVENT, input_event(i, s)) for s in range(items)],
         )
+
+
+def memory_providers() -> tuple[TracerProvider, InMemorySpanExporter, LoggerProvider, InMemoryLogRecordExporter]:
+    """A tracer and a logger provider of service agent-svc, each recording into memory."""
+    resource = Resource.create({"service.name": "agent-svc"})
+    memory, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    tp = TracerProvider(resource=resource)
+    tp.add_span_processor(SimpleSpanProcessor(memory))
+    lp = LoggerProvider(resource=resource)
+    lp.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    return tp, memory, lp, logs
 
 
 def query(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:

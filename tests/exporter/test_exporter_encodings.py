@@ -8,14 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from exporter_helpers import SpanFactory, query, query_dicts
+from exporter_helpers import SpanFactory, memory_providers, query, query_dicts
 from opentelemetry import trace
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_inputs import AgentObserver
 from otel_inputs import names as n
@@ -125,20 +121,10 @@ def test_absent_content_and_usage_stay_not_recorded(spans: SpanFactory) -> None:
     assert zero["input_tokens"] == 0 and zero["output_tokens"] is None
 
 
-def _providers() -> tuple[TracerProvider, InMemorySpanExporter, LoggerProvider, InMemoryLogRecordExporter]:
-    resource = Resource.create({"service.name": "agent-svc"})
-    memory, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
-    tp = TracerProvider(resource=resource)
-    tp.add_span_processor(SimpleSpanProcessor(memory))
-    lp = LoggerProvider(resource=resource)
-    lp.add_log_record_processor(SimpleLogRecordProcessor(logs))
-    return tp, memory, lp, logs
-
-
 def test_openllmetry_span_under_observer_attempt_is_its_step(tmp_path: Path) -> None:
     """An OpenLLMetry chat span inside observer.attempt is that attempt's model step, and the
     attempt's messages are what it sent (source model_step)."""
-    tp, memory, _, _ = _providers()
+    tp, memory, _, _ = memory_providers()
     with AgentObserver(tracer_provider=tp).attempt(run_id="run-o", request=None, attempt_id="att-o"):
         with tp.get_tracer("opentelemetry.instrumentation.openai").start_as_current_span(
                 "openai.chat", kind=trace.SpanKind.CLIENT, attributes=_OPENLLMETRY):  # fmt: skip
@@ -172,7 +158,7 @@ def event_only(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_log_event_messages_of_a_legacy_chat_span(tmp_path: Path, event_only: None, logs_first: bool) -> None:
     """util-genai with EVENT_ONLY puts the messages on the operation-details log record only: the
     chat attempt's messages come from it (source log_event), whichever arrived first."""
-    tp, memory, lp, logs = _providers()
+    tp, memory, lp, logs = memory_providers()
     _genai_inference(tp, lp, "what is otel?")
     (span,) = memory.get_finished_spans()
     assert n.GEN_AI_INPUT_MESSAGES not in span.attributes  # really not on the span
@@ -201,7 +187,7 @@ def land_logs(db: Path, logs: Any) -> None:
 def test_log_event_of_the_first_model_step_fills_the_attempt(tmp_path: Path, event_only: None, logs_first: bool) -> None:
     """observer.attempt without messages around a util-genai inference (content on the log event
     only): the attempt's messages are the model step's log event, labelled model_step."""
-    tp, memory, lp, logs = _providers()
+    tp, memory, lp, logs = memory_providers()
     with AgentObserver(tracer_provider=tp).attempt(run_id="run-l", request=None, attempt_id="att-l"):
         _genai_inference(tp, lp, "summarise the diff")
     db = tmp_path / "t.duckdb"
@@ -221,7 +207,7 @@ def test_log_event_of_the_first_model_step_fills_the_attempt(tmp_path: Path, eve
 def test_a_disagreeing_log_event_loses_to_the_span(tmp_path: Path) -> None:
     """A GenAI log event whose user message differs from the attempt span's: the span's messages
     are shown and messages_note says a log event disagreed."""
-    tp, memory, lp, logs = _providers()
+    tp, memory, lp, logs = memory_providers()
     tracer = tp.get_tracer("app")
     with tracer.start_as_current_span("chat", attributes={
             n.GEN_AI_OPERATION_NAME: "chat",
@@ -240,7 +226,7 @@ def test_a_disagreeing_log_event_loses_to_the_span(tmp_path: Path) -> None:
 def test_per_message_log_events_are_the_messages(tmp_path: Path) -> None:
     """OpenLLMetry-style gen_ai.system.message / gen_ai.user.message log records of a span without
     content on it become its messages, in emission order (source log_event)."""
-    tp, memory, lp, logs = _providers()
+    tp, memory, lp, logs = memory_providers()
     with tp.get_tracer("app").start_as_current_span("chat", attributes={n.GEN_AI_OPERATION_NAME: "chat"}):
         lp.get_logger("openllmetry").emit(event_name=n.EVENT_SYSTEM_MESSAGE, body={"content": "be exact"})
         lp.get_logger("openllmetry").emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "ask <1>"})
@@ -255,7 +241,7 @@ def test_per_message_log_events_are_the_messages(tmp_path: Path) -> None:
 
 def test_log_records_without_trace_context_are_ignored(tmp_path: Path, spans: SpanFactory) -> None:
     """A GenAI log record with no trace context joins no attempt (no message is invented from it)."""
-    _, _, lp, logs = _providers()
+    _, _, lp, logs = memory_providers()
     lp.get_logger("x").emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "orphan"})
     db = tmp_path / "t.duckdb"
     migrate_file(db)

@@ -8,17 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from exporter_helpers import SpanFactory, query
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from exporter_helpers import SpanFactory, memory_providers, query
 
 from otel_inputs.exporter import DuckDBLogExporter, DuckDBSpanExporter, file_lock
 
 
 def _log_records(first: int, n: int = 1) -> list[Any]:
-    memory = InMemoryLogRecordExporter()
-    provider = LoggerProvider()
-    provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
+    _, _, provider, memory = memory_providers()
     logger = provider.get_logger("tests.lifecycle")
     for i in range(first, first + n):
         logger.emit(timestamp=1764460800000000000 + i, body=f"record {i}", event_name="gen_ai.user.message")
