@@ -28,7 +28,7 @@ import duckdb
 from benchmarks._common import machine_line, median_ms, spread_ms, timed_runs
 from otel_inputs import names
 from otel_inputs.exporter import migrate_file
-from otel_inputs.store import ArtifactStore, purge
+from otel_inputs.store import ArtifactStore, AttemptRecord, CatalogItem, purge
 from otel_inputs.viewer._access import current_access
 from otel_inputs.viewer._evidence import open_evidence, overlay_store
 from otel_inputs.viewer._panel import build_panel
@@ -49,7 +49,8 @@ def _commit(store: ArtifactStore, attempt_id: str, run_id: str, n: int) -> list[
                       "media_type": "text/markdown", "preview_kind": "text", "size_bytes": blob.size_bytes,
                       "sha256": blob.sha256, "capture_status": "captured", "artifact_status": "available",
                       "status_reason": None, "detail": None, "captured_at_ns": T0})
-    staging.commit({"run_id": run_id, "coverage": "complete", "decision": "admitted", "items": items})
+    staging.commit(AttemptRecord(attempt_id, run_id, coverage="complete", decision="admitted", committed_at_ns=T0,
+                                 items=tuple(CatalogItem(attempt_id=attempt_id, **it) for it in items)))
     return items
 
 

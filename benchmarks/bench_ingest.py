@@ -243,6 +243,18 @@ def _start_sink(db: Path) -> tuple[subprocess.Popen[str], str, str]:
     return proc, line.split("listening on ")[1].split(" ")[0], line.split("OTLP/gRPC on ")[1].split()[0]
 
 
+def _until_stored(db: Path, table: str, expected: int, t0: float, what: str) -> float:
+    """Seconds from ``t0`` until ``expected`` rows of ``table`` are queryable in the sink's file (600 s at most)."""
+    stored = 0
+    while stored < expected:
+        time.sleep(0.05)
+        with read_connection(db, timeout_s=60) as con:
+            stored = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        if time.perf_counter() - t0 > 600:
+            raise RuntimeError(f"sink stored only {stored} of {expected} {what}")
+    return time.perf_counter() - t0
+
+
 def run_sink(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
     return _run_sink_with(spans, db, grpc=False)
 
@@ -264,14 +276,7 @@ def _run_sink_with(spans: list[ReadableSpan], db: Path, *, grpc: bool) -> dict[s
         for batch in _batches(spans):
             sender.export(batch)
         sent = time.perf_counter() - t0
-        stored = 0
-        while stored < len(spans):
-            time.sleep(0.05)
-            with read_connection(db, timeout_s=60) as con:
-                stored = con.execute("SELECT count(*) FROM otel_traces").fetchone()[0]
-            if time.perf_counter() - t0 > 600:
-                raise RuntimeError(f"sink stored only {stored} of {len(spans)} spans")
-        elapsed = time.perf_counter() - t0
+        elapsed = _until_stored(db, "otel_traces", len(spans), t0, "spans")
         rss_kib = _vm_hwm_kib(proc.pid)
         cpu = _proc_cpu_s(proc.pid)
         sender.shutdown()
@@ -398,14 +403,7 @@ def run_sink_logs(records: list[Any], db: Path) -> dict[str, float]:
         for i in range(0, len(records), BATCH):
             if sender.export(records[i : i + BATCH]).name != "SUCCESS":
                 raise RuntimeError("log export failed")
-        stored = 0
-        while stored < len(records):
-            time.sleep(0.05)
-            with read_connection(db, timeout_s=60) as con:
-                stored = con.execute("SELECT count(*) FROM otel_logs").fetchone()[0]
-            if time.perf_counter() - t0 > 600:
-                raise RuntimeError(f"sink stored only {stored} of {len(records)} log records")
-        elapsed = time.perf_counter() - t0
+        elapsed = _until_stored(db, "otel_logs", len(records), t0, "log records")
         rss_kib = _vm_hwm_kib(proc.pid)
         cpu = _proc_cpu_s(proc.pid)
         sender.shutdown()
