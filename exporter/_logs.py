@@ -12,7 +12,6 @@ past int64) is rejected alone and counted for ``partial_success``; the rest of i
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterator, Sequence, Set as AbstractSet
@@ -20,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-from google.protobuf import json_format
 from google.protobuf.message import DecodeError as _PbDecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsPartialSuccess,
@@ -32,7 +30,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.sdk._logs import export as _sdk_logs_export
 
 from otel_inputs.exporter._arrow import LOGS_SCHEMA, BatchTables, _MapBuilder, spec_table
-from otel_inputs.exporter._otlp import DecodeError, _attrs, _hex_to_b64, value_of
+from otel_inputs.exporter._otlp import DecodeError, _attrs, _hex_to_b64, parse_json_as, reply_bytes, value_of
 from otel_inputs.exporter._owned_writer import OwnedWriter
 from otel_inputs.exporter._spans import SERVICE_NAME_KEY, stringify
 from otel_inputs.exporter._tables import MAP
@@ -164,17 +162,7 @@ def _list(doc: Any, key: str) -> Iterator[dict[str, Any]]:
 
 
 def parse_logs_json(body: bytes | bytearray) -> ExportLogsServiceRequest:
-    try:
-        doc = json.loads(body)
-        if not isinstance(doc, dict):
-            raise TypeError("top level must be a JSON object")
-        _fix_log_ids(doc)
-        return json_format.ParseDict(doc, ExportLogsServiceRequest(), ignore_unknown_fields=True)
-    except (ValueError, TypeError, RecursionError, json_format.ParseError, UnicodeError) as exc:
-        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise DecodeError(f"body is not a valid OTLP/JSON ExportLogsServiceRequest: {reason}") from None
-    except Exception as exc:  # noqa: BLE001 - protobuf raises assorted types for bad field values
-        raise DecodeError(f"body is not a valid OTLP/JSON ExportLogsServiceRequest ({type(exc).__name__})") from None
+    return parse_json_as(body, ExportLogsServiceRequest(), _fix_log_ids)
 
 
 def logs_response(checked: CheckedLogs | None, *, as_json: bool) -> bytes:
@@ -183,9 +171,7 @@ def logs_response(checked: CheckedLogs | None, *, as_json: bool) -> bytes:
         resp.partial_success.CopyFrom(
             ExportLogsPartialSuccess(rejected_log_records=checked.rejected, error_message=checked.error_message)
         )
-    if as_json:
-        return json_format.MessageToJson(resp, indent=None).encode("utf-8")
-    return resp.SerializeToString()
+    return reply_bytes(resp, as_json=as_json)
 
 
 # --- the in-process exporter ---------------------------------------------------------------------

@@ -11,12 +11,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Iterator, Set as AbstractSet
+from collections.abc import Callable, Iterable, Iterator, Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import json_format
-from google.protobuf.message import DecodeError as _PbDecodeError
+from google.protobuf.message import DecodeError as _PbDecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceRequest,
@@ -28,6 +28,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otel_inputs.exporter._spans import SPAN_KINDS, STATUS_CODES, EventRecord, LinkRecord, SpanRecord
 
 _INT64_MAX = 2**63 - 1
+_M = TypeVar("_M", bound=Message)
 _MAX_ERROR_MESSAGES = 5
 
 # (resource attributes, scope name, scope version, span): one storable span of a request.
@@ -261,20 +262,26 @@ def _fix_ids(doc: Any) -> None:
                                 link[key] = _hex_to_b64(link[key])
 
 
-def parse_json(body: bytes | bytearray) -> ExportTraceServiceRequest:
-    """An OTLP/JSON body as a parsed request; raises DecodeError."""
+def parse_json_as(body: bytes | bytearray, message: _M, fix_ids: Callable[[dict[str, Any]], None]) -> _M:
+    """An OTLP/JSON body parsed into ``message`` (``fix_ids`` turns its hex ids into base64 first);
+    raises DecodeError naming the message type."""
+    kind = message.DESCRIPTOR.name
     try:
         doc = json.loads(body)
         if not isinstance(doc, dict):
             raise TypeError("top level must be a JSON object")
-        _fix_ids(doc)
-        req = json_format.ParseDict(doc, ExportTraceServiceRequest(), ignore_unknown_fields=True)
+        fix_ids(doc)
+        return json_format.ParseDict(doc, message, ignore_unknown_fields=True)
     except (ValueError, TypeError, RecursionError, json_format.ParseError, UnicodeError) as exc:
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise DecodeError(f"body is not a valid OTLP/JSON ExportTraceServiceRequest: {reason}") from None
+        raise DecodeError(f"body is not a valid OTLP/JSON {kind}: {reason}") from None
     except Exception as exc:  # noqa: BLE001 - protobuf raises assorted types for bad field values
-        raise DecodeError(f"body is not a valid OTLP/JSON ExportTraceServiceRequest ({type(exc).__name__})") from None
-    return req
+        raise DecodeError(f"body is not a valid OTLP/JSON {kind} ({type(exc).__name__})") from None
+
+
+def parse_json(body: bytes | bytearray) -> ExportTraceServiceRequest:
+    """An OTLP/JSON body as a parsed request; raises DecodeError."""
+    return parse_json_as(body, ExportTraceServiceRequest(), _fix_ids)
 
 
 def decode_json(body: bytes | bytearray) -> DecodedRequest:
@@ -290,6 +297,11 @@ def response_body(decoded: DecodedRequest | None, *, as_json: bool) -> bytes:
         resp.partial_success.CopyFrom(
             ExportTracePartialSuccess(rejected_spans=decoded.rejected, error_message=decoded.error_message)
         )
+    return reply_bytes(resp, as_json=as_json)
+
+
+def reply_bytes(resp: Message, *, as_json: bool) -> bytes:
+    """A response in the request's encoding: compact OTLP/JSON or protobuf."""
     if as_json:
         return json_format.MessageToJson(resp, indent=None).encode("utf-8")
     return resp.SerializeToString()
