@@ -382,8 +382,12 @@ def current_access(store_root: str | os.PathLike[str] | None, viewer: str | None
 # -- the same decision over raw DuckDB rows (evidence bundles) -----------------------------------
 # Which column of which table carries which kind of content; the one list bundles withhold by.
 CONTENT_COLUMNS: dict[str, dict[str, str]] = {
+    # The attempt span's row also carries its messages as JSON, those of its first model step, and
+    # its own tool arguments (migration 11): each withheld with the messages / tool arguments.
     "agent_attempts": {"task_prompt": "task", "task_source_path": "task_path",
-                       "system_prompt": "messages", "user_prompt": "messages"},
+                       "system_prompt": "messages", "user_prompt": "messages", "input_messages_json": "messages",
+                       "step_system_prompt": "messages", "step_user_prompt": "messages",
+                       "step_input_messages_json": "messages", "tool_arguments": "tool_arguments"},
     "agent_attempt_inputs": {"label": "label", "source_path": "path"},
     "agent_artifacts": {"label": "label", "source_path": "path"},
     "agent_attempt_messages": {"system_prompt": "messages", "user_prompt": "messages",

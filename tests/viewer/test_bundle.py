@@ -239,3 +239,24 @@ def test_viewer_download_button_serves_the_same_verified_bundle(fx: AccessFixtur
     path = tmp_path / "download.tar"
     path.write_bytes(data)
     assert sum(1 for s in verify_bundle(path)["snapshots"] if s["status"] == "included") == 4
+
+
+def test_purged_attempt_bundle_holds_no_messages_from_the_span_row_or_its_first_step(builder, tmp_path: Path) -> None:  # noqa: ANN001
+    """The attempt row's messages JSON, its first model step's messages and its own tool arguments are
+    nulled like its prompts when the messages are withheld (a purge), and named in ``withheld``."""
+    secret = {"input_messages_json": '[{"role":"user","content":"SECRET-JSON"}]', "step_system_prompt": "SECRET-SYS",
+              "step_user_prompt": "SECRET-USER", "step_input_messages_json": '["SECRET-STEP-JSON"]',
+              "tool_arguments": '{"path": "SECRET-ARGS"}'}
+    builder.attempt("msg-1", 0, run_id="r", item_count=1, user_prompt="SECRET-PROMPT", **secret)
+    builder.add_input("msg-1", 0, "notes.md", "context_handoff", "inline", data=b"SECRET-ITEM", media_type="text/plain",
+                      preview_kind="text")
+    db, store = builder.write()
+    out = tmp_path / "open.tar"
+    assert cli("bundle", "msg-1", "-o", str(out), "--db", str(db), "--store", str(store))[0] == 0
+    assert b"SECRET-STEP-JSON" in out.read_bytes()  # the columns are exported while allowed
+    purge(ArtifactStore(store, create=False), attempt_ids=["msg-1"])
+    out = tmp_path / "purged.tar"
+    assert cli("bundle", "msg-1", "-o", str(out), "--db", str(db), "--store", str(store))[0] == 0
+    assert b"SECRET" not in out.read_bytes()
+    withheld = verify_bundle(out)["withheld"]
+    assert {f"agent_attempts.{c}" for c in secret} <= {w.split(":")[0] for w in withheld}
