@@ -13,9 +13,11 @@ from otel_inputs.exporter._exporter import DuckDBSpanExporter
 from otel_inputs.exporter._logs import DuckDBLogExporter
 from otel_inputs.exporter._sink import OTLPSink, SinkConfig
 from otel_inputs.exporter._schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, check_version, migrate, sha256_key_sql
+from otel_inputs.exporter._tables import ATTEMPT_TABLE_COLUMNS, TIMESTAMP_COLUMNS
 from otel_inputs.exporter._writer import DuckDBWriter, WriteOutcome
 
 __all__ = [
+    "ATTEMPT_TABLE_COLUMNS",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "DuckDBLogExporter",
@@ -25,6 +27,7 @@ __all__ = [
     "OTLPSink",
     "SchemaError",
     "SinkConfig",
+    "TIMESTAMP_COLUMNS",
     "WriteOutcome",
     "check_version",
     "configure",

@@ -253,3 +253,21 @@ INGEST_PROGRESS = Table("otel_inputs_ingest_progress", 14, (
 
 TABLES: tuple[Table, ...] = (OTEL_TRACES, AGENT_ATTEMPTS, AGENT_ATTEMPT_INPUTS, AGENT_ARTIFACTS, EXPORTER_HEALTH,
                              AGENT_EXCHANGE_PARTS, OTEL_LOGS, AGENT_ATTEMPT_STEPS, INGEST_PROGRESS)  # fmt: skip
+
+# The per-attempt tables with the columns both backends give for the same spans: DuckDB's tables
+# here, ClickHouse's views under clickhouse/projection.sql (tests/clickhouse compares them row for
+# row); agent_artifacts (the store's statuses as landed) is DuckDB's only. An evidence bundle's
+# rows are these columns, on either backend.
+MESSAGES_VIEW_COLUMNS = ("attempt_id", "system_prompt", "user_prompt", "input_messages_json", "messages_source",
+                         "messages_note")  # the agent_attempt_messages view (migration 11)
+ATTEMPT_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "agent_attempts": AGENT_ATTEMPTS.row_columns + AGENT_ATTEMPTS.filled_by(Fill.STEP),
+    "agent_attempt_inputs": AGENT_ATTEMPT_INPUTS.row_columns,
+    "agent_artifacts": AGENT_ARTIFACTS.names,
+    "agent_exchange_parts": AGENT_EXCHANGE_PARTS.row_columns,
+    "agent_attempt_steps": AGENT_ATTEMPT_STEPS.row_columns,
+    "agent_attempt_messages": MESSAGES_VIEW_COLUMNS,
+}
+TIMESTAMP_COLUMNS = frozenset(c.name for t in (AGENT_ATTEMPTS, AGENT_ATTEMPT_INPUTS, AGENT_ARTIFACTS, AGENT_EXCHANGE_PARTS,
+                                               AGENT_ATTEMPT_STEPS) for c in t.columns if c.type in (TIMESTAMP, TIMESTAMP_NS))
+"""The per-attempt tables' columns holding a point in time."""

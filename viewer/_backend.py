@@ -13,7 +13,8 @@ between them lives here and only here:
   by the attempt's start time, ClickHouse reads by the trace's primary key;
 * tables only one side has (``agent_artifacts``, ``exporter_health``, ``otel_inputs_schema`` are
   DuckDB-only): :meth:`Backend.has` says so, and the pages say "not recorded on this backend",
-  never "none".
+  never "none"; columns the stock ClickHouse schema lacks (:attr:`Backend.columns_not_recorded`)
+  read as NULL there.
 
 A backend lives for one page refresh (:func:`open_backend`); a missing, locked, unreachable or
 unprepared database becomes :class:`DbUnavailable` with a sentence for the page.
@@ -49,6 +50,9 @@ CLICKHOUSE_TIMEOUT_S = 10.0
 CLICKHOUSE_SCHEMES = ("http", "https", "clickhouse", "chdb")
 DUCKDB_ONLY = frozenset({"agent_artifacts", "exporter_health", "otel_inputs_schema"})
 """Tables the exporter writes into DuckDB that the stock ClickHouse exporter has no counterpart for."""
+NOT_IN_STOCK_SCHEMA = {"agent_attempts": frozenset({"dropped_events_count", "dropped_attributes_count"})}
+"""Projection columns the stock otel_traces schema has no source for: NULL on ClickHouse
+(its agent_attempts.projection_gaps says so too)."""
 
 
 class DbUnavailable(Exception):
@@ -61,6 +65,8 @@ class Backend(ABC):
     kind: str = ""
     label: str = ""
     """What the sidebar may show: a file name or host/database, never a path or a password."""
+    columns_not_recorded: dict[str, frozenset[str]] = {}
+    """{table: its columns this backend has no source for (they read as NULL)}."""
 
     @abstractmethod
     def query(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -271,6 +277,7 @@ class ClickHouseBackend(Backend):
     """The ClickHouse dialect; subclasses say how a rendered statement reaches the engine."""
 
     kind = "clickhouse"
+    columns_not_recorded = NOT_IN_STOCK_SCHEMA
 
     def __init__(self, label: str) -> None:
         self.label = label

@@ -2,8 +2,9 @@
 
 Layout of the archive (every name is relative, plain and listed in the manifest)::
 
-    manifest.json                 format, attempt, viewer, time, members with SHA-256 and size,
-                                  the status of every snapshot and part, and what was withheld
+    manifest.json                 format, attempt, viewer, time, the database it was read from,
+                                  members with SHA-256 and size, the status of every snapshot
+                                  and part, and what was withheld
     rows/<table>.json             the attempt's rows of agent_attempts, agent_attempt_inputs,
                                   agent_artifacts, agent_exchange_parts, and agent_attempt_steps /
                                   agent_attempt_messages where the database has those tables
@@ -14,6 +15,12 @@ What goes in is decided by :mod:`otel_inputs.viewer._access` and read through th
 :class:`otel_inputs.EvidenceReader`, exactly as the page shows it: a denied viewer gets no
 bundle; evicted, purged or revoked bytes are listed with their status and never included; content
 columns the page withholds are null in the rows and named in ``withheld``.
+
+The rows are the same on either backend (a DuckDB file or a ClickHouse database under the
+projection): each table's projection columns (``otel_inputs.exporter.ATTEMPT_TABLE_COLUMNS``), times
+as UTC ISO-8601 text to the nanosecond, rows in a fixed order.  What a backend does not record is
+said, never filled in: a table it lacks is "not recorded" in ``tables``, and columns it lacks are
+null in the rows and listed under ``source.columns_not_recorded``.
 
 :func:`verify_bundle` checks an archive offline: the manifest lists every member exactly once,
 each member's size and SHA-256 match, nothing unlisted is present, and no member name could write
@@ -37,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
+from otel_inputs.exporter import ATTEMPT_TABLE_COLUMNS, TIMESTAMP_COLUMNS
 from otel_inputs.store import ReadResult
 from otel_inputs.types import PartName
 from otel_inputs.viewer import _queries as q
@@ -49,6 +57,9 @@ MANIFEST = "manifest.json"
 MAX_MEMBER_BYTES = 1 << 31  # verify reads members streamed; this only bounds a hostile header
 TABLES = ("agent_attempts", "agent_attempt_inputs", "agent_artifacts", "agent_exchange_parts",
           "agent_attempt_steps", "agent_attempt_messages")
+ROW_ORDER = {"agent_attempt_inputs": ("seq", "input_id"), "agent_artifacts": ("seq", "input_id", "updated_at"),
+             "agent_exchange_parts": ("part_name", "recorded_at"), "agent_attempt_steps": ("seq", "span_id")}
+"""How each table's rows are ordered (then by their whole content): the same on every backend."""
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 
 
@@ -72,6 +83,9 @@ class BundleReport:
     parts: list[dict[str, Any]] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)
     tables: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
+    """The database the rows were read from: backend kind, its label (no path, no password), and
+    the columns that backend does not record."""
     manifest_sha256: str = ""
 
 
@@ -84,8 +98,28 @@ def _json_value(value: Any) -> Any:
     return str(value)
 
 
+def _iso_ns(ns: int) -> str:
+    """Epoch nanoseconds as UTC ISO-8601 text, every digit kept."""
+    seconds, frac = divmod(int(ns), 1_000_000_000)
+    return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}Z"
+
+
+def _row_key(table: str, row: dict[str, Any]) -> tuple[Any, ...]:
+    order = tuple((row[c] is None, row[c] if row[c] is not None else 0) for c in ROW_ORDER.get(table, ()))
+    return (*order, json.dumps(row, default=_json_value, sort_keys=True))
+
+
 def _table_rows(db: q.Backend, table: str, attempt_id: str) -> list[dict[str, Any]]:
-    return db.dicts(f'SELECT * FROM "{table}" WHERE attempt_id = ?', [attempt_id])  # table from TABLES only
+    """The attempt's rows of ``table``: its projection columns, times as text, in :data:`ROW_ORDER`."""
+    columns = ATTEMPT_TABLE_COLUMNS[table]  # table from TABLES only; columns from the table spec
+    absent = db.columns_not_recorded.get(table, frozenset())
+    select = ", ".join(f"NULL AS c{i}" if c in absent else f"epoch_ns({c}) AS c{i}" if c in TIMESTAMP_COLUMNS
+                       else f"{c} AS c{i}" for i, c in enumerate(columns))
+    rows = []
+    for values in db.rows(f'SELECT {select} FROM "{table}" WHERE attempt_id = ?', [attempt_id]):
+        rows.append({c: _iso_ns(v) if c in TIMESTAMP_COLUMNS and v is not None else v
+                     for c, v in zip(columns, values)})
+    return sorted(rows, key=lambda r: _row_key(table, r))
 
 
 def _item_status(reason: str | None, outcome: str, current: str | None) -> str:
@@ -108,10 +142,13 @@ def collect(db_path: str | os.PathLike[str], store_root: str | os.PathLike[str] 
         if not access.run_allowed(bundle.attempt.run_id):
             raise BundleRefused(access.denial())
         raw = {t: _table_rows(db, t, attempt_id) for t in TABLES if db.has(t)}
+        source: dict[str, Any] = {"backend": db.kind, "database": db.label}
+        if db.columns_not_recorded:
+            source["columns_not_recorded"] = {t: sorted(c) for t, c in sorted(db.columns_not_recorded.items())}
     ev = open_evidence(store_root, access.viewer)
     bundle, _notes = overlay_store(bundle, ev)
     w: Withheld = access.decide(bundle.attempt, bundle.inputs)
-    report = BundleReport(attempt_id)
+    report = BundleReport(attempt_id, source=source)
     members: list[tuple[str, bytes]] = []
     for table in TABLES:
         if table not in raw:
@@ -178,7 +215,7 @@ def write_bundle(out: BinaryIO, db_path: str | os.PathLike[str], store_root: str
     report.members = [{"name": n, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in members]
     manifest = {
         "format": FORMAT, "version": VERSION, "attempt_id": attempt_id, "viewer": access.viewer,
-        "created_at_ns": now_ns, "tables": report.tables, "members": report.members,
+        "created_at_ns": now_ns, "source": report.source, "tables": report.tables, "members": report.members,
         "snapshots": report.snapshots, "parts": report.parts, "withheld": report.withheld,
     }
     body = json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")

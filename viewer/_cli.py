@@ -240,17 +240,33 @@ def bundle_group() -> None:
 @click.argument("attempt_id")
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path, dir_okay=False), required=True,
               help="Archive to write (a tar).")
-@click.option("--db", "db", type=click.Path(path_type=Path), envvar=names.ENV_DB, required=True,
+@click.option("--db", "db", type=click.Path(path_type=Path), envvar=names.ENV_DB, default=None,
               help="DuckDB file written by the exporter (or OTEL_INPUTS_DB).")
+@click.option("--clickhouse", "clickhouse", envvar=names.ENV_CLICKHOUSE, default=None, metavar="URL",
+              help="Read a ClickHouse database instead, as `view --clickhouse` does (http://[user:password@]"
+                   "host:8123/database, https://..., or chdb:PATH?database=NAME; or OTEL_INPUTS_CLICKHOUSE).")
 @click.option("--store", "store", type=click.Path(path_type=Path), envvar=names.ENV_STORE, default=None,
               help="Artifact store directory (or OTEL_INPUTS_STORE); without it no bytes are included.")
-def bundle_create(attempt_id: str, output: Path, db: Path, store: Path | None) -> None:
+def bundle_create(attempt_id: str, output: Path, db: Path | None, clickhouse: str | None, store: Path | None) -> None:
     """Write ATTEMPT_ID's rows, snapshots and exchange parts, as this user may see them, to OUTPUT."""
+    from otel_inputs.viewer._backend import ClickHouseTarget
     from otel_inputs.viewer._bundle import BundleRefused, write_bundle_file
     from otel_inputs.viewer._queries import DbUnavailable
 
+    if (db is None) == (clickhouse is None):
+        raise click.UsageError("give exactly one of --db FILE or --clickhouse URL")
+    source: Path | str
+    if clickhouse is not None:
+        try:
+            ClickHouseTarget.parse(clickhouse)
+        except DbUnavailable as exc:
+            raise click.UsageError(str(exc)) from exc
+        source = clickhouse
+    else:
+        assert db is not None
+        source = db
     try:
-        report = write_bundle_file(output, db, store, attempt_id)
+        report = write_bundle_file(output, source, store, attempt_id)
     except (BundleRefused, DbUnavailable) as exc:
         raise click.ClickException(f"no bundle written: {exc}") from exc
     included = sum(1 for s in report.snapshots + report.parts if s.get("status") == "included")

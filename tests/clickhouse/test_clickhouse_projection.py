@@ -19,24 +19,25 @@ from exporter_helpers import SpanFactory, input_event, memory_providers, packet_
 
 from otel_inputs import names as n  # noqa: E402
 from otel_inputs.exporter._db import connect_with_retry  # noqa: E402
-from otel_inputs.exporter._rows import ATTEMPT_COLUMNS, ATTEMPT_STEP_MESSAGE_COLUMNS, INPUT_COLUMNS, PART_COLUMNS, STEP_COLUMNS  # noqa: E402
+from otel_inputs.exporter import ATTEMPT_TABLE_COLUMNS, TIMESTAMP_COLUMNS  # noqa: E402
 from otel_inputs.exporter._spans import from_readable  # noqa: E402
 from otel_inputs.exporter._writer import DuckDBWriter  # noqa: E402
+from otel_inputs.viewer._backend import NOT_IN_STOCK_SCHEMA  # noqa: E402
 
 chdb_session = pytest.importorskip("chdb.session", reason="chdb (in-process ClickHouse) is not installed")
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "clickhouse"
 _SQL_FILES = ("otel_tables.sql", "projection_functions.sql", "projection.sql")
-_TS = {"started_at", "ended_at", "attempt_started_at", "captured_at", "recorded_at"}
+_TS = TIMESTAMP_COLUMNS
 # Not in the stock otel_traces schema: NULL on ClickHouse (docs/clickhouse.md), so not compared.
-_NOT_STOCK = {"dropped_events_count", "dropped_attributes_count"}
+_NOT_STOCK = NOT_IN_STOCK_SCHEMA["agent_attempts"]
+# The columns the evidence bundle exports (the table spec's), in the order that makes rows unique.
 _TABLES = {
-    "agent_attempts": ([c for c in (*ATTEMPT_COLUMNS, *ATTEMPT_STEP_MESSAGE_COLUMNS) if c not in _NOT_STOCK], "attempt_id"),
-    "agent_attempt_inputs": (list(INPUT_COLUMNS), "attempt_id, seq"),
-    "agent_exchange_parts": (list(PART_COLUMNS), "attempt_id, part_name, recorded_at"),
-    "agent_attempt_steps": (list(STEP_COLUMNS), "attempt_id, seq"),
-    "agent_attempt_messages": (["attempt_id", "system_prompt", "user_prompt", "input_messages_json", "messages_source",
-                                "messages_note"], "attempt_id"),
+    "agent_attempts": ([c for c in ATTEMPT_TABLE_COLUMNS["agent_attempts"] if c not in _NOT_STOCK], "attempt_id"),
+    "agent_attempt_inputs": (list(ATTEMPT_TABLE_COLUMNS["agent_attempt_inputs"]), "attempt_id, seq"),
+    "agent_exchange_parts": (list(ATTEMPT_TABLE_COLUMNS["agent_exchange_parts"]), "attempt_id, part_name, recorded_at"),
+    "agent_attempt_steps": (list(ATTEMPT_TABLE_COLUMNS["agent_attempt_steps"]), "attempt_id, seq"),
+    "agent_attempt_messages": (list(ATTEMPT_TABLE_COLUMNS["agent_attempt_messages"]), "attempt_id"),
 }
 
 

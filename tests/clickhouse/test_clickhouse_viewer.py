@@ -255,17 +255,109 @@ def test_parameters_reach_the_engine_unchanged(both: Both) -> None:
         assert c.has("otel_traces")
 
 
-def test_an_evidence_bundle_from_clickhouse_verifies(both: Both, tmp_path: Path) -> None:
-    """The attempt page's evidence bundle built from ClickHouse verifies offline and holds the same row
-    counts as DuckDB's, with agent_artifacts listed as not recorded (never as zero rows)."""
-    from otel_inputs.viewer._bundle import verify_bundle, write_bundle_file
+def _members(path: Path) -> dict[str, bytes]:
+    import tarfile
 
-    reports = {}
-    for name, source in (("duckdb", both.duckdb), ("clickhouse", both.clickhouse)):
-        path = tmp_path / f"{name}.tar"
-        reports[name] = write_bundle_file(path, source, None, "att-8")
-        assert verify_bundle(path)["attempt_id"] == "att-8"
-    duck, ch = reports["duckdb"].tables, reports["clickhouse"].tables
-    assert ch["agent_artifacts"].startswith("not recorded") and isinstance(duck["agent_artifacts"], int)
-    assert {k: v for k, v in ch.items() if k != "agent_artifacts"} == {k: v for k, v in duck.items() if k != "agent_artifacts"}
-    assert ch["agent_attempt_inputs"] == 3
+    with tarfile.open(path) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+
+
+def _bundle_cli(*args: str) -> tuple[int, str]:
+    from click.testing import CliRunner
+
+    from otel_inputs.exporter.cli import main
+
+    result = CliRunner().invoke(main, ["bundle", *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def _same_bundle(duck: Path, ch: Path) -> dict[str, Any]:
+    """Assert two bundles of one attempt hold the same rows, statuses and bytes, apart from what differs by
+    design (when, which database, agent_artifacts, the columns the stock schema lacks); the ClickHouse manifest."""
+    import json
+
+    from otel_inputs.viewer._backend import NOT_IN_STOCK_SCHEMA
+    from otel_inputs.viewer._bundle import MANIFEST, verify_bundle
+
+    want, got = verify_bundle(duck), verify_bundle(ch)
+    assert want["source"]["backend"] == "duckdb" and got["source"]["backend"] == "clickhouse"
+    assert got["source"]["columns_not_recorded"] == {t: sorted(c) for t, c in NOT_IN_STOCK_SCHEMA.items()}
+    assert got["tables"].pop("agent_artifacts").startswith("not recorded")
+    assert isinstance(want["tables"].pop("agent_artifacts"), int)
+    for m in (want, got):
+        for key in ("created_at_ns", "source", "members"):
+            m.pop(key)
+    assert got == want
+    d, c = _members(duck), _members(ch)
+    d.pop("rows/agent_artifacts.json")
+    assert set(c) == set(d)
+    for name in set(d) - {MANIFEST}:
+        if name == "rows/agent_attempts.json":  # the stock schema's gaps read null there, never 0
+            rows = json.loads(d[name])
+            for row in rows:
+                row.update(dict.fromkeys(NOT_IN_STOCK_SCHEMA["agent_attempts"]))
+            assert json.loads(c[name]) == rows and rows
+        else:
+            assert c[name] == d[name], name
+    return verify_bundle(ch)
+
+
+def test_the_bundle_from_clickhouse_equals_the_duckdb_bundle(both: Both, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`otel-inputs bundle create --clickhouse chdb:...` writes, for every attempt of the corpus, the bundle
+    `--db` writes (rows, statuses, withheld fields), apart from what the stock schema does not record, and
+    `bundle verify` passes on it."""
+    from otel_inputs.viewer._bundle import write_bundle_file
+
+    for var in (names.ENV_DB, names.ENV_CLICKHOUSE, names.ENV_STORE):
+        monkeypatch.delenv(var, raising=False)
+    with open_backend(both.duckdb) as d:
+        ids = [r[0] for r in d.rows("SELECT attempt_id FROM agent_attempts ORDER BY attempt_id")]
+    assert len(ids) >= 20
+    code, out = _bundle_cli("create", "att-8", "-o", str(tmp_path / "ch.tar"), "--clickhouse", both.clickhouse)
+    assert code == 0 and "wrote " in out, out
+    assert _bundle_cli("create", "att-8", "-o", str(tmp_path / "duck.tar"), "--db", str(both.duckdb))[0] == 0
+    manifest = _same_bundle(tmp_path / "duck.tar", tmp_path / "ch.tar")
+    assert manifest["tables"]["agent_attempt_inputs"] == 3
+    code, out = _bundle_cli("verify", str(tmp_path / "ch.tar"))
+    assert code == 0 and "OK, attempt att-8" in out, out
+    for attempt_id in ids:  # the rest in-process (the same function the command calls)
+        write_bundle_file(tmp_path / "d.tar", both.duckdb, None, attempt_id)
+        write_bundle_file(tmp_path / "c.tar", both.clickhouse, None, attempt_id)
+        _same_bundle(tmp_path / "d.tar", tmp_path / "c.tar")
+
+
+def test_bundle_create_through_clickhouse_connect(both: Both, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bundle create --clickhouse http://...` reads through the real clickhouse-connect client (the loopback
+    endpoint running each query on chdb) and writes the DuckDB bundle, which verifies."""
+    pytest.importorskip("clickhouse_connect", reason="clickhouse-connect is not installed")
+    from chdb_http import chdb_http
+
+    for var in (names.ENV_DB, names.ENV_STORE):
+        monkeypatch.delenv(var, raising=False)
+    path = Path(both.clickhouse.split(":", 1)[1].split("?")[0])
+    assert _bundle_cli("create", "att-2", "-o", str(tmp_path / "duck.tar"), "--db", str(both.duckdb))[0] == 0
+    with chdb_http(path) as server:
+        monkeypatch.setenv(names.ENV_CLICKHOUSE, f"http://127.0.0.1:{server.server_address[1]}/{DATABASE}")
+        code, out = _bundle_cli("create", "att-2", "-o", str(tmp_path / "ch.tar"))  # the URL from the environment
+        assert code == 0, out
+        assert server.requests >= 6  # the rows really came through the client
+    manifest = _same_bundle(tmp_path / "duck.tar", tmp_path / "ch.tar")
+    assert manifest["tables"]["agent_exchange_parts"] == 2
+    assert manifest["source"]["database"] == f"ClickHouse 127.0.0.1:{server.server_address[1]}/{DATABASE}"
+
+
+def test_bundle_create_from_unreachable_clickhouse_is_a_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where nothing listens, `bundle create --clickhouse` exits non-zero with one sentence naming host and
+    database (no password, no traceback) and leaves no file behind."""
+    pytest.importorskip("clickhouse_connect", reason="clickhouse-connect is not installed")
+    for var in (names.ENV_DB, names.ENV_STORE):
+        monkeypatch.delenv(var, raising=False)
+    port = _closed_port()
+    out = tmp_path / "b.tar"
+    code, text = _bundle_cli("create", "att-8", "-o", str(out), "--clickhouse",
+                             f"http://reader:s3cret@127.0.0.1:{port}/{DATABASE}")
+    assert code == 1, text
+    assert f"no bundle written: ClickHouse 127.0.0.1:{port}/{DATABASE} cannot be reached" in text
+    assert "s3cret" not in text and "reader" not in text and "Traceback" not in text
+    assert not out.exists() and list(tmp_path.iterdir()) == []

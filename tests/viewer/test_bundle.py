@@ -260,3 +260,22 @@ def test_purged_attempt_bundle_holds_no_messages_from_the_span_row_or_its_first_
     assert b"SECRET" not in out.read_bytes()
     withheld = verify_bundle(out)["withheld"]
     assert {f"agent_attempts.{c}" for c in secret} <= {w.split(":")[0] for w in withheld}
+
+
+def test_bundle_create_needs_exactly_one_database(fx: AccessFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither or both of --db / --clickhouse, or a --clickhouse value that is not a ClickHouse URL, is a
+    usage error (exit 2) and writes nothing."""
+    for var in (names.ENV_DB, names.ENV_CLICKHOUSE):
+        monkeypatch.delenv(var, raising=False)
+    out = tmp_path / "b.tar"
+    runs = {
+        "neither": ["bundle", fx.open_id, "-o", str(out)],
+        "both": ["bundle", fx.open_id, "-o", str(out), "--db", str(fx.db_path), "--clickhouse", "http://127.0.0.1:1/otel"],
+        "not a URL": ["bundle", fx.open_id, "-o", str(out), "--clickhouse", "ftp://127.0.0.1/otel"],
+    }
+    for case, args in runs.items():
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, (case, result.output)
+        assert ("exactly one of --db FILE or --clickhouse URL" if case != "not a URL" else "not a ClickHouse URL") \
+            in result.output, case
+    assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "fx"]
