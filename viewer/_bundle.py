@@ -3,8 +3,9 @@
 Layout of the archive (every name is relative, plain and listed in the manifest)::
 
     manifest.json                 format, attempt, viewer, time, the database it was read from,
-                                  members with SHA-256 and size, the status of every snapshot
-                                  and part, and what was withheld
+                                  members with SHA-256 and size, the status (and where its bytes
+                                  are: local copy, bucket) of every snapshot, every part's status,
+                                  and what was withheld
     rows/<table>.json             the attempt's rows of agent_attempts, agent_attempt_inputs,
                                   agent_artifacts, agent_exchange_parts, and agent_attempt_steps /
                                   agent_attempt_messages where the database has those tables
@@ -164,7 +165,7 @@ def collect(db_path: str | os.PathLike[str], store_root: str | os.PathLike[str] 
                         json.dumps(rows, default=_json_value, indent=1, sort_keys=True).encode("utf-8")))
     for item in bundle.inputs:
         entry: dict[str, Any] = {"input_id": item.input_id, "seq": item.seq, "sha256": item.sha256,
-                                 "size_bytes": item.size_bytes}
+                                 "size_bytes": item.size_bytes, "placement": item.placement}
         reason = w.items.get(item.input_id)
         if reason is None and ev.reader is not None and item.current_artifact_status == "available":
             result = ev.reader.read(access.viewer, attempt_id, item.input_id)

@@ -207,7 +207,8 @@ def group_table(g: ItemGroup) -> list[dict[str, Any]]:
     rows = []
     for r in g.items[:MAX_ITEMS_PER_GROUP]:
         row: dict[str, Any] = {"#": r.seq, "label": r.label, "capture": r.capture_status.replace("_", " "),
-                               "artifact": r.artifact_status.replace("_", " "), "size": r.size, "type": r.media_type}
+                               "artifact": r.artifact_status.replace("_", " "), "bytes": r.placement, "size": r.size,
+                               "type": r.media_type}
         if with_change:
             row["change"] = r.change or ""
         if with_reads:
@@ -221,6 +222,8 @@ GROUP_COLUMNS = {
     "label": st.column_config.TextColumn("label", width="medium"),
     "capture": st.column_config.TextColumn("capture", width=95),
     "artifact": st.column_config.TextColumn("artifact", width=110),
+    "bytes": st.column_config.TextColumn("bytes", width="medium", help="Where the bytes are now: a local copy, "
+                                         "the bucket (only once uploaded), an upload queued or failed"),
     "size": st.column_config.TextColumn("size", width=70),
     "type": st.column_config.TextColumn("type", width=110),
     "change": st.column_config.TextColumn("change", width=80),
@@ -271,6 +274,7 @@ def _item_detail(row: ItemRow, ev: Evidence, key: str, con: Any, open_attempt: C
         f"path {row.source_path if row.source_path else 'none'}",
         f"{row.media_type} · {row.size} · sha256 {row.sha256}",
         f"capture {row.capture_status} · artifact {row.artifact_status}" + (f" · {row.detail}" if row.detail else ""),
+        f"bytes: {row.placement}",
     ]
     if row.read is not None:
         lines.append(f"Was it read? {row.read}")

@@ -8,7 +8,9 @@ login is configured, else the OS user; the access policy comes from ``OTEL_INPUT
 The store's catalog is the one authority on an item's current status (eviction and purge change it
 after capture), so :func:`overlay_store` asks the store at render time and puts its status over
 the DuckDB row's as-of-capture value; rows are never hidden, and hash, size and provenance stay as
-recorded.
+recorded.  It also says where each input's bytes are now (:func:`placement_text`: a local copy,
+the bucket, an upload queued or failed), from the same store; only an upload the catalog records
+as done counts as in the bucket.
 """
 
 from __future__ import annotations
@@ -21,18 +23,24 @@ from otel_inputs.store import (
     AccessPolicy,
     ArtifactStore,
     EvidenceReader,
+    Placement,
     PolicyError,
     ReadbackError,
     ReadResult,
+    RemoteState,
     RetentionPolicy,
     current_viewer,
+    item_placements,
     read_part_receipt,
 )
 from otel_inputs.types import PartName, ReadbackOutcome
+from otel_inputs.viewer._format import reason_text
 from otel_inputs.viewer._queries import AttemptBundle, InputRecord, PartRecord
 
 PURGED = "purged"
 NO_STORE = "no artifact store configured"
+NO_BYTES = "no bytes captured"
+GAP = "a gap"
 
 
 def streamlit_user() -> str | None:
@@ -114,27 +122,85 @@ def read_part(ev: Evidence, part: PartRecord) -> ReadResult:
 
 
 # -- store-authoritative status -----------------------------------------------------------------
+def placement_text(place: Placement | None, *, bucket: bool) -> str:
+    """Where an input's bytes are, in owner words: a local copy, the bucket (only once an upload is
+    recorded done: queued is never stored), and a failed or missing upload said to be a gap."""
+    if place is None:
+        return "not known: the store has no record of these bytes"
+    if place.in_bucket:
+        return "local copy; in the bucket (uploaded)" if place.local else "in the bucket (uploaded); no local copy"
+    if not place.local:  # evicted or purged (the artifact status says which), or lost
+        failed = f" (upload failed: {reason_text(place.reason)})" if place.remote is RemoteState.FAILED else ""
+        return f"no copy: not on disk and not in the bucket{failed}"
+    if place.remote is RemoteState.FAILED:
+        remote = f"upload failed: {reason_text(place.reason)} — {GAP}"
+    elif place.remote is RemoteState.QUEUED:
+        remote = "upload queued — not yet in the bucket"
+    elif place.remote is RemoteState.DELETING:
+        remote = "bucket copy being deleted — not in the bucket"
+    elif bucket:
+        remote = f"no upload recorded — not in the bucket, {GAP}"
+    else:
+        remote = "bucket not configured"
+    return f"local copy; {remote}"
+
+
+def _placements(store: ArtifactStore, attempt_id: str,
+                inputs: tuple[InputRecord, ...]) -> tuple[dict[str, str], str | None]:
+    """{input id: placement text} for the attempt's inputs from the store's catalog now, and a
+    sentence when some inputs kept on disk are not in the bucket (an upload gap)."""
+    try:
+        places = item_placements(store, attempt_id)
+        bucket = bool(store.bucket.configured_url() or store.bucket.recorded_url())
+    except Exception as exc:  # noqa: BLE001 - a catalog that cannot be read now: said, never blank
+        why = f"not known: the store's catalog could not be read ({type(exc).__name__})"
+        return {i.input_id: why for i in inputs}, None
+    texts = {i.input_id: NO_BYTES if not i.sha256 else placement_text(places.get(i.input_id), bucket=bucket)
+             for i in inputs}
+    if not bucket:
+        return texts, None
+    # Bytes kept on disk but not in the bucket are the gap; bytes gone from both are retention's
+    # (or a loss), which the artifact status says.
+    shown = [places[i.input_id] for i in inputs if i.sha256 and i.input_id in places and places[i.input_id].local]
+    gaps = {"upload(s) failed": sum(1 for p in shown if p.remote is RemoteState.FAILED),
+            "upload(s) queued": sum(1 for p in shown if p.remote is RemoteState.QUEUED),
+            "not uploaded": sum(1 for p in shown if p.remote in (None, RemoteState.DELETING))}
+    if not any(gaps.values()):
+        return texts, None
+    counts = ", ".join(f"{n} {what}" for what, n in gaps.items() if n)
+    return texts, (f"{sum(gaps.values())} of {len(shown)} input(s) kept on disk are not in the bucket ({counts}): "
+                   "their bytes are on the recording host only; otel-inputs store upload retries failed uploads.")
+
+
 def _overlay_inputs(ev: Evidence, attempt_id: str, run_id: str | None,
-                    inputs: tuple[InputRecord, ...]) -> tuple[tuple[InputRecord, ...], str | None]:
-    """Inputs with the store's current status; a note when the store could not be consulted."""
+                    inputs: tuple[InputRecord, ...]) -> tuple[tuple[InputRecord, ...], tuple[str, ...]]:
+    """Inputs with the store's current status and placement, and notes: the store could not be
+    consulted, or some bytes are not in the bucket."""
     reader = ev.reader
-    if reader is None or not inputs:
-        return inputs, None
+    if not inputs:
+        return inputs, ()
+    if reader is None:
+        return tuple(dataclasses.replace(i, placement=f"not known: {ev.problem or NO_STORE}") for i in inputs), ()
     listed = reader.list_items(ev.viewer, attempt_id)  # permission-checked metadata, no bindings
     if isinstance(listed, ReadResult):
+        why = ("the store has no record of this attempt" if listed.outcome == "not_found"
+               else f"the store was not consulted ({listed.outcome})")
+        inputs = tuple(dataclasses.replace(i, placement=f"not known: {why}") for i in inputs)
         if listed.outcome == "not_found":
-            return inputs, None  # no manifest: the landed rows are all there is
+            return inputs, ()  # no manifest: the landed rows are all there is
         return inputs, (f"The store's current status was not consulted ({listed.outcome}: {listed.message}); "
-                        "statuses below are as landed in the database.")
+                        "statuses below are as landed in the database.",)
     by_id = {i.input_id: i for i in listed}  # purges are already applied by the catalog
+    placed, gap = _placements(reader.store, attempt_id, inputs)
     out = []
     for item in inputs:
         status, reason = item.store_artifact_status, item.store_status_reason
         found = by_id.get(item.input_id)
         if found is not None:
             status, reason = found.artifact_status or status, found.status_reason
-        out.append(dataclasses.replace(item, store_artifact_status=status, store_status_reason=reason))
-    return tuple(out), None
+        out.append(dataclasses.replace(item, store_artifact_status=status, store_status_reason=reason,
+                                       placement=placed[item.input_id]))
+    return tuple(out), (gap,) if gap else ()
 
 
 def _receipt(ev: Evidence, part: PartRecord, run_id: str | None) -> PartRecord:
@@ -163,9 +229,8 @@ def overlay_store(bundle: AttemptBundle, ev: Evidence) -> tuple[AttemptBundle, t
     """The bundle with the store's current input status and part receipts, plus owner notes."""
     a = bundle.attempt
     notes: list[str] = []
-    inputs, note = _overlay_inputs(ev, a.attempt_id, a.run_id, bundle.inputs)
-    if note:
-        notes.append(note)
+    inputs, found = _overlay_inputs(ev, a.attempt_id, a.run_id, bundle.inputs)
+    notes.extend(found)
     previous = bundle.previous_inputs
     if previous and bundle.previous_turn_id:
         previous, _ = _overlay_inputs(ev, bundle.previous_turn_id, a.run_id, previous)

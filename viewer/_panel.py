@@ -49,6 +49,7 @@ SEND_KIND_TEXT = {
     SendKind.GATE_RETRY.value: "check retry",
 }
 UNKNOWN_DELIVERY_TITLE = "Delivery mode not recorded"
+NOT_CONSULTED = "not known: the store was not consulted"
 PARTS_NOT_RECORDED = "Exchange parts were not recorded for this attempt."
 PART_TITLES = {"logical_request": "Logical request", "observable_output": "Observable output"}
 DISPATCH_TEXT = {"dispatched": "dispatched", "not_dispatched": "not dispatched"}  # anything else: unknown
@@ -78,6 +79,8 @@ class ItemRow:
     change: str | None = None
     read: str | None = None
     """"read by <tool> at <time>", "no recorded read", "reads not recorded"; ``None`` if not a path reference."""
+    placement: str = NOT_CONSULTED
+    """Where the bytes are now: local copy, bucket, an upload queued or failed (``overlay_store``)."""
     record: InputRecord | None = field(default=None, compare=False, repr=False)
 
 
@@ -330,6 +333,7 @@ def item_row(item: InputRecord, change: str | None = None, read: str | None = No
         previewable=has_preview(item),
         change=change,
         read=read,
+        placement=item.placement or NOT_CONSULTED,
         record=item,
     )
 

@@ -97,6 +97,8 @@ class InputRecord:
     row_problem: str | None = None
     store_artifact_status: str | None = None
     store_status_reason: str | None = None
+    placement: str | None = None
+    """Where the bytes are now (local copy, bucket), in words; set from the store by ``overlay_store``."""
 
     @property
     def current_artifact_status(self) -> str | None:
@@ -286,7 +288,7 @@ _ATTEMPT_SELECT = ", ".join(_ATTEMPT_COLUMNS) + ", epoch_ns(started_at) AS start
 _INPUT_COLUMNS = [
     f.name
     for f in fields(InputRecord)
-    if f.name not in ("captured_ns", "store_artifact_status", "store_status_reason")
+    if f.name not in ("captured_ns", "store_artifact_status", "store_status_reason", "placement")
 ]
 _INPUT_SELECT = ", ".join(_INPUT_COLUMNS) + ", epoch_ns(captured_at) AS captured_ns"
 

@@ -50,7 +50,8 @@ def _choose(page, label: str, option: str) -> None:  # noqa: ANN001
 
 
 def test_deep_link_shows_task_then_text_and_image_previews(page, server: str, viewer_fixture: ViewerFixture) -> None:
-    """Opening ?attempt= shows the task without a click; a text and an image preview open beside the files table."""
+    """Opening ?attempt= shows the task without a click; a text preview (with where its bytes are) and an image
+    preview open beside the files table."""
     page.goto(server + "?attempt=" + viewer_fixture.ids["review"])
     task = page.get_by_text("Add a --dry-run flag to the export command.").first
     task.wait_for(state="visible", timeout=30_000)
@@ -64,6 +65,7 @@ def test_deep_link_shows_task_then_text_and_image_previews(page, server: str, vi
     _choose(page, "Open an item (available by path)", "summary.md")
     page.get_by_text("The change adds a dry-run flag.").first.wait_for(state="visible", timeout=20_000)
     page.get_by_text("Preview of #1: page 1 of 1; SHA-256 verified").scroll_into_view_if_needed()
+    assert page.get_by_text("bytes: local copy; bucket not configured").first.is_visible()  # where its bytes are
     page.screenshot(path=str(ARTIFACTS / "viewer-text-preview.png"))
 
     _choose(page, "Open an item (available by path)", "screenshot.png")

@@ -100,6 +100,11 @@ class FixtureBuilder:
     messages: list[dict[str, Any]] = field(default_factory=list)
     with_steps_table: bool = True
     """False: a database from before migration 11 (its steps table and messages view are dropped)."""
+    objects_url: str | None = None
+    """A bucket the store uploads committed snapshots to (docs/objects.md), with ``objects_options``."""
+    objects_options: dict[str, Any] | None = None
+    store: ArtifactStore | None = None
+    """The store :meth:`write` wrote through (its uploader may still be working)."""
 
     def add_step(self, attempt_id: str, seq: int, kind: str, *, start_s: float, dur_s: float = 0.5, **cols: Any) -> None:
         """One C1 step row; ``start_s`` is seconds after its attempt's start."""
@@ -193,7 +198,8 @@ class FixtureBuilder:
     def write(self) -> tuple[Path, Path]:
         db_path = self.root / "otel.duckdb"
         store_path = self.root / "store"
-        store = ArtifactStore(store_path)
+        store = self.store = ArtifactStore(store_path, objects_url=self.objects_url,
+                                           objects_options=self.objects_options)
         migrate_file(db_path)
         con = duckdb.connect(str(db_path))
         try:
