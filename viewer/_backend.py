@@ -402,7 +402,9 @@ class ClickHouseTarget:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in CLICKHOUSE_SCHEMES:
-            raise DbUnavailable(f"{url!r} is not a ClickHouse URL (http://host:8123/database, https://..., or chdb:PATH).")
+            # The value is never echoed: it may carry a password (``https://user:pw@host/...``).
+            raise DbUnavailable(f"a URL with scheme {scheme or 'none'!r} is not a ClickHouse URL "
+                                "(http://host:8123/database, https://..., or chdb:PATH).")
         database = parse_qs(parts.query).get("database", [""])[0]
         if scheme == "chdb":
             path = parts.netloc + parts.path if parts.netloc else parts.path

@@ -238,6 +238,9 @@ def test_a_url_that_is_not_clickhouse_is_refused_plainly() -> None:
     assert is_clickhouse("http://h:8123/otel") and not is_clickhouse("/var/lib/x.duckdb")
     with pytest.raises(DbUnavailable, match="not a ClickHouse URL"):
         ClickHouseTarget.parse("ftp://h/otel")
+    with pytest.raises(DbUnavailable, match="not a ClickHouse URL") as refused:  # the password is never echoed
+        ClickHouseTarget.parse("postgres://admin:s3cret-pw@db.example/otel")
+    assert "s3cret-pw" not in str(refused.value) and "admin" not in str(refused.value)
     assert ClickHouseTarget.parse("https://u:pw@ch.example:8443/otel").label == "ClickHouse ch.example:8443/otel"
     # Parameters are literals with backslash and quote escaped; a ? inside a quoted string stays.
     assert render("SELECT '?', ? , ? IN ?", ["it's \\ x", None, ["a", "b"]]) == \
