@@ -21,7 +21,9 @@ from rich.table import Table
 from otel_inputs import names
 from otel_inputs.store import (
     CATALOG_FILE,
+    CATALOG_KEY,
     ArtifactStore,
+    PublishError,
     PurgeReport,
     ReadbackError,
     RetentionPolicy,
@@ -29,6 +31,7 @@ from otel_inputs.store import (
     bucket_counts,
     delete_run,
     parse_size,
+    publish_now,
     purge,
     reconcile_store,
     revoke_source,
@@ -66,6 +69,21 @@ def _land(db: Path | None, store: ArtifactStore, attempt_ids: list[str] | None =
     outcome = DuckDBWriter(db, source_prefix="store-cli").land_manifests(records)
     if outcome.spilled or outcome.dropped:
         _console.print(f"[yellow]DuckDB busy: artifact status spooled for later ({db})[/yellow]")
+
+
+def _publish(store: ArtifactStore, done: str) -> None:
+    """Publish the catalog for fleet viewers after a change to what may be read; when that fails say
+    plainly that the local change (``done``) stands but the fleet copy is stale, and exit non-zero."""
+    try:
+        published = publish_now(store)
+    except PublishError as exc:
+        click.echo(f"{done} locally, but the fleet copy of the catalog is stale: publishing it failed ({exc}). "
+                   f"Fleet viewers still see the previous copy. Retry with: otel-inputs store publish "
+                   f"--store {store.root}", err=True)
+        raise SystemExit(1) from exc
+    if published is not None:
+        url, _ = published
+        click.echo(f"catalog published to {url}/{CATALOG_KEY}")
 
 
 def _policy(budget: str | None, min_free: str | None, run_budget: str | None) -> RetentionPolicy:
@@ -163,6 +181,7 @@ def gc_cmd(store: Path | None, db: Path | None, budget: str | None, min_free: st
     if report.over_budget_after:
         click.echo(f"still over a limit: protected (running) snapshots hold {report.protected_bytes:,} bytes", err=True)
     _land(db, s)
+    _publish(s, "retention applied")
 
 
 def _echo_sync(report: Any) -> None:
@@ -258,6 +277,7 @@ def delete_run_cmd(run_id: str, store: Path | None, db: Path | None) -> None:
     _report(report)
     if db is not None:
         _delete_run_rows(db, run_id)
+    _publish(s, f"run {run_id} deleted")
 
 
 @store_group.command("revoke")
@@ -269,6 +289,23 @@ def revoke_cmd(source_path: str, store: Path | None, reason: str) -> None:
     s = _open_store(store)
     recorded = revoke_source(s, source_path, reason)
     click.echo(f"revoked {recorded}")
+    _publish(s, f"{recorded} revoked")
+
+
+@store_group.command("publish")
+@_store_opt
+def publish_cmd(store: Path | None) -> None:
+    """Publish a read-only copy of the catalog beside the store's objects in the bucket (what fleet
+    viewers check previews against); the background uploader also does this every few seconds."""
+    s = _open_store(store)
+    try:
+        published = publish_now(s)
+    except PublishError as exc:
+        raise click.ClickException(f"catalog not published: {exc}") from exc
+    if published is None:
+        raise click.ClickException(f"no bucket configured (set {names.ENV_OBJECTS_URL}); nothing to publish to")
+    url, at_ns = published
+    click.echo(f"catalog published to {url}/{CATALOG_KEY} ({at_ns})")
 
 
 @click.command("purge")
@@ -288,6 +325,7 @@ def purge_cmd(attempts: tuple[str, ...], run_id: str | None, source_path: str | 
         raise click.ClickException("nothing matched: no attempt or item was purged")
     _report(report)
     _land(db, s)
+    _publish(s, f"purge {report.purge_id} applied")
 
 
 def _report(report: PurgeReport) -> None:

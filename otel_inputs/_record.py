@@ -36,7 +36,7 @@ from otel_inputs._parts import (
 from otel_inputs._policy import AdmissionDecision, AttemptAdmission, CapturePolicy, admit
 from otel_inputs.store import RetentionGate, RetentionPolicy
 from otel_inputs._snapshot import CaptureLimits
-from otel_inputs.store import ArtifactStore
+from otel_inputs.store import ArtifactStore, public_location
 from otel_inputs.types import (
     AgentInputPacket,
     CaptureDecision,
@@ -233,6 +233,17 @@ class AgentObserver:
             self._parts = EvidenceQueue(self._store.root, self.part_limits)
         return self._store
 
+    def _store_location(self) -> str | None:
+        """The store's bucket location without credentials; ``None`` without a store or a bucket."""
+        try:
+            if self._store is not None:
+                return public_location(self._store.bucket.configured_url())
+            if self._store_root is not None:
+                return public_location(os.environ.get(names.ENV_OBJECTS_URL))
+        except Exception:  # noqa: BLE001 - a location is a convenience for viewers, never a failure
+            pass
+        return None
+
     @staticmethod
     def _reconcile_in_background(store: ArtifactStore) -> None:
         """Start-up reconciliation (age-gated, so other live processes' captures are safe), off-thread."""
@@ -310,6 +321,9 @@ class AgentObserver:
                 attributes[key] = value
         if lineage is not None:
             attributes.update(lineage_attributes(lineage))
+        location = self._store_location()
+        if location is not None:  # where a fleet viewer finds the catalog that vouches for the bytes
+            attributes[names.STORE_OBJECTS_URL] = location
         attributes.update(_emit.compat_kind_attributes(self.backends))
         links = self._links(lineage)
         span_name = f"{names.SPAN_NAME_PREFIX} {agent}" if agent else names.SPAN_NAME_PREFIX

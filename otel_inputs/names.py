@@ -70,6 +70,7 @@ PACKET_ITEM_COUNT = "otel_inputs.packet.item_count"
 PACKET_GAP_REASON = "otel_inputs.packet.gap_reason"
 CAPTURE_DECISION = "otel_inputs.capture.decision"
 CAPTURE_GAP_REASON = "otel_inputs.capture.gap_reason"
+STORE_OBJECTS_URL = "otel_inputs.store.objects_url"  # the recording store's bucket location (credential-free)
 
 # --- Links ------------------------------------------------------------------------------------
 LINK_KIND = "otel_inputs.link.kind"
@@ -173,6 +174,13 @@ ENV_REVOCATIONS = "OTEL_INPUTS_REVOCATIONS"
 ENV_OBJECTS_URL = "OTEL_INPUTS_OBJECTS_URL"
 ENV_OBJECTS_QUEUE = "OTEL_INPUTS_OBJECTS_QUEUE"
 ENV_OBJECTS_TIMEOUT_S = "OTEL_INPUTS_OBJECTS_TIMEOUT_S"  # one bucket call's deadline, seconds
+# the catalog published beside the objects (otel_inputs.store._publish, docs/fleet.md): at most one
+# background publish per this many seconds ("off": only `otel-inputs store publish` and the
+# maintenance commands publish); the fleet viewer's bucket roots (comma-separated URLs, the only
+# places it fetches catalogs from) and its download cache
+ENV_CATALOG_PUBLISH_S = "OTEL_INPUTS_CATALOG_PUBLISH_S"
+ENV_OBJECTS_ROOTS = "OTEL_INPUTS_OBJECTS_ROOTS"
+ENV_CATALOG_CACHE = "OTEL_INPUTS_CATALOG_CACHE"
 # === Foreign encodings read by the exporter's projection (docs/encodings.md) ====================
 # Read from other instrumentations' spans and log records only; otel-inputs never writes them.
 GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"

@@ -355,8 +355,14 @@ def page_access() -> Access:
     return current_access(os.environ.get(names.ENV_STORE))
 
 
-def current_access(store_root: str | os.PathLike[str] | None, viewer: str | None = None) -> Access:
-    """The decisions for this refresh: identity, the environment's policy, the store's purges and revocations."""
+def current_access(store_root: str | os.PathLike[str] | ArtifactStore | None, viewer: str | None = None,
+                   unknown: str | None = None) -> Access:
+    """The decisions for this refresh: identity, the environment's policy, the store's purges and revocations.
+
+    ``store_root`` may be a store already open (a fleet viewer's published catalog); ``unknown`` says
+    why the store that recorded the attempt cannot be asked, which withholds what a revocation
+    could cover (fail closed), as an unreadable revocation list does.
+    """
     who = viewer or viewer_identity()
     path = os.environ.get(names.ENV_ACCESS_POLICY)
     try:
@@ -364,13 +370,13 @@ def current_access(store_root: str | os.PathLike[str] | None, viewer: str | None
         show_labels, show_paths = _load_display_rules(path)
     except PolicyError as exc:
         return Access(who, None, problem=str(exc))
-    store = None
-    if store_root:
-        root = os.fspath(store_root)
+    store = store_root if isinstance(store_root, ArtifactStore) else None
+    if store is None and store_root:
+        root = os.fspath(store_root)  # type: ignore[arg-type]
         store = ArtifactStore(root, create=False)
         if not store.holds_records():
             store = None
-    revocations, rev_problem = None, None
+    revocations, rev_problem = None, unknown
     if store is not None:  # without a store there are no purges or revocations to consult
         try:
             revocations = RevocationList.load(store)

@@ -40,11 +40,14 @@ def streamlit_command(port: int) -> list[str]:
     ]
 
 
-def viewer_env(db: Path | str, store: Path | None) -> dict[str, str]:
-    """The app's environment: ``db`` is a DuckDB file, or a ClickHouse URL (``--clickhouse``)."""
+def viewer_env(db: Path | str, store: Path | None, objects_roots: tuple[str, ...] = ()) -> dict[str, str]:
+    """The app's environment: ``db`` is a DuckDB file, or a ClickHouse URL (``--clickhouse``); with
+    ``objects_roots`` a fleet viewer (previews checked against each host's published catalog)."""
     from otel_inputs.viewer._backend import is_clickhouse
 
     env = dict(os.environ)
+    if objects_roots:
+        env[names.ENV_OBJECTS_ROOTS] = ",".join(objects_roots)
     if is_clickhouse(db):
         env[names.ENV_CLICKHOUSE] = str(db)
         env.pop(names.ENV_DB, None)
@@ -63,12 +66,13 @@ def url_for(port: int, attempt_id: str | None = None) -> str:
     return base + (f"?attempt={quote(attempt_id, safe='')}" if attempt_id else "")
 
 
-def serve(db: Path | str, store: Path | None, port: int, secrets_path: Path | None = None) -> int:
+def serve(db: Path | str, store: Path | None, port: int, secrets_path: Path | None = None,
+          objects_roots: tuple[str, ...] = ()) -> int:
     """Run the Streamlit server in the foreground until it exits or Ctrl-C; return its exit code."""
     cmd = streamlit_command(port)
     if secrets_path is not None:  # only this file: a stray .streamlit/secrets.toml must not configure login
         cmd += ["--secrets.files", str(secrets_path)]
-    proc = subprocess.Popen(cmd, env=viewer_env(db, store))
+    proc = subprocess.Popen(cmd, env=viewer_env(db, store, objects_roots))
     try:
         return proc.wait()
     except KeyboardInterrupt:
@@ -149,6 +153,20 @@ def write_secrets(text: str) -> Path:
     return path
 
 
+def objects_roots_option(given: tuple[str, ...]) -> tuple[str, ...]:
+    """``--objects-root`` values (each may be comma-separated; else OTEL_INPUTS_OBJECTS_ROOTS), checked:
+    a root with credentials, a query or ``..`` is refused (spans are only ever followed under plain roots)."""
+    from otel_inputs.store import under_roots
+
+    raw = list(given) or [os.environ.get(names.ENV_OBJECTS_ROOTS, "")]
+    roots = tuple(r.strip().rstrip("/") for value in raw for r in value.split(",") if r.strip())
+    for root in roots:
+        if not under_roots(root, [root]):
+            raise click.UsageError(f"--objects-root {root!r} is not a plain bucket URL (scheme://bucket/prefix, "
+                                   "no credentials, query or '..')")
+    return roots
+
+
 @click.command("view")
 @click.option("--db", "db", type=click.Path(path_type=Path), envvar=names.ENV_DB, default=None,
               help="DuckDB file written by the exporter (or OTEL_INPUTS_DB).")
@@ -157,6 +175,10 @@ def write_secrets(text: str) -> Path:
                    "or chdb:PATH?database=NAME for a local chdb directory; or OTEL_INPUTS_CLICKHOUSE).")
 @click.option("--store", "store", type=click.Path(path_type=Path), envvar=names.ENV_STORE, default=None,
               help="Artifact store directory, for previews (or OTEL_INPUTS_STORE).")
+@click.option("--objects-root", "objects_roots", multiple=True, metavar="URL",
+              help="A fleet viewer: check previews against the catalog each host published under this bucket "
+                   "root (s3://bucket/prefix; repeatable or comma-separated; or OTEL_INPUTS_OBJECTS_ROOTS). "
+                   "Only catalogs under these roots are ever fetched.")
 @click.option("--port", type=int, default=8501, show_default=True, help="Port on 127.0.0.1; 0 picks a free one.")
 @click.option("--auth-metadata-url", envvar=names.ENV_AUTH_METADATA_URL, default=None,
               help="OpenID Connect discovery URL (.../.well-known/openid-configuration): viewers log in with it.")
@@ -167,12 +189,16 @@ def write_secrets(text: str) -> Path:
               help="Secret signing the login cookie; random per start when not given.")
 @click.option("--auth-redirect-uri", envvar=names.ENV_AUTH_REDIRECT_URI, default=None,
               help="Redirect URI registered at the provider; default http://127.0.0.1:PORT/oauth2callback.")
-def view(db: Path | None, clickhouse: str | None, store: Path | None, port: int, auth_metadata_url: str | None,
-         auth_client_id: str | None, auth_client_secret: str | None, auth_cookie_secret: str | None,
-         auth_redirect_uri: str | None) -> None:
-    """Serve the review app for DB or a ClickHouse database (and STORE) on 127.0.0.1."""
+def view(db: Path | None, clickhouse: str | None, store: Path | None, objects_roots: tuple[str, ...], port: int,
+         auth_metadata_url: str | None, auth_client_id: str | None, auth_client_secret: str | None,
+         auth_cookie_secret: str | None, auth_redirect_uri: str | None) -> None:
+    """Serve the review app for DB or a ClickHouse database (and STORE, or the fleet's published
+    catalogs under --objects-root) on 127.0.0.1."""
     if (db is None) == (clickhouse is None):
         raise click.UsageError("give exactly one of --db FILE or --clickhouse URL")
+    roots = objects_roots_option(objects_roots)
+    if roots and store is not None:
+        raise click.UsageError("give --store DIR (one machine) or --objects-root URL (a fleet), not both")
     port = port or free_port()
     secrets_text = auth_secrets(port, auth_metadata_url, auth_client_id, auth_client_secret, auth_cookie_secret,
                                 auth_redirect_uri)
@@ -190,9 +216,10 @@ def view(db: Path | None, clickhouse: str | None, store: Path | None, port: int,
             click.echo(f"warning: {warning}", err=True)
     secrets_path = write_secrets(secrets_text) if secrets_text else None
     login = "OIDC login required" if secrets_path else "viewer is the OS user"
-    click.echo(f"otel-inputs viewer on {url_for(port)} ({shown}, store {store or 'not set'}; {login})")
+    previews = f"catalogs published under {', '.join(roots)}" if roots else f"store {store or 'not set'}"
+    click.echo(f"otel-inputs viewer on {url_for(port)} ({shown}, {previews}; {login})")
     try:
-        sys.exit(serve(source, store, port, secrets_path))
+        sys.exit(serve(source, store, port, secrets_path, roots))
     finally:
         if secrets_path is not None:
             secrets_path.unlink(missing_ok=True)

@@ -19,11 +19,15 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from otel_inputs import names
 from otel_inputs.store import (
     AccessPolicy,
     ArtifactStore,
+    CatalogRefused,
     EvidenceReader,
+    FleetCatalogs,
     Placement,
+    PublishedCatalog,
     PolicyError,
     ReadbackError,
     ReadResult,
@@ -77,6 +81,7 @@ class Evidence:
     viewer: str
     problem: str | None = None
     problem_outcome: str = "source_unavailable"
+    vouched_by: PublishedCatalog | None = None  # a fleet viewer: the published catalog the reader runs on
 
     @property
     def store(self) -> ArtifactStore | None:
@@ -100,6 +105,39 @@ def open_evidence(store_root: str | os.PathLike[str] | None, viewer: str | None 
     return Evidence(EvidenceReader(store, policy=policy), who)
 
 
+def fleet_roots(env: dict[str, str] | None = None) -> tuple[str, ...]:
+    """The fleet viewer's objects roots (``OTEL_INPUTS_OBJECTS_ROOTS``, comma-separated); empty: not a fleet viewer."""
+    raw = (os.environ if env is None else env).get(names.ENV_OBJECTS_ROOTS, "")
+    return tuple(r.strip() for r in raw.split(",") if r.strip())
+
+
+_fleets: dict[tuple[tuple[str, ...], str], FleetCatalogs] = {}  # one per roots and cache, kept across reruns
+
+
+def fleet_catalogs(roots: tuple[str, ...]) -> FleetCatalogs:
+    """This process's published-catalog cache for ``roots`` (downloads are kept until they change)."""
+    cache = os.environ.get(names.ENV_CATALOG_CACHE, "")
+    key = (roots, cache)
+    if key not in _fleets:
+        _fleets[key] = FleetCatalogs(roots, cache or None)
+    return _fleets[key]
+
+
+def open_fleet_evidence(location: str | None, roots: tuple[str, ...], viewer: str | None = None) -> Evidence:
+    """The reader for one attempt on a fleet viewer: its store's published catalog, fetched only from
+    under ``roots``; a catalog that cannot vouch is a refusal with its reason, never "nothing"."""
+    who = viewer or viewer_identity()
+    try:
+        policy = AccessPolicy.load()
+    except PolicyError as exc:
+        return Evidence(None, who, str(exc), "permission_denied")
+    try:
+        published = fleet_catalogs(roots).open(location)
+    except CatalogRefused as exc:
+        return Evidence(None, who, str(exc), exc.outcome.value)
+    return Evidence(EvidenceReader(published.store, policy=policy), who, vouched_by=published)
+
+
 def as_evidence(source: Evidence | str | os.PathLike[str] | None) -> Evidence:
     """Accept an :class:`Evidence` or a store path (reads then use the environment's policy)."""
     return source if isinstance(source, Evidence) else open_evidence(source)
@@ -109,7 +147,15 @@ def read_input(ev: Evidence, item: InputRecord, max_bytes: int | None) -> ReadRe
     """An input's bytes through the reader (permission, retention, digest, revocation re-checked)."""
     if ev.reader is None:
         return ReadResult(ReadbackOutcome(ev.problem_outcome), ev.problem or NO_STORE)
-    return ev.reader.read(ev.viewer, item.attempt_id, item.input_id, max_bytes=max_bytes)
+    return _as_of(ev, ev.reader.read(ev.viewer, item.attempt_id, item.input_id, max_bytes=max_bytes))
+
+
+def _as_of(ev: Evidence, result: ReadResult) -> ReadResult:
+    """A published catalog without the attempt says as of when: it may have committed after the publish."""
+    if ev.vouched_by is not None and result.outcome == ReadbackOutcome.NOT_FOUND and \
+            result.message.startswith("no committed record"):
+        return ReadResult(result.outcome, f"{result.message} in {ev.vouched_by.describe()}")
+    return result
 
 
 def read_part(ev: Evidence, part: PartRecord) -> ReadResult:
@@ -118,7 +164,7 @@ def read_part(ev: Evidence, part: PartRecord) -> ReadResult:
         return ReadResult(ReadbackOutcome(ev.problem_outcome), ev.problem or NO_STORE)
     if part.part_name not in {p.value for p in PartName}:
         return ReadResult(ReadbackOutcome.NOT_FOUND, "unknown part name")
-    return ev.reader.read_part(ev.viewer, part.attempt_id, part.part_name)
+    return _as_of(ev, ev.reader.read_part(ev.viewer, part.attempt_id, part.part_name))
 
 
 # -- store-authoritative status -----------------------------------------------------------------

@@ -299,6 +299,19 @@ def get_attempt(db: Backend, attempt_id: str) -> AttemptRecord | None:
     return AttemptRecord(**rows[0]) if rows else None
 
 
+def attempt_store_location(db: Backend, attempt: AttemptRecord) -> str | None:
+    """Where the attempt's store publishes its catalog: the attempt span's ``otel_inputs.store.objects_url``
+    (``None`` when the span carries none).  Read from the span itself, by trace and span id."""
+    from otel_inputs import names
+
+    if not attempt.trace_id or not attempt.span_id or not db.has("otel_traces"):
+        return None
+    rows = db.rows('SELECT "SpanAttributes"[?] FROM otel_traces WHERE "TraceId" = ? AND "SpanId" = ? LIMIT 1',
+                   [names.STORE_OBJECTS_URL, attempt.trace_id, attempt.span_id])
+    value = rows[0][0] if rows else None
+    return value if isinstance(value, str) and value else None  # ClickHouse reads an absent key as ''
+
+
 def get_inputs(db: Backend, attempt_id: str, started_ns: int | None = None,
                trace_id: str | None = None) -> tuple[InputRecord, ...]:
     """The attempt's input rows in ``seq`` order, each with the store's artifact status as landed.

@@ -20,12 +20,20 @@ from otel_inputs.viewer import _queries as q
 from otel_inputs.viewer._backend import ClickHouseTarget, is_clickhouse
 from otel_inputs.viewer._access import Access, current_access, login_gate, logout_button, viewer_identity
 from otel_inputs.viewer._draw import draw_panel, note
-from otel_inputs.viewer._evidence import Evidence, budget_usage, open_evidence, overlay_store
+from otel_inputs.viewer._evidence import (
+    Evidence,
+    budget_usage,
+    fleet_roots,
+    open_evidence,
+    open_fleet_evidence,
+    overlay_store,
+)
 from otel_inputs.viewer._format import NOT_RECORDED, count_text, size_text, status_text, time_text, value_text
 from otel_inputs.viewer._health import BADGE, health_model
 from otel_inputs.viewer._panel import SEND_KIND_TEXT, build_panel
 from otel_inputs.viewer._retries import group_operations, position_text
 
+VOUCHED = "Previews and statuses checked against"
 REFRESH_CHOICES = {"off": None, "5 s": 5, "15 s": 15, "60 s": 60}
 ANY = "any"
 
@@ -264,6 +272,15 @@ def _draw_attempt(con: Any, bundle: q.AttemptBundle, *, key: str) -> None:
         note(access.denial(), "error")
         return
     ev = _evidence()
+    roots = fleet_roots()
+    if roots:  # a fleet viewer: the catalog the recording host published vouches, or the page says why none can
+        ev = open_fleet_evidence(q.attempt_store_location(con, bundle.attempt), roots, access.viewer)
+        access = current_access(ev.store, access.viewer, unknown=None if ev.reader is not None else ev.problem)
+        if ev.vouched_by is not None:
+            st.text(f"{VOUCHED} {ev.vouched_by.describe()}.")
+        else:
+            note(f"No published catalog vouches for this attempt's previews ({ev.problem_outcome}: {ev.problem}).",
+                 "warning")
     bundle, notes = overlay_store(bundle, ev)
     bundle = access.gate(bundle)
     for n in notes:
@@ -333,8 +350,10 @@ def main() -> None:
         st.text("What task and inputs did each agent attempt actually have?")
         # File names only: host paths never reach the browser.
         db, store = _db(), _store()
-        st.text(f"Database: {_db_label(db)}\n"
-                f"Store: {'configured' if store else 'not set'}\nViewing as: {_evidence().viewer}")
+        roots = fleet_roots()
+        where = f"published catalogs under {len(roots)} bucket root(s)" if roots else (
+            "configured" if store else "not set")
+        st.text(f"Database: {_db_label(db)}\nStore: {where}\nViewing as: {_evidence().viewer}")
         logout_button()
         choice = st.selectbox("Live refresh", list(REFRESH_CHOICES), index=2, key="refresh")
         jump = st.text_input("Open attempt by id", key="jump")

@@ -7,6 +7,16 @@ from otel_inputs.store._catalog import CATALOG_FILE, AttemptRecord, CatalogItem
 from otel_inputs.store._errors import ReadbackError, StoreBusyError, StoreCleanupError, StoreError, StoreWriteError
 from otel_inputs.store._objects import write_all
 from otel_inputs.store._purge import PurgeReport, PurgeState, delete_run, purge, purge_state, reconcile_store
+from otel_inputs.store._publish import (
+    CATALOG_KEY,
+    CatalogRefused,
+    FleetCatalogs,
+    PublishedCatalog,
+    PublishError,
+    public_location,
+    publish_now,
+    under_roots,
+)
 from otel_inputs.store._remote import (
     Placement,
     RemoteObjects,
@@ -51,6 +61,14 @@ from otel_inputs.store._store import (
 from otel_inputs.types import ReadbackOutcome
 
 __all__ = [
+    "CATALOG_KEY",
+    "CatalogRefused",
+    "FleetCatalogs",
+    "PublishedCatalog",
+    "PublishError",
+    "public_location",
+    "publish_now",
+    "under_roots",
     "CATALOG_FILE",
     "PARTS_DIR",
     "Placement",

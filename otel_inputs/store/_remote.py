@@ -29,6 +29,7 @@ import re
 import secrets
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from otel_inputs import names
 from otel_inputs.store._catalog import Role
 from otel_inputs.store._errors import ReadbackError
 from otel_inputs.store._objects import HEX64
+from otel_inputs.store._publish import PublishError, Publisher, publish_interval
 from otel_inputs.types import ReadbackOutcome
 
 if TYPE_CHECKING:
@@ -96,7 +98,8 @@ class RemoteObjects:
                                "(pip install 'otel-inputs[objects]')") from exc
         self.url = url
         self.fs, base = fsspec.core.url_to_fs(url, **dict(options or {}))
-        self.prefix = base.rstrip("/") + "/objects/"
+        self.base = base.rstrip("/")
+        self.prefix = self.base + "/objects/"
         protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
         self._local = "file" in protocols or "local" in protocols
         self._s3 = "s3" in protocols
@@ -142,6 +145,23 @@ class RemoteObjects:
         if size != len(data):
             self._remove_wrong(key)
             raise IntegrityError(f"bucket object {digest} has {size} of {len(data)} bytes")
+
+    def put_file(self, path: str, name: str) -> None:
+        """Upload the local file ``path`` as ``<url>/<name>`` in one PUT (atomic on an object store;
+        aside-then-rename on a local filesystem), then check the bucket holds its size."""
+        key = f"{self.base}/{name}"
+        size = os.path.getsize(path)
+        if self._local:
+            self.fs.makedirs(key.rsplit("/", 1)[0], exist_ok=True)
+            tmp = f"{key}.tmp-{secrets.token_hex(4)}"
+            self.fs.put_file(path, tmp)
+            self.fs.mv(tmp, key)
+        else:
+            self.fs.put_file(path, key, **self._deadline)
+            self.fs.invalidate_cache(key)
+        got = self.fs.info(key, **self._deadline).get("size")
+        if got != size:
+            raise IntegrityError(f"bucket holds {got} of {size} bytes for {name}")
 
     def _remove_wrong(self, key: str) -> None:
         """Best effort: reads refuse a wrong object anyway (SHA-256), but it should not linger."""
@@ -219,7 +239,6 @@ class Uploader:
     def __init__(self, link: BucketLink, maxsize: int) -> None:
         self.link = link
         self.remote: RemoteObjects | None = None  # opened on the thread: importing s3fs takes a while
-        self.pid = os.getpid()
         self._queue: queue.Queue[str] = queue.Queue(maxsize)
         self._cond = threading.Condition()
         self._skipped: set[str] = set()
@@ -264,8 +283,13 @@ class Uploader:
 
     def _run(self) -> None:
         self.remote = self.link.remote(recorded=False)  # uploads go only where this process was told to
+        publisher = self.link.publisher
         while True:
-            batch = [self._queue.get()]
+            try:  # idle: wake when the debounced catalog publish is due
+                batch = [self._queue.get(timeout=publisher.due_in() if self.remote is not None else None)]
+            except queue.Empty:
+                publisher.publish_if_due(self.remote)
+                continue
             if self._queue.qsize() < BATCH - 1:
                 # Let the attempt that just committed finish on the agent's thread before this one
                 # competes for the interpreter; the batch grows meanwhile.
@@ -289,6 +313,8 @@ class Uploader:
                 with self._cond:
                     self._outstanding -= len(batch) + len(skipped)
                     self._cond.notify_all()
+            if self.remote is not None:  # after the batch's outcomes: the copy names them uploaded
+                publisher.publish_if_due(self.remote)
 
     def _record_skipped(self, skipped: set[str]) -> None:
         if skipped:
@@ -321,6 +347,15 @@ class BucketLink:
         self._remotes: dict[str, RemoteObjects] = {}
         self._uploader: Uploader | None = None
         self._failed_url: str | None = None  # a URL fsspec could not open: said once, not per commit
+        self.publisher = Publisher(self)
+        _links.add(self)
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's uploader thread and lock do not exist here: the child starts its own."""
+        self._lock = threading.Lock()
+        self._uploader = None
+        self._remotes = {}
+        self.publisher = Publisher(self)
 
     # -- configuration -----------------------------------------------------------------------
     def configured_url(self) -> str | None:
@@ -357,12 +392,12 @@ class BucketLink:
 
     def uploader(self) -> Uploader | None:
         up = self._uploader
-        if up is not None and up.pid == os.getpid():
+        if up is not None:
             return up
         if self.configured_url() is None:
             return None
         with self._lock:
-            if self._uploader is None or self._uploader.pid != os.getpid():
+            if self._uploader is None:
                 self._uploader = Uploader(self, self._queue_size())
             return self._uploader
 
@@ -379,6 +414,7 @@ class BucketLink:
         """Objects just committed: queue their upload (called on the agent's thread)."""
         if self._uploader is None and self.configured_url() is None:
             return
+        self.publisher.changed()  # even with no new object: the catalog has a new attempt to publish
         try:
             up = self.uploader()
             if up is not None:
@@ -387,9 +423,18 @@ class BucketLink:
             _log.warning("otel_inputs: snapshot upload not queued: %s", exc)
 
     def flush(self, timeout: float = 30.0) -> bool:
-        """Wait until every upload submitted by this process has its outcome recorded."""
+        """Wait until every upload submitted by this process has its outcome recorded, then publish the
+        catalog if it changed since the last publish (a failure is logged, never raised)."""
         up = self._uploader
-        return up.flush(timeout) if up is not None and up.pid == os.getpid() else True
+        if up is None:
+            return True
+        done = up.flush(timeout)
+        if up.remote is not None and publish_interval() is not None and self.publisher.due_in() is not None:
+            try:
+                self.publisher.publish(up.remote)
+            except PublishError:
+                pass
+        return done
 
     # -- the uploader thread's work --------------------------------------------------------------
     def pending(self, *, failed: bool = False) -> list[str]:
@@ -526,6 +571,17 @@ class BucketLink:
         if again:
             self.committed(again)
         return len(doomed) - len(again)
+
+
+_links: weakref.WeakSet[BucketLink] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for link in list(_links):
+        link._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def item_placements(store: ArtifactStore, attempt_id: str) -> dict[str, Placement]:

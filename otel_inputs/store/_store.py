@@ -9,6 +9,7 @@ import hashlib
 import os
 import secrets
 import shutil
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,13 +171,17 @@ class ArtifactStore:
     """A local directory holding snapshot bytes and the catalog that says what they are."""
 
     def __init__(self, root: str | os.PathLike[str], *, create: bool = True, objects_url: str | None = None,
-                 objects_options: dict | None = None) -> None:
+                 objects_options: dict | None = None,
+                 catalog_snapshot: tuple[Path, sqlite3.Connection] | None = None) -> None:
+        """``catalog_snapshot``: a published catalog opened read-only (``FleetCatalogs``), for a
+        viewer on another machine; with it nothing here writes, and bytes come from the bucket."""
         self.root = Path(root)
+        create = create and catalog_snapshot is None
         if create:
             self.root.mkdir(parents=True, exist_ok=True)
         self.objects = ObjectDB(self.root, create=create)
         self.objects_dir, self.staging_dir = self.objects.objects_dir, self.objects.staging_dir
-        self.catalog = Catalog(self.root, create=create)
+        self.catalog = Catalog(self.root, create=create, snapshot=catalog_snapshot)
         # the bucket copy of the bytes (docs/objects.md); without a URL (or OTEL_INPUTS_OBJECTS_URL) none
         self.bucket = BucketLink(self, objects_url, objects_options)
 
