@@ -133,11 +133,14 @@ class Publisher:
             except PublishError:
                 pass
 
-    def publish(self, remote: RemoteObjects) -> int:
-        """Publish now; :class:`PublishError` (with the reason) when it fails."""
+    def publish(self, remote: RemoteObjects, *, if_changed: bool = False) -> int | None:
+        """Publish now (``if_changed``: only if the catalog changed since the last publish, waiting out
+        one in flight); :class:`PublishError` (with the reason) when it fails."""
         from otel_inputs.store._remote import _reason
 
         with self._lock:
+            if if_changed and not self._dirty:
+                return None
             self._dirty = False  # a change during the copy sets it again, for the next publish
             try:
                 published = publish_catalog(self.link.store, remote)

@@ -429,9 +429,9 @@ class BucketLink:
         if up is None:
             return True
         done = up.flush(timeout)
-        if up.remote is not None and publish_interval() is not None and self.publisher.due_in() is not None:
+        if up.remote is not None and publish_interval() is not None:
             try:
-                self.publisher.publish(up.remote)
+                self.publisher.publish(up.remote, if_changed=True)
             except PublishError:
                 pass
         return done

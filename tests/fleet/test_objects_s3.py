@@ -189,7 +189,7 @@ def test_bytes_corrupted_on_the_way_up_are_never_recorded_uploaded(tmp_path: Pat
     [place] = item_placements(store, attempt_id).values()
     assert place.remote is RemoteState.FAILED and not place.in_bucket, place
     assert place.reason.startswith("integrity: bucket stored other bytes"), place.reason
-    assert not s3.client().find(bucket)  # the wrong object was removed again
+    assert not s3.client().find(f"{bucket}/fleet/objects")  # the wrong object was removed again
 
 
 def test_corrupted_bucket_object_is_refused_never_shown(tmp_path: Path, s3: S3) -> None:  # noqa: F811
