@@ -117,3 +117,43 @@ def test_store_verify_checks_the_bucket_copy_of_an_object_whose_local_copy_is_go
     (bucket / "objects" / digest).write_bytes(b"altered in the bucket")
     out = CliRunner().invoke(cli, args, env={})
     assert out.exit_code == 1 and f"MISMATCH {digest}: bucket copy does not match its name" in out.output, out.output
+
+
+def test_a_forked_child_uploads_with_its_own_uploader_and_the_parents_keeps_working(tmp_path: Path) -> None:
+    """After a fork the child's store has dropped the parent's uploader and lock (one register_at_fork
+    hook): the child's commit is uploaded by its own new uploader, and the parent's uploader goes on."""
+    import time
+
+    bucket = tmp_path / "bucket"
+    store = ArtifactStore(tmp_path / "store", objects_url=bucket.as_uri())
+    capture(store, tmp_path / "c0", {"parent-1.txt": b"parent one"})
+    assert store.bucket.flush(30)
+    parent_uploader = store.bucket._uploader
+    assert parent_uploader is not None
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit code only
+        code = 2
+        try:
+            fresh = store.bucket._uploader is None
+            child_attempt, _ = capture(store, tmp_path / "c1", {"child.txt": b"child bytes"})
+            flushed = store.bucket.flush(30)
+            uploaded = all(p.in_bucket for p in item_placements(store, child_attempt).values())
+            code = 0 if fresh and flushed and uploaded and store.bucket._uploader is not parent_uploader else 3
+        finally:
+            os._exit(code)
+    status = None
+    for _ in range(1200):  # at most 60 s
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child did not finish in 60 s")
+    assert os.waitstatus_to_exitcode(status) == 0
+    attempt_id, _ = capture(store, tmp_path / "c2", {"parent-2.txt": b"parent two"})
+    assert store.bucket.flush(30)
+    assert store.bucket._uploader is parent_uploader
+    assert all(p.in_bucket for p in item_placements(store, attempt_id).values())
+    assert {d.read_bytes() for d in (bucket / "objects").iterdir()} == {b"parent one", b"child bytes", b"parent two"}
