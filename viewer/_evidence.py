@@ -45,6 +45,7 @@ PURGED = "purged"
 NO_STORE = "no artifact store configured"
 NO_BYTES = "no bytes captured"
 GAP = "a gap"
+VOUCHED = "Previews and statuses checked against"  # a fleet viewer's page says which catalog vouched
 
 
 def streamlit_user() -> str | None:

@@ -21,6 +21,7 @@ from otel_inputs.viewer._backend import ClickHouseTarget, is_clickhouse
 from otel_inputs.viewer._access import Access, current_access, login_gate, logout_button, viewer_identity
 from otel_inputs.viewer._draw import draw_panel, note
 from otel_inputs.viewer._evidence import (
+    VOUCHED,
     Evidence,
     budget_usage,
     fleet_roots,
@@ -33,7 +34,6 @@ from otel_inputs.viewer._health import BADGE, health_model
 from otel_inputs.viewer._panel import SEND_KIND_TEXT, build_panel
 from otel_inputs.viewer._retries import group_operations, position_text
 
-VOUCHED = "Previews and statuses checked against"
 REFRESH_CHOICES = {"off": None, "5 s": 5, "15 s": 15, "60 s": 60}
 ANY = "any"
 

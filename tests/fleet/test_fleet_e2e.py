@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 pytest.importorskip("chdb.session", reason="chdb (in-process ClickHouse) is not installed")
 
-from s3_server import S3, s3, s3fs  # noqa: E402,F401 - the module's S3 server fixture (skips without moto/s3fs)
+from s3_server import S3, Relay, s3, s3fs  # noqa: E402,F401 - the module's S3 server fixture (skips without moto/s3fs)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "viewer"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clickhouse"))
@@ -40,9 +41,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_inputs import AgentObserver, names, resolve_request  # noqa: E402
 from otel_inputs.exporter import DuckDBLogExporter, DuckDBSpanExporter  # noqa: E402
-from otel_inputs.exporter._db import connect_with_retry  # noqa: E402
-from otel_inputs.store import ArtifactStore, RemoteState, item_placements  # noqa: E402
+from otel_inputs.exporter import connect_with_retry  # noqa: E402
+from otel_inputs.exporter.cli import main as cli  # noqa: E402
+from otel_inputs.store import CATALOG_KEY, ArtifactStore, RemoteState, item_placements  # noqa: E402
 from otel_inputs.viewer._backend import chdb_session, close_chdb_sessions, open_backend  # noqa: E402
+from otel_inputs.viewer._evidence import VOUCHED  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -61,6 +64,7 @@ class Host:
     attempt_id: str
     inputs: dict[str, str]  # file name -> input id
     digests: dict[str, str]  # file name -> SHA-256
+    handoff: Path  # the folder the files were captured from
 
 
 @dataclasses.dataclass
@@ -69,6 +73,7 @@ class Fleet:
     bucket: str
     duckdb: Path
     clickhouse: str
+    cache: Path  # the fleet viewer's download cache
 
 
 def record_host(tmp: Path, s3: S3, bucket: str, host: str) -> tuple[Host, list[Any], list[Any]]:  # noqa: F811
@@ -99,8 +104,9 @@ def record_host(tmp: Path, s3: S3, bucket: str, host: str) -> tuple[Host, list[A
     events = [dict(e.attributes) for e in span.events if e.name == names.INPUT_EVENT]
     files = {e[names.INPUT_LABEL].rsplit("/", 1)[-1]: e for e in events if e.get(names.INPUT_SOURCE_PATH)}
     assert set(files) == {"shared.md", f"{host}.md"}
+    assert span.attributes[names.STORE_OBJECTS_URL] == f"s3://{bucket}/otel-inputs/{host}"  # where its catalog is
     return (Host(host, store, attempt.attempt_id, {k: e[names.INPUT_ID] for k, e in files.items()},
-                 {k: e[names.INPUT_SHA256] for k, e in files.items()}),
+                 {k: e[names.INPUT_SHA256] for k, e in files.items()}, handoff),
             list(spans.get_finished_spans()), [log.log_record for log in logs.get_finished_logs()])
 
 
@@ -131,7 +137,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, s3: S3) -> Iterator[Fleet]: 
     path.mkdir()
     load_chdb(chdb_session(path), tmp)
     try:
-        yield Fleet(hosts, bucket, db, f"chdb:{path}?database={DATABASE}")
+        yield Fleet(hosts, bucket, db, f"chdb:{path}?database={DATABASE}", tmp / "catalog-cache")
     finally:
         close_chdb_sessions()
         # The viewer's reads open s3fs without options (the endpoint from AWS_ENDPOINT_URL), and
@@ -145,6 +151,7 @@ def page(monkeypatch: pytest.MonkeyPatch, source: str | Path, store: Path, open_
          **params: str) -> tuple[list[str], list[str]]:
     """The page's texts (backend-specific lines left out) and table cells, on one backend and store."""
     monkeypatch.setenv(names.ENV_STORE, str(store))
+    monkeypatch.delenv(names.ENV_OBJECTS_ROOTS, raising=False)  # the single-machine viewer
     use_backend(monkeypatch, source)
     at = run_app(**params)
     if open_input is not None:
@@ -237,3 +244,147 @@ def test_another_hosts_attempt_without_its_catalog_is_a_refusal_not_bytes(fleet:
     assert any(t.startswith(f"Attempt {b.attempt_id} · run run-host-b") for t in lines)
     assert "Preview refused: not_found (no committed record for this attempt)" in lines
     assert not any(own_file("host-b").decode()[:30] in t for t in lines)
+
+
+# -- the fleet viewer: ClickHouse, the bucket, and each host's published catalog; no host store ----
+FLEET_LINES = (VOUCHED,)
+
+
+def fleet_page(monkeypatch: pytest.MonkeyPatch, fleet: Fleet, s3: S3, open_input: str | None = None,  # noqa: F811
+               roots: str | None = None, **params: str) -> tuple[list[str], list[str], list[str]]:
+    """The fleet viewer's page (ClickHouse, objects roots, no store): texts without the backend and
+    vouching lines, table cells, and every line as shown (the vouching and warning lines included)."""
+    monkeypatch.delenv(names.ENV_STORE, raising=False)
+    monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)
+    monkeypatch.setenv(names.ENV_OBJECTS_ROOTS, roots or f"s3://{fleet.bucket}/otel-inputs")
+    monkeypatch.setenv(names.ENV_CATALOG_CACHE, str(fleet.cache))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    use_backend(monkeypatch, fleet.clickhouse)
+    at = run_app(**params)
+    if open_input is not None:
+        at = open_item(at, "path_reference", open_input)
+    assert not at.error, [e.value for e in at.error]
+    shown = texts(at) + [c.value for c in at.code] + [w.value for w in at.warning]
+    lines = [t for t in texts(at) if not t.startswith(BACKEND_LINES + FLEET_LINES)] + [c.value for c in at.code]
+    cells = [str(v) for df in at.dataframe if "counter" not in df.value.columns for v in df.value.to_numpy().ravel()]
+    return lines, cells, shown
+
+
+def cli_ok(*args: str) -> str:
+    """Run the otel-inputs CLI in-process; its output (it must succeed)."""
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("name", HOSTS)
+def test_fleet_viewer_without_host_stores_previews_both_hosts_like_the_single_machine_page(
+        fleet: Fleet, monkeypatch: pytest.MonkeyPatch, s3: S3, name: str) -> None:  # noqa: F811
+    """A viewer with ClickHouse, the bucket and no host store previews each host's files from the bucket,
+    checked against the catalog that host published, with the same page as the single-machine path."""
+    host = fleet.hosts[name]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    for filename in ("shared.md", f"{name}.md"):
+        want = page(monkeypatch, fleet.duckdb, host.store.root, host.inputs[filename], attempt=host.attempt_id)
+        lines, cells, shown = fleet_page(monkeypatch, fleet, s3, host.inputs[filename], attempt=host.attempt_id)
+        assert (lines, cells) == want, filename
+        vouched = [t for t in shown if t.startswith(VOUCHED)]
+        assert len(vouched) == 1 and f"the catalog of s3://{fleet.bucket}/otel-inputs/{name}, published " in vouched[0]
+        assert vouched[0].endswith(" UTC.")
+    assert not host.store.objects.path(host.digests[f"{name}.md"]).exists(), "the bytes came from the bucket"
+
+
+def test_a_location_outside_the_roots_is_refused_and_never_fetched(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
+                                                                   s3: S3) -> None:  # noqa: F811
+    """With the roots narrowed to host A's prefix, host B's span names a location outside them: its preview
+    is refused, and the viewer sends no request for it (a hostile span cannot make it fetch a URL)."""
+    from otel_inputs.store import under_roots
+
+    root = f"s3://{fleet.bucket}/otel-inputs"
+    assert under_roots(f"{root}/host-a", [root]) and under_roots(root, [root])
+    for hostile in (f"{root}/../secrets", f"{root}-evil/host-a", f"s3://key:secret@{fleet.bucket}/otel-inputs/a",
+                    f"{root}/a?versionId=1", f"s3://other/otel-inputs/a", "file:///etc", f"{root}//a", "host-a"):
+        assert not under_roots(hostile, [root]), hostile
+    host, port = s3.endpoint.removeprefix("http://").split(":")
+    relay = Relay((host, int(port))).start()
+    relay.running.set()
+    s3fs.S3FileSystem.clear_instance_cache()
+    b = fleet.hosts["host-b"]
+    try:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", relay.endpoint)
+        _, _, shown = fleet_page(monkeypatch, fleet, s3, b.inputs["host-b.md"], roots=f"{root}/host-a",
+                                 attempt=b.attempt_id)
+        assert relay.accepted == 0, "nothing was fetched for a location outside the roots"
+    finally:
+        relay.close()
+        s3fs.S3FileSystem.clear_instance_cache()
+    assert any(t.startswith("Preview refused: permission_denied") and "not under this viewer's objects roots" in t
+               for t in shown), shown
+    assert not any(own_file("host-b").decode()[:30] in t for t in shown)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "newer schema", "missing"])
+def test_a_tampered_newer_or_missing_catalog_is_a_refusal_with_its_reason(
+        fleet: Fleet, monkeypatch: pytest.MonkeyPatch, s3: S3, tmp_path: Path, damage: str) -> None:  # noqa: F811
+    """Host B's published catalog replaced by bytes that are not SQLite, by a catalog of an unknown newer
+    schema, or absent (never published): the preview is refused with the reason, never shown or empty."""
+    import sqlite3
+
+    b = fleet.hosts["host-b"]
+    key = f"{fleet.bucket}/otel-inputs/host-b/{CATALOG_KEY}"
+    client = s3.client()
+    original = client.cat_file(key)
+    if damage == "garbage":
+        client.pipe_file(key, b"SQLite format 3\x00" + b"\x17" * 4096)
+        want = "Preview refused: integrity_mismatch"
+    elif damage == "newer schema":
+        path = tmp_path / "newer.sqlite"
+        path.write_bytes(original)
+        with sqlite3.connect(path) as con:
+            con.execute("INSERT INTO _migrations VALUES ('m999_from_the_future', 0)")
+        con.close()
+        client.pipe_file(key, path.read_bytes())
+        want = "Preview refused: source_unavailable"
+    else:
+        client.rm_file(key)
+        want = "Preview refused: not_found (the recording host has not published its catalog"
+    try:
+        _, _, shown = fleet_page(monkeypatch, fleet, s3, b.inputs["host-b.md"], attempt=b.attempt_id)
+    finally:
+        client.pipe_file(key, original)
+    assert any(t.startswith(want) for t in shown), [t for t in shown if "refused" in t or "Unavailable" in t or "withheld" in t]
+    if damage == "newer schema":
+        assert any("newer schema (m999_from_the_future)" in t for t in shown), shown
+    assert any(t.startswith("No published catalog vouches for this attempt") for t in shown), shown
+    assert not any(own_file("host-b").decode()[:30] in t for t in shown)
+
+
+def test_a_revocation_published_by_the_cli_refuses_on_the_fleet_viewer(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
+                                                                       s3: S3) -> None:  # noqa: F811
+    """`otel-inputs store revoke` on host A publishes A's catalog at once: the fleet viewer then refuses A's
+    revoked file while B's copy of its own file still previews."""
+    a, b = fleet.hosts["host-a"], fleet.hosts["host-b"]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)
+    out = cli_ok("store", "revoke", str(a.handoff / "host-a.md"), "--store", str(a.store.root), "--reason", "leaked")
+    assert f"catalog published to s3://{fleet.bucket}/otel-inputs/host-a/{CATALOG_KEY}" in out
+    _, _, shown = fleet_page(monkeypatch, fleet, s3, a.inputs["host-a.md"], attempt=a.attempt_id)
+    assert "Preview refused: source_unavailable (the source of this input has been revoked)" in shown, shown
+    assert not any(own_file("host-a").decode()[:30] in t for t in shown)
+    lines, _, _ = fleet_page(monkeypatch, fleet, s3, b.inputs["host-b.md"], attempt=b.attempt_id)
+    assert own_file("host-b").decode().rstrip("\n") in [t.rstrip("\n") for t in lines]
+
+
+def test_a_purge_published_by_the_cli_refuses_on_the_fleet_viewer(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
+                                                                  s3: S3) -> None:  # noqa: F811
+    """`otel-inputs purge --source` on host B publishes B's catalog: the fleet viewer refuses B's purged
+    file (retention_expired) and no longer shows its bytes."""
+    b = fleet.hosts["host-b"]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)
+    out = cli_ok("purge", "--source", str(b.handoff / "host-b.md"), "--store", str(b.store.root))
+    assert f"catalog published to s3://{fleet.bucket}/otel-inputs/host-b/{CATALOG_KEY}" in out
+    _, _, shown = fleet_page(monkeypatch, fleet, s3, b.inputs["host-b.md"], attempt=b.attempt_id)
+    assert any(t.startswith("Preview refused: retention_expired") for t in shown) or \
+        any("purged" in t and t.startswith("Unavailable") for t in shown), shown
+    assert not any(own_file("host-b").decode()[:30] in t for t in shown)
