@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -388,3 +389,99 @@ def test_a_purge_published_by_the_cli_refuses_on_the_fleet_viewer(fleet: Fleet, 
     assert any(t.startswith("Preview refused: retention_expired") for t in shown) or \
         any("purged" in t and t.startswith("Unavailable") for t in shown), shown
     assert not any(own_file("host-b").decode()[:30] in t for t in shown)
+
+
+def test_the_uploader_publishes_the_catalog_in_the_background_debounced(tmp_path: Path, s3: S3,  # noqa: F811
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without any flush or command, the uploader's thread publishes the catalog after a commit, and later
+    commits reach the bucket's copy by the next publish, at least the configured interval after the last."""
+    from otel_inputs.store import FleetCatalogs
+    from otel_inputs.testing import RecordingHarness
+
+    monkeypatch.setenv(names.ENV_CATALOG_PUBLISH_S, "0.5")
+    bucket = s3.new_bucket()
+    url = f"s3://{bucket}/otel-inputs/host-c"
+    store = ArtifactStore(tmp_path / "store", objects_url=url, objects_options=s3.options())
+    catalogs = FleetCatalogs([f"s3://{bucket}"], tmp_path / "cache", s3.options())
+    published: list[int] = []
+
+    def commit(name: str) -> str:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "f.txt").write_text(name)
+        with RecordingHarness(store.root) as h:
+            h.store = store
+            with h.observer().attempt(run_id="r", request=resolve_request("t"), context_roots=[tmp_path / name]) as rec:
+                pass
+        return rec.attempt_id
+
+    def wait_for(attempt_id: str) -> None:
+        for _ in range(200):  # at most 10 s
+            try:
+                copy = catalogs.open(url)
+                if copy.store.attempt(attempt_id) is not None:
+                    published.append(copy.published_at_ns)
+                    return
+            except Exception:  # noqa: BLE001 - not published yet
+                pass
+            time.sleep(0.05)
+        pytest.fail(f"attempt {attempt_id} not in the published catalog after 10 s")
+
+    first = commit("one")
+    wait_for(first)
+    second, third = commit("two"), commit("three")
+    wait_for(third)
+    assert catalogs.open(url).store.attempt(second) is not None
+    assert published[1] - published[0] >= 0.5e9, "publishes are at least the interval apart"
+    assert store.bucket.publisher.last_error is None
+
+
+def test_a_cli_publish_the_bucket_refuses_says_the_fleet_copy_is_stale_and_exits_non_zero(
+        tmp_path: Path, s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """With credentials that may only read, `store revoke` records the revocation locally, then says the
+    fleet copy is stale with the reason and the retry command, and exits 1; `store publish` fails too."""
+    import json
+    import urllib.request
+
+    import boto3
+
+    from otel_inputs.store import RevocationList
+    from otel_inputs.testing import RecordingHarness
+
+    bucket = s3.new_bucket()
+    store = ArtifactStore(tmp_path / "store", objects_url=f"s3://{bucket}/otel-inputs/host-d",
+                          objects_options=s3.options())
+    (tmp_path / "ctx").mkdir()
+    (tmp_path / "ctx" / "f.txt").write_text("secret")
+    with RecordingHarness(store.root) as h:
+        h.store = store
+        with h.observer().attempt(run_id="r", request=resolve_request("t"), context_roots=[tmp_path / "ctx"]):
+            pass
+    assert store.bucket.flush(30)
+    iam = boto3.client("iam", endpoint_url=s3.endpoint, region_name="us-east-1")
+    iam.create_user(UserName="fleet-reader")
+    policy = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"], "Resource": "*"}]}
+    iam.put_user_policy(UserName="fleet-reader", PolicyName="read-only", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName="fleet-reader")["AccessKey"]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+    monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)
+    s3fs.S3FileSystem.clear_instance_cache()
+
+    def auth(count: str) -> None:
+        urllib.request.urlopen(urllib.request.Request(f"{s3.endpoint}/moto-api/reset-auth", count.encode(), method="POST",
+                                                      headers={"Content-Type": "text/plain"}), timeout=10).read()
+
+    auth("0")
+    try:
+        revoke = CliRunner().invoke(cli, ["store", "revoke", str(tmp_path / "ctx"), "--store", str(store.root)])
+        publish = CliRunner().invoke(cli, ["store", "publish", "--store", str(store.root)])
+    finally:
+        auth("inf")
+        s3fs.S3FileSystem.clear_instance_cache()
+    assert revoke.exit_code == 1, revoke.output
+    assert "revoked locally, but the fleet copy of the catalog is stale: publishing it failed (refused:" in revoke.output
+    assert f"Retry with: otel-inputs store publish --store {store.root}" in revoke.output
+    assert RevocationList.load(ArtifactStore(store.root)).entries, "the local revocation stands"
+    assert publish.exit_code == 1 and "catalog not published: refused:" in publish.output, publish.output
