@@ -39,6 +39,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from otel_inputs import names
 from otel_inputs.store._catalog import MIGRATIONS
+from otel_inputs.store._errors import _reason
 from otel_inputs.types import ReadbackOutcome
 
 if TYPE_CHECKING:
@@ -136,8 +137,6 @@ class Publisher:
     def publish(self, remote: RemoteObjects, *, if_changed: bool = False) -> int | None:
         """Publish now (``if_changed``: only if the catalog changed since the last publish, waiting out
         one in flight); :class:`PublishError` (with the reason) when it fails."""
-        from otel_inputs.store._remote import _reason
-
         with self._lock:
             if if_changed and not self._dirty:
                 return None
@@ -301,8 +300,6 @@ class FleetCatalogs:
 
     def open(self, location: str | None) -> PublishedCatalog:
         """The published catalog of the store at ``location`` (the attempt span's), or :class:`CatalogRefused`."""
-        from otel_inputs.store._remote import _reason
-
         if not location:
             raise CatalogRefused(ReadbackOutcome.NOT_FOUND, "the attempt span names no store location (its host "
                                  "had no bucket configured), so no published catalog can vouch for its previews")
@@ -331,7 +328,6 @@ class FleetCatalogs:
             return published
 
     def _fetch(self, fs: Any, key: str, location: str, version: str) -> PublishedCatalog:
-        from otel_inputs.store._remote import _reason
         from otel_inputs.store._store import ArtifactStore
 
         folder = self.cache_dir / hashlib.sha256(location.encode()).hexdigest()[:32]

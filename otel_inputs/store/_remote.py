@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from otel_inputs import names
 from otel_inputs.store._catalog import Role
-from otel_inputs.store._errors import ReadbackError
+from otel_inputs.store._errors import IntegrityError, ReadbackError, _reason
 from otel_inputs.store._objects import HEX64
 from otel_inputs.store._publish import PublishError, Publisher, publish_interval
 from otel_inputs.types import ReadbackOutcome
@@ -56,7 +56,6 @@ GATHER_S = 0.05  # a short queue waits this long before its batch starts
 CHECK_CHUNK = 500  # digests re-checked per statement
 UPLOAD_THREADS = 4  # uploads in flight at once
 META_URL = "objects_url"  # the bucket the uploader used, so readers and sweeps find it without the env
-_REASON_MAX = 200
 QUEUE_FULL = "queue_full"
 _MD5 = re.compile(r"[0-9a-f]{32}")
 
@@ -66,25 +65,6 @@ class RemoteState(Enum):
     UPLOADED = "uploaded"
     FAILED = "failed"
     DELETING = "deleting"
-
-
-class IntegrityError(OSError):
-    """The bucket holds something other than the bytes just uploaded."""
-
-
-def _reason(exc: BaseException) -> str:
-    """One line saying why a bucket call failed: the kind (refused, timeout, …) and the message."""
-    if isinstance(exc, PermissionError):
-        kind = "refused"
-    elif isinstance(exc, IntegrityError):
-        kind = "integrity"
-    elif isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower() or "timed out" in str(exc).lower():
-        kind = "timeout"
-        exc = exc if str(exc) else TimeoutError("no answer from the bucket in time")
-    else:
-        kind = type(exc).__name__
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return f"{kind}: {text}"[:_REASON_MAX]
 
 
 class RemoteObjects:
