@@ -116,8 +116,10 @@ class Publisher:
         self.last_error: str | None = None
         self.published_at_ns: int | None = None
 
-    def changed(self) -> None:
-        self._dirty = True
+    def changed(self) -> bool:
+        """Mark the catalog changed; ``True`` when it was not already (so one wake-up per change)."""
+        was, self._dirty = self._dirty, True
+        return not was
 
     def due_in(self) -> float | None:
         """Seconds until a background publish is due (0: now), ``None`` when none is wanted."""

@@ -145,6 +145,7 @@ def revoke_source(store: ArtifactStore, path: str | os.PathLike[str], reason: st
     with store.catalog.write(Role.MAINT) as con:
         con.execute("INSERT INTO revocations (source_path, reason, at_ns) VALUES (?, ?, ?)",
                     [recorded, reason, time.time_ns()])
+    store.bucket.changed()  # fleet viewers learn it with the next publish (the CLI publishes at once)
     return recorded
 
 

@@ -256,6 +256,16 @@ class Uploader:
             with self._cond:
                 self._outstanding -= 1
 
+    def wake(self) -> None:
+        """Let an idle thread see that a publish is wanted (an empty entry: no upload)."""
+        with self._cond:
+            self._outstanding += 1
+        try:
+            self._queue.put_nowait("")
+        except queue.Full:  # busy anyway: it publishes after its batch
+            with self._cond:
+                self._outstanding -= 1
+
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until everything submitted so far has an outcome recorded."""
         with self._cond:
@@ -394,13 +404,21 @@ class BucketLink:
         """Objects just committed: queue their upload (called on the agent's thread)."""
         if self._uploader is None and self.configured_url() is None:
             return
-        self.publisher.changed()  # even with no new object: the catalog has a new attempt to publish
         try:
             up = self.uploader()
             if up is not None:
                 up.submit(digests)
+            self.changed()  # even with no new object: the catalog has a new attempt to publish
         except Exception as exc:  # noqa: BLE001 - the upload is a background matter
             _log.warning("otel_inputs: snapshot upload not queued: %s", exc)
+
+    def changed(self) -> None:
+        """The catalog changed (a commit, revocation, purge, eviction): publish it with the next debounced
+        publish; wakes an idle uploader thread (never waits)."""
+        if self.publisher.changed():
+            up = self._uploader
+            if up is not None:
+                up.wake()
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every upload submitted by this process has its outcome recorded, then publish the

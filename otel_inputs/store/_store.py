@@ -297,6 +297,7 @@ class ArtifactStore:
         for k in range(0, len(listed), REMOVE_CHUNK):  # short lock holds: agent commits slip in between
             gone.update(self.objects.delete(listed[k:k + REMOVE_CHUNK], keep))
         self.bucket.sweep()  # the bucket's copies follow the same references
+        self.bucket.changed()  # evicted or purged: fleet viewers learn it with the next publish
         return gone
 
 
