@@ -64,3 +64,22 @@ def test_view_upgrades_an_older_schema_before_serving(tmp_path) -> None:
         assert current_version(con) == SCHEMA_VERSION
     finally:
         con.close()
+
+
+def test_view_objects_roots_are_plain_urls_and_exclude_store(tmp_path: Path, monkeypatch) -> None:
+    """`view --objects-root` takes repeated or comma-separated plain bucket URLs into the app's
+    environment, and refuses one with credentials or '..', and refuses --store beside it."""
+    from click.testing import CliRunner
+
+    from otel_inputs.viewer._cli import objects_roots_option, view, viewer_env
+
+    monkeypatch.delenv(names.ENV_OBJECTS_ROOTS, raising=False)
+    roots = objects_roots_option(("s3://b/fleet-a,s3://b/fleet-b/", "gs://c"))
+    assert roots == ("s3://b/fleet-a", "s3://b/fleet-b", "gs://c")
+    assert viewer_env("chdb:/x?database=otel", None, roots)[names.ENV_OBJECTS_ROOTS] == "s3://b/fleet-a,s3://b/fleet-b,gs://c"
+    for bad in ("s3://key:secret@b/fleet", "s3://b/fleet/../other", "s3://b/f?x=1"):
+        result = CliRunner().invoke(view, ["--clickhouse", "chdb:/nowhere?database=otel", "--objects-root", bad])
+        assert result.exit_code == 2 and "is not a plain bucket URL" in result.output, result.output
+    result = CliRunner().invoke(view, ["--clickhouse", "chdb:/nowhere?database=otel", "--objects-root", "s3://b/f",
+                                       "--store", str(tmp_path)])
+    assert result.exit_code == 2 and "not both" in result.output, result.output
