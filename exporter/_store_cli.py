@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -305,7 +306,8 @@ def publish_cmd(store: Path | None) -> None:
     if published is None:
         raise click.ClickException(f"no bucket configured (set {names.ENV_OBJECTS_URL}); nothing to publish to")
     url, at_ns = published
-    click.echo(f"catalog published to {url}/{CATALOG_KEY} ({at_ns})")
+    stamp = datetime.fromtimestamp(at_ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    click.echo(f"catalog published to {url}/{CATALOG_KEY} (as of {stamp})")
 
 
 @click.command("purge")
