@@ -50,6 +50,8 @@ _log = logging.getLogger(__name__)
 
 CATALOG_KEY = "catalog/catalog.sqlite"  # under the store's objects URL, beside objects/
 DEFAULT_INTERVAL_S = 10.0
+BUSY_SHARE = 10  # background publishes wait at least 10x the last one's duration: a big catalog costs <= 10 %
+RETRY_MAX_S = 300.0  # a failing bucket is retried ever less often, up to every 5 minutes
 META_PUBLISHED_AT = "published_at_ns"
 META_PUBLISHED_HOST = "published_by_host"
 META_PUBLISHED_PID = "published_by_pid"
@@ -112,6 +114,8 @@ class Publisher:
         self._lock = threading.Lock()
         self._dirty = True  # a new process publishes once: its catalog may have changed offline
         self._last = float("-inf")
+        self._took = 0.0
+        self._failures = 0
         self._logged = False
         self.last_error: str | None = None
         self.published_at_ns: int | None = None
@@ -126,7 +130,10 @@ class Publisher:
         interval = publish_interval()
         if not self._dirty or interval is None:
             return None
-        return max(0.0, self._last + interval - time.monotonic())
+        wait = max(interval, BUSY_SHARE * self._took)
+        if self._failures:
+            wait = max(wait, min(RETRY_MAX_S, interval * 2 ** self._failures))
+        return max(0.0, self._last + wait - time.monotonic())
 
     def publish_if_due(self, remote: RemoteObjects) -> None:
         """The uploader thread's publish: debounced, and a failure is logged once, never raised."""
@@ -143,10 +150,12 @@ class Publisher:
             if if_changed and not self._dirty:
                 return None
             self._dirty = False  # a change during the copy sets it again, for the next publish
+            started = time.monotonic()
             try:
                 published = publish_catalog(self.link.store, remote)
             except Exception as exc:  # noqa: BLE001 - every failure is a reason to report
                 self._dirty = True
+                self._failures += 1
                 self.last_error = exc.args[0] if isinstance(exc, PublishError) else _reason(exc)
                 if not self._logged:  # once until a publish succeeds again, not once per batch
                     _log.warning("otel_inputs: catalog not published to %s (retried later): %s",
@@ -155,7 +164,8 @@ class Publisher:
                 raise PublishError(self.last_error) from exc
             finally:
                 self._last = time.monotonic()
-            self._logged, self.last_error, self.published_at_ns = False, None, published
+                self._took = self._last - started
+            self._logged, self._failures, self.last_error, self.published_at_ns = False, 0, None, published
             return published
 
 
