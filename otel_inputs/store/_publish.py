@@ -200,12 +200,13 @@ def public_location(url: str | None) -> str | None:
 
 def _segments(url: str) -> tuple[str, str, tuple[str, ...]] | None:
     """(scheme, host, path segments) of a plain location; ``None`` for anything else (credentials,
-    query, fragment, ``.``/``..`` or empty segments): such a URL is never followed."""
+    query, fragment, percent-escapes, ``.``/``..`` or empty segments): such a URL is never followed."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return None
-    if not parts.scheme or "@" in parts.netloc or parts.query or parts.fragment or "\\" in url:
+    # "%" too: a percent-encoded "/" or ".." must not reach a filesystem that would decode it
+    if not parts.scheme or "@" in parts.netloc or parts.query or parts.fragment or "\\" in url or "%" in url:
         return None
     segs = tuple(s for s in parts.path.rstrip("/").split("/"))
     segs = segs[1:] if segs and segs[0] == "" else segs

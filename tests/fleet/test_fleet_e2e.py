@@ -304,7 +304,7 @@ def test_a_location_outside_the_roots_is_refused_and_never_fetched(fleet: Fleet,
     root = f"s3://{fleet.bucket}/otel-inputs"
     assert under_roots(f"{root}/host-a", [root]) and under_roots(root, [root])
     for hostile in (f"{root}/../secrets", f"{root}-evil/host-a", f"s3://key:secret@{fleet.bucket}/otel-inputs/a",
-                    f"{root}/a?versionId=1", f"s3://other/otel-inputs/a", "file:///etc", f"{root}//a", "host-a"):
+                    f"{root}/a?versionId=1", f"{root}/%2e%2e/secrets", f"s3://other/otel-inputs/a", "file:///etc", f"{root}//a", "host-a"):
         assert not under_roots(hostile, [root]), hostile
     host, port = s3.endpoint.removeprefix("http://").split(":")
     relay = Relay((host, int(port))).start()
