@@ -47,6 +47,8 @@ NEVER_SENT = {
     n.OPENINFERENCE_TOOL_PARAMETERS, n.PYDANTIC_AI_ALL_MESSAGES,
     # plain digests (a vendor could confirm a guess by hashing it) and the ref that embeds one
     n.TASK_SHA256, n.INPUT_SHA256, n.PART_SHA256, n.INPUT_SNAPSHOT_REF,
+    # where the store's bytes and catalog are: the team's infrastructure, for its own fleet viewer only
+    n.STORE_OBJECTS_URL,
 }
 NOT_ATTRIBUTE_KEYS = {
     # event names, kept as names
