@@ -485,3 +485,27 @@ def test_a_cli_publish_the_bucket_refuses_says_the_fleet_copy_is_stale_and_exits
     assert f"Retry with: otel-inputs store publish --store {store.root}" in revoke.output
     assert RevocationList.load(ArtifactStore(store.root)).entries, "the local revocation stands"
     assert publish.exit_code == 1 and "catalog not published: refused:" in publish.output, publish.output
+
+
+def test_a_published_copy_is_opened_read_only_and_never_changed(fleet: Fleet, s3: S3, tmp_path: Path) -> None:  # noqa: F811
+    """The viewer's copy of a published catalog refuses every write and is never migrated: after reads
+    through it its downloaded bytes are unchanged and no journal or WAL file appears beside it."""
+    import hashlib
+
+    from otel_inputs.store import EvidenceReader, FleetCatalogs
+
+    a = fleet.hosts["host-a"]
+    catalogs = FleetCatalogs([f"s3://{fleet.bucket}/otel-inputs"], tmp_path / "cache", s3.options())
+    copy = catalogs.open(f"s3://{fleet.bucket}/otel-inputs/host-a")
+    path = Path(copy.store.catalog.path)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(PermissionError):
+        with copy.store.catalog.write():
+            pass
+    with pytest.raises(PermissionError):
+        copy.store.mark_terminal(a.attempt_id)
+    assert copy.store.attempt(a.attempt_id) is not None
+    assert EvidenceReader(copy.store).read("tester", a.attempt_id, a.inputs["shared.md"]).ok
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    assert not (path.stat().st_mode & 0o222), "the copy is read-only on disk too"
