@@ -9,7 +9,7 @@ can write between refreshes.  A missing, locked, unreachable or newer-schema dat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -310,6 +310,27 @@ def attempt_store_location(db: Backend, attempt: AttemptRecord) -> str | None:
                    [names.STORE_OBJECTS_URL, attempt.trace_id, attempt.span_id])
     value = rows[0][0] if rows else None
     return value if isinstance(value, str) and value else None  # ClickHouse reads an absent key as ''
+
+
+def attempt_store_locations(db: Backend, attempt_ids: Iterable[str]) -> dict[str, str | None]:
+    """:func:`attempt_store_location` of many attempts in two queries (a listing of other attempts'
+    inputs on a fleet viewer: each row is decided by the catalog its own host published)."""
+    from otel_inputs import names
+
+    ids = sorted(set(attempt_ids))
+    if not ids:
+        return {}
+    keys = db.rows(f"SELECT attempt_id, trace_id, span_id FROM agent_attempts WHERE {db.in_list('attempt_id')}", [ids])
+    traces = sorted({k[1] for k in keys if k[1]})
+    found: dict[tuple[str, str], str | None] = {}
+    if traces and db.has("otel_traces"):
+        trace_in = db.in_list('"TraceId"')
+        for trace_id, span_id, value in db.rows(
+                f'SELECT "TraceId", "SpanId", "SpanAttributes"[?] FROM otel_traces WHERE {trace_in}',
+                [names.STORE_OBJECTS_URL, traces]):
+            found[(trace_id, span_id)] = value if isinstance(value, str) and value else None
+    located = {k[0]: found.get((k[1], k[2])) for k in keys}
+    return {i: located.get(i) for i in ids}
 
 
 def get_inputs(db: Backend, attempt_id: str, started_ns: int | None = None,

@@ -10,6 +10,7 @@ Labels and paths are content: they stay in the rows' ``label``/``path`` fields f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from otel_inputs.viewer._format import time_text, value_text
 from otel_inputs.viewer._queries import (
@@ -17,11 +18,15 @@ from otel_inputs.viewer._queries import (
     AttemptRecord,
     ElsewhereRow,
     InputRecord,
+    attempt_store_locations,
     get_attempt,
     get_inputs,
     task_runs,
     where_else,
 )
+
+if TYPE_CHECKING:
+    from otel_inputs.viewer._access import Access
 
 
 @dataclass(frozen=True)
@@ -47,12 +52,38 @@ def _item(r: ElsewhereRow) -> ElsewhereItem:
                          value_text(r.label), value_text(r.source_path, missing="none"))
 
 
+def _gate_foreign(con: Backend, access: Access, rows: tuple[ElsewhereRow, ...]) -> tuple[list[ElsewhereRow], int]:
+    """Other attempts' rows as this viewer may see them.  A fleet viewer has no store of its own: each
+    row is decided by the catalog its own host published (that host's purges and revocations), and a
+    row no catalog can vouch for has its label and path withheld (fail closed)."""
+    from otel_inputs.viewer._access import current_access
+    from otel_inputs.viewer._evidence import fleet_roots, open_fleet_evidence
+
+    roots = fleet_roots()
+    if not roots:
+        return access.gate_foreign(rows)
+    locations = attempt_store_locations(con, (r.attempt_id for r in rows))
+    deciders: dict[str | None, Access] = {}
+    visible: list[ElsewhereRow] = []
+    hidden = 0
+    for row in rows:
+        location = locations.get(row.attempt_id)
+        if location not in deciders:
+            ev = open_fleet_evidence(location, roots, access.viewer)
+            deciders[location] = current_access(ev.store, access.viewer,
+                                                unknown=None if ev.reader is not None else ev.problem)
+        kept, dropped = deciders[location].gate_foreign([row])
+        visible += kept
+        hidden += dropped
+    return visible, hidden
+
+
 def _listing(con: Backend, what: str, **kw: str | None) -> ElsewhereList:
     from otel_inputs.viewer._access import page_access
 
     found = where_else(con, **kw)
     access = page_access()
-    visible, hidden = access.gate_foreign(found.rows)  # runs this viewer may not see are left out
+    visible, hidden = _gate_foreign(con, access, found.rows)  # runs this viewer may not see are left out
     rows = tuple(_item(r) for r in visible)
     total = found.total if access.sees_all else len(rows)
     if not total:

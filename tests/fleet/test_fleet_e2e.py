@@ -263,7 +263,7 @@ FLEET_LINES = (VOUCHED,)
 
 
 def fleet_page(monkeypatch: pytest.MonkeyPatch, fleet: Fleet, s3: S3, open_input: str | None = None,  # noqa: F811
-               roots: str | None = None, **params: str) -> tuple[list[str], list[str], list[str]]:
+               roots: str | None = None, where: bool = False, **params: str) -> tuple[list[str], list[str], list[str]]:
     """The fleet viewer's page (ClickHouse, objects roots, no store): texts without the backend and
     vouching lines, table cells, and every line as shown (the vouching and warning lines included)."""
     monkeypatch.delenv(names.ENV_STORE, raising=False)
@@ -275,6 +275,8 @@ def fleet_page(monkeypatch: pytest.MonkeyPatch, fleet: Fleet, s3: S3, open_input
     at = run_app(**params)
     if open_input is not None:
         at = open_item(at, "path_reference", open_input)
+        if where:  # the opened item's "where else" listings
+            at.toggle(key=f"page:where:{open_input}").set_value(True).run()
     assert not at.error, [e.value for e in at.error]
     shown = texts(at) + [c.value for c in at.code] + [w.value for w in at.warning]
     lines = [t for t in texts(at) if not t.startswith(BACKEND_LINES + FLEET_LINES)] + [c.value for c in at.code]
@@ -400,6 +402,26 @@ def test_a_purge_published_by_the_cli_refuses_on_the_fleet_viewer(fleet: Fleet, 
     assert any(t.startswith("Preview refused: retention_expired") for t in shown) or \
         any("purged" in t and t.startswith("Unavailable") for t in shown), shown
     assert not any(own_file("host-b").decode()[:30] in t for t in shown)
+
+
+def test_where_else_on_the_fleet_viewer_decides_each_row_by_its_own_hosts_catalog(
+        fleet: Fleet, monkeypatch: pytest.MonkeyPatch, s3: S3) -> None:  # noqa: F811
+    """On a fleet viewer, "where else" of one host's shared file lists the other host's copy with its path;
+    once that other host revokes the path (published by the CLI), its row keeps its attempt but its path
+    is withheld, decided by its own published catalog, while the first host's preview still shows."""
+    b, a = fleet.hosts["host-a"], fleet.hosts["host-b"]  # A: the host that revokes
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)
+    a_path = "host-b/handoff/shared.md"
+    _, cells, shown = fleet_page(monkeypatch, fleet, s3, b.inputs["shared.md"], where=True, attempt=b.attempt_id)
+    assert any(t.startswith("1 input(s) of other attempts had the same SHA-256") for t in shown), shown
+    assert a.attempt_id in cells and any(c.endswith(a_path) for c in cells), cells
+    cli_ok("store", "revoke", str(a.handoff / "shared.md"), "--store", str(a.store.root), "--reason", "leaked")
+    lines, cells, shown = fleet_page(monkeypatch, fleet, s3, b.inputs["shared.md"], where=True, attempt=b.attempt_id)
+    assert a.attempt_id in cells, cells  # the row stays: which attempts had these bytes is not content
+    assert not any(c.endswith(a_path) for c in cells), cells
+    assert any(c.startswith("(path withheld: source revoked") and "leaked" in c for c in cells), cells
+    assert SHARED.decode().rstrip("\n") in [t.rstrip("\n") for t in lines]  # B's own copy is not revoked
 
 
 def test_the_uploader_publishes_the_catalog_in_the_background_debounced(tmp_path: Path, s3: S3,  # noqa: F811
