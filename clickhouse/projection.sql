@@ -21,8 +21,14 @@ CREATE TABLE IF NOT EXISTS otel_inputs_genai_span_rows (
     tool_arguments Nullable(String), system_prompt Nullable(String), user_prompt Nullable(String),
     input_messages_json Nullable(String), messages_note Nullable(String), status LowCardinality(String),
     status_message Nullable(String), service_name Nullable(String),
-    A Map(LowCardinality(String), String), event_names Array(LowCardinality(String)), event_times Array(DateTime64(9)),
-    event_attrs Array(Map(LowCardinality(String), String)),
+    -- The attempt row's own fields, NULL on a span that is not a packet (agent_attempts reads them as they are).
+    run_id Nullable(String), phase Nullable(String), task_prompt Nullable(String), task_source_kind Nullable(String),
+    task_source_path Nullable(String), task_size_bytes Nullable(Int64), task_sha256 Nullable(String),
+    send_kind Nullable(String), turn_index Nullable(Int64), previous_turn_attempt_id Nullable(String),
+    retry_of_attempt_id Nullable(String), input_packet_version Nullable(Int64), input_coverage LowCardinality(String),
+    coverage_reason Nullable(String), declared_input_count Nullable(Int64), captured_input_count Nullable(Int64),
+    omitted_input_count Nullable(Int64), item_count Nullable(Int64), capture_decision Nullable(String),
+    capture_gap_reason Nullable(String),
     -- The viewer finds an attempt's (or a session's) traces by id first, then reads them by the sort key.
     INDEX attempt_id_idx attempt_id TYPE bloom_filter GRANULARITY 1,
     INDEX session_id_idx session_id TYPE bloom_filter GRANULARITY 1
@@ -55,7 +61,21 @@ WITH s AS (
                     A['openinference.span.kind'] = 'TOOL', 'execute_tool', ''),
                 source_format = 'openllmetry', multiIf(A['llm.request.type'] = 'completion', 'text_completion',
                     A['llm.request.type'] = 'embedding', 'embeddings', 'chat'),
-                A['gen_ai.operation.name']) AS op
+                A['gen_ai.operation.name']) AS op,
+        -- Coverage settled (exporter/_rows.py finish_coverage) from the span's own input events.
+        if(source_format = 'otel_inputs', otel_inputs_input_events(`Events.Name`, `Events.Timestamp`, `Events.Attributes`), []) AS ins,
+        length(ins) AS input_count, arrayCount(x -> x.5 != '', ins) AS malformed,
+        otel_inputs_attr(A, 'otel_inputs.packet.coverage') AS cov_raw,
+        otel_inputs_int(A['otel_inputs.packet.item_count'], 2147483647) AS items,
+        if(cov_raw IN ('complete', 'partial', 'not_recorded'), cov_raw, 'partial') AS cov0,
+        arrayFilter(x -> x != '', [
+            if(cov_raw IN ('complete', 'partial', 'not_recorded'), '', 'packet coverage missing or not a known value'),
+            if(items IS NOT NULL AND input_count < items,
+               concat('only ', toString(input_count), ' of ', toString(items), ' input events arrived (span event limit or dropped events)'), ''),
+            if(malformed > 0, concat(toString(malformed), ' input events were malformed'), '')]) AS reasons0,
+        if(length(reasons0) > 0 AND cov0 = 'complete', 'partial', cov0) AS cov,
+        if(otel_inputs_attr(A, 'otel_inputs.packet.gap_reason') IS NOT NULL AND cov != 'complete',
+           arrayPushFront(reasons0, assumeNotNull(otel_inputs_attr(A, 'otel_inputs.packet.gap_reason'))), reasons0) AS reasons
     FROM otel_traces
     WHERE source_format IS NOT NULL
 )
@@ -100,8 +120,107 @@ SELECT
     multiIf(enc = 'pydantic_ai', 'from pydantic_ai.all_messages: the whole agent run, its replies and tool results included',
             enc = 'input_value', 'from OpenInference input.value (the span''s input as one text)', NULL) AS messages_note,
     StatusCode AS status, nullIf(StatusMessage, '') AS status_message, nullIf(ServiceName, '') AS service_name,
-    A, `Events.Name` AS event_names, `Events.Timestamp` AS event_times, `Events.Attributes` AS event_attrs
+    if(packet, otel_inputs_attr(A, 'otel_inputs.run.id'), NULL) AS run_id,
+    if(packet, otel_inputs_attr(A, 'otel_inputs.phase'), NULL) AS phase,
+    if(packet, otel_inputs_attr(A, 'otel_inputs.task.prompt'), NULL) AS task_prompt,
+    if(packet, otel_inputs_attr(A, 'otel_inputs.task.source_kind'), NULL) AS task_source_kind,
+    if(packet, otel_inputs_attr(A, 'otel_inputs.task.source_path'), NULL) AS task_source_path,
+    if(packet, otel_inputs_int(A['otel_inputs.task.size_bytes'], 9223372036854775807), NULL) AS task_size_bytes,
+    if(packet, otel_inputs_attr(A, 'otel_inputs.task.sha256'), NULL) AS task_sha256,
+    if(packet, otel_inputs_attr(A, 'otel_inputs.send_kind'), NULL) AS send_kind,
+    if(packet, otel_inputs_int(A['otel_inputs.turn_index'], 2147483647), NULL) AS turn_index,
+    if(packet, otel_inputs_attr(A, 'otel_inputs.previous_turn_attempt_id'), NULL) AS previous_turn_attempt_id,
+    if(packet, otel_inputs_attr(A, 'otel_inputs.retry_of_attempt_id'), NULL) AS retry_of_attempt_id,
+    if(packet, otel_inputs_int(A['otel_inputs.packet.version'], 2147483647), NULL) AS input_packet_version,
+    if(packet, cov, 'not_recorded') AS input_coverage,
+    if(packet AND length(reasons) > 0, arrayStringConcat(reasons, '; '), NULL) AS coverage_reason,
+    if(packet, otel_inputs_int(A['otel_inputs.packet.declared_count'], 2147483647), NULL) AS declared_input_count,
+    if(packet, otel_inputs_int(A['otel_inputs.packet.captured_count'], 2147483647), NULL) AS captured_input_count,
+    if(packet, otel_inputs_int(A['otel_inputs.packet.omitted_count'], 2147483647), NULL) AS omitted_input_count,
+    if(packet, items, NULL) AS item_count,
+    if(packet, otel_inputs_attr(A, 'otel_inputs.capture.decision'), NULL) AS capture_decision,
+    if(packet, otel_inputs_attr(A, 'otel_inputs.capture.gap_reason'), NULL) AS capture_gap_reason
 FROM s;
+
+-- Input rows of packet spans (exporter/_rows.py input_rows), derived once per span as it is
+-- inserted; malformed events are kept visible.  A span is always its own attempt's packet, so
+-- these rows need no ownership.
+CREATE TABLE IF NOT EXISTS otel_inputs_input_rows (
+    input_id Nullable(String), attempt_id String, seq Int32, label Nullable(String), source_kind Nullable(String),
+    delivery_mode Nullable(String), source_path Nullable(String), snapshot_ref Nullable(String),
+    media_type Nullable(String), preview_kind Nullable(String), size_bytes Nullable(Int64), sha256 Nullable(String),
+    capture_status Nullable(String), artifact_status Nullable(String), detail Nullable(String),
+    captured_at DateTime64(9), row_problem Nullable(String), attempt_started_at DateTime64(9),
+    trace_id String, span_id String,
+    INDEX sha256_idx sha256 TYPE bloom_filter GRANULARITY 4,
+    INDEX source_path_idx source_path TYPE bloom_filter GRANULARITY 4
+) ENGINE = ReplacingMergeTree
+ORDER BY (trace_id, span_id, seq);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_input_rows_mv TO otel_inputs_input_rows AS
+WITH ev AS (
+    SELECT TraceId, SpanId, SpanAttributes, Timestamp, e, e.3 AS at
+    FROM otel_traces
+    ARRAY JOIN otel_inputs_input_events(`Events.Name`, `Events.Timestamp`, `Events.Attributes`) AS e
+    WHERE mapContains(SpanAttributes, 'otel_inputs.packet.version')
+)
+SELECT nullIf(otel_inputs_attr(at, 'otel_inputs.input.id'), '') AS input_id,
+       coalesce(nullIf(otel_inputs_attr(SpanAttributes, 'otel_inputs.attempt.id'), ''), SpanId) AS attempt_id,
+       e.4 AS seq,
+       otel_inputs_attr(at, 'otel_inputs.input.label') AS label,
+       otel_inputs_attr(at, 'otel_inputs.input.source_kind') AS source_kind,
+       otel_inputs_attr(at, 'otel_inputs.input.delivery_mode') AS delivery_mode,
+       otel_inputs_attr(at, 'otel_inputs.input.source_path') AS source_path,
+       otel_inputs_attr(at, 'otel_inputs.input.snapshot_ref') AS snapshot_ref,
+       otel_inputs_attr(at, 'otel_inputs.input.media_type') AS media_type,
+       otel_inputs_attr(at, 'otel_inputs.input.preview_kind') AS preview_kind,
+       otel_inputs_int(at['otel_inputs.input.size_bytes'], 9223372036854775807) AS size_bytes,
+       otel_inputs_attr(at, 'otel_inputs.input.sha256') AS sha256,
+       if(e.5 != '', 'unreadable', otel_inputs_attr(at, 'otel_inputs.input.capture_status')) AS capture_status,
+       if(e.5 != '', 'never_captured', otel_inputs_attr(at, 'otel_inputs.input.artifact_status')) AS artifact_status,
+       otel_inputs_attr(at, 'otel_inputs.input.detail') AS detail,
+       e.2 AS captured_at, if(e.5 != '', concat('malformed input event: ', e.5), NULL) AS row_problem,
+       Timestamp AS attempt_started_at, TraceId AS trace_id, SpanId AS span_id
+FROM ev;
+
+-- Exchange-part events of every GenAI span (exporter/_rows.py part_rows), derived as it is
+-- inserted; agent_exchange_parts keeps those of spans that are attempts.
+CREATE TABLE IF NOT EXISTS otel_inputs_part_rows (
+    attempt_id String, part_name Nullable(String), capture Nullable(String), reason Nullable(String),
+    dispatch Nullable(String), ref Nullable(String), sha256 Nullable(String), size_bytes Nullable(Int64),
+    persistence Nullable(String), detail Nullable(String), recorded_at DateTime64(9), attempt_started_at DateTime64(9),
+    row_problem Nullable(String), trace_id String, span_id String, pos UInt32
+) ENGINE = ReplacingMergeTree
+ORDER BY (trace_id, span_id, pos);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_part_rows_mv TO otel_inputs_part_rows AS
+WITH ev AS (
+    SELECT TraceId, SpanId, Timestamp, otel_inputs_source_format(SpanAttributes) AS source_format,
+           coalesce(nullIf(otel_inputs_attr(SpanAttributes, 'otel_inputs.attempt.id'), ''), SpanId) AS packet_attempt_id,
+           ev.1 AS pos, ev.2 AS recorded_at, ev.3 AS at,
+           otel_inputs_int(at['otel_inputs.part.size_bytes'], 9223372036854775807) AS size_bytes,
+           nullIf(arrayStringConcat(arrayFilter(x -> x != '', [
+               if(mapContains(at, 'otel_inputs.part.size_bytes') AND size_bytes IS NULL, 'size_bytes is not a non-negative integer', ''),
+               if(mapContains(at, 'otel_inputs.part.name'), '', 'part name missing')]), '; '), '') AS problems
+    FROM otel_traces
+    ARRAY JOIN arrayFilter(x -> x.4 = 'otel_inputs.exchange_part',
+        arrayMap((i, t, a, nm) -> (i, t, a, nm), arrayEnumerate(`Events.Name`), `Events.Timestamp`, `Events.Attributes`, `Events.Name`)) AS ev
+    WHERE source_format IS NOT NULL
+)
+SELECT if(source_format = 'otel_inputs', packet_attempt_id, SpanId) AS attempt_id,
+       otel_inputs_attr(at, 'otel_inputs.part.name') AS part_name,
+       otel_inputs_attr(at, 'otel_inputs.part.capture') AS capture,
+       otel_inputs_attr(at, 'otel_inputs.part.reason') AS reason,
+       otel_inputs_attr(at, 'otel_inputs.part.dispatch') AS dispatch,
+       otel_inputs_attr(at, 'otel_inputs.part.ref') AS ref,
+       otel_inputs_attr(at, 'otel_inputs.part.sha256') AS sha256,
+       size_bytes,
+       otel_inputs_attr(at, 'otel_inputs.part.persistence') AS persistence,
+       otel_inputs_attr(at, 'otel_inputs.part.detail') AS detail,
+       recorded_at, Timestamp AS attempt_started_at,
+       if(problems IS NOT NULL, concat('malformed exchange part event: ', problems), NULL) AS row_problem,
+       TraceId AS trace_id, SpanId AS span_id, pos
+FROM ev;
 
 CREATE VIEW IF NOT EXISTS otel_inputs_genai_spans AS
 SELECT * FROM otel_inputs_genai_span_rows FINAL;
@@ -175,216 +294,166 @@ SELECT o.attempt_id AS attempt_id, g.span_id AS span_id, g.trace_id AS trace_id,
        g.tool_name AS tool_name, g.tool_call_id AS tool_call_id, g.tool_arguments AS tool_arguments,
        nullIf(lower(g.status), '') AS status, o.started_at AS attempt_started_at,
        g.system_prompt AS system_prompt, g.user_prompt AS user_prompt, g.input_messages_json AS input_messages_json
-FROM otel_inputs_span_owner w
-JOIN otel_inputs_genai_spans g ON g.trace_id = w.trace_id AND g.span_id = w.span_id
-JOIN otel_inputs_genai_spans o ON o.trace_id = w.trace_id AND o.span_id = w.owner_span_id
+FROM otel_inputs_span_owner_rows AS w FINAL
+JOIN otel_inputs_genai_span_rows AS g FINAL ON g.trace_id = w.trace_id AND g.span_id = w.span_id
+JOIN otel_inputs_genai_span_rows AS o FINAL ON o.trace_id = w.trace_id AND o.span_id = w.owner_span_id
 WHERE w.owner_span_id != w.span_id;
 
 -- Input rows of packet attempts (exporter/_rows.py input_rows), malformed events kept visible.
 CREATE VIEW IF NOT EXISTS agent_attempt_inputs AS
-WITH ev AS (
-    SELECT g.attempt_id AS attempt_id, g.trace_id AS trace_id, g.span_id AS span_id, g.started_at AS attempt_started_at,
-           e.1 AS pos, e.2 AS captured_at, e.3 AS at,
-           multiIf(NOT mapContains(at, 'otel_inputs.input.id'), 'input id missing',
-                   at['otel_inputs.input.id'] = '', 'input id is not a non-empty string', '') AS id_problem,
-           if(mapContains(at, 'otel_inputs.input.size_bytes') AND otel_inputs_int(at['otel_inputs.input.size_bytes'], 9223372036854775807) IS NULL,
-              'size_bytes is not a non-negative integer', '') AS size_problem,
-           otel_inputs_int(at['otel_inputs.input.seq'], 2147483647) AS seq_int
-    FROM otel_inputs_genai_spans g
-    ARRAY JOIN arrayFilter(x -> x.4 = 'otel_inputs.input',
-        arrayMap((i, t, a, nm) -> (i, t, a, nm), arrayEnumerate(g.event_names), g.event_times, g.event_attrs, g.event_names)) AS e
-    WHERE g.packet
-),
-dup AS (
-    SELECT *, seq_int IS NOT NULL AND row_number() OVER (PARTITION BY trace_id, span_id, seq_int ORDER BY pos) > 1 AS is_dup
-    FROM ev
-),
-k AS (
-    SELECT *, seq_int IS NOT NULL AND NOT is_dup AS kept,
-           multiIf(NOT mapContains(at, 'otel_inputs.input.seq'), 'seq missing', seq_int IS NULL, 'seq is not a non-negative integer',
-                   is_dup, concat('duplicate seq ', toString(seq_int)), '') AS seq_problem,
-           arrayStringConcat(arrayFilter(x -> x != '', [id_problem, size_problem, seq_problem]), '; ') AS problems
-    FROM dup
-),
-n AS (
-    SELECT *, coalesce(max(if(kept, seq_int, NULL)) OVER (PARTITION BY trace_id, span_id) + 1, 0) AS next_seq,
-           row_number() OVER (PARTITION BY trace_id, span_id, kept ORDER BY pos) - 1 AS pending_at
-    FROM k
-)
-SELECT nullIf(otel_inputs_attr(at, 'otel_inputs.input.id'), '') AS input_id, attempt_id,
-       toInt32(if(kept, seq_int, next_seq + pending_at)) AS seq,
-       otel_inputs_attr(at, 'otel_inputs.input.label') AS label,
-       otel_inputs_attr(at, 'otel_inputs.input.source_kind') AS source_kind,
-       otel_inputs_attr(at, 'otel_inputs.input.delivery_mode') AS delivery_mode,
-       otel_inputs_attr(at, 'otel_inputs.input.source_path') AS source_path,
-       otel_inputs_attr(at, 'otel_inputs.input.snapshot_ref') AS snapshot_ref,
-       otel_inputs_attr(at, 'otel_inputs.input.media_type') AS media_type,
-       otel_inputs_attr(at, 'otel_inputs.input.preview_kind') AS preview_kind,
-       otel_inputs_int(at['otel_inputs.input.size_bytes'], 9223372036854775807) AS size_bytes,
-       otel_inputs_attr(at, 'otel_inputs.input.sha256') AS sha256,
-       if(problems != '', 'unreadable', otel_inputs_attr(at, 'otel_inputs.input.capture_status')) AS capture_status,
-       if(problems != '', 'never_captured', otel_inputs_attr(at, 'otel_inputs.input.artifact_status')) AS artifact_status,
-       otel_inputs_attr(at, 'otel_inputs.input.detail') AS detail,
-       captured_at, if(problems != '', concat('malformed input event: ', problems), NULL) AS row_problem,
-       attempt_started_at, trace_id, span_id
-FROM n;
+SELECT input_id, attempt_id, seq, label, source_kind, delivery_mode, source_path, snapshot_ref, media_type, preview_kind,
+       size_bytes, sha256, capture_status, artifact_status, detail, captured_at, row_problem, attempt_started_at,
+       trace_id, span_id
+FROM otel_inputs_input_rows FINAL;
 
--- Every GenAI span that is an attempt, with coverage settled (exporter/_rows.py finish_coverage).
+-- Every GenAI span that is an attempt, with coverage settled (exporter/_rows.py finish_coverage):
+-- its row's fields were derived as the span was inserted; what depends on the rest of the trace
+-- (whether it is an attempt, its first model step's messages) is joined here, by the trace.
 CREATE VIEW IF NOT EXISTS agent_attempts AS
-WITH inputs AS (
-    SELECT trace_id AS i_trace, span_id AS i_span, count() AS input_count, countIf(row_problem IS NOT NULL) AS malformed
-    FROM agent_attempt_inputs GROUP BY trace_id, span_id
-),
-first_step AS (
-    SELECT trace_id AS f_trace, attempt_id AS f_attempt,
-           argMin(tuple(span_id, system_prompt, user_prompt, input_messages_json), seq) AS f
-    FROM agent_attempt_steps
-    WHERE step_kind = 'model_call' AND coalesce(operation_name, '') != 'embeddings'
-    GROUP BY trace_id, attempt_id
-),
-a AS (
-    SELECT g.*, coalesce(i.input_count, 0) AS input_count, coalesce(i.malformed, 0) AS malformed,
-           otel_inputs_attr(g.A, 'otel_inputs.packet.coverage') AS cov_raw,
-           otel_inputs_int(g.A['otel_inputs.packet.item_count'], 2147483647) AS items,
-           if(cov_raw IN ('complete', 'partial', 'not_recorded'), cov_raw, 'partial') AS cov0,
-           arrayFilter(x -> x != '', [
-               if(cov_raw IN ('complete', 'partial', 'not_recorded'), '', 'packet coverage missing or not a known value'),
-               if(items IS NOT NULL AND input_count < items,
-                  concat('only ', toString(input_count), ' of ', toString(items), ' input events arrived (span event limit or dropped events)'), ''),
-               if(malformed > 0, concat(toString(malformed), ' input events were malformed'), '')]) AS reasons0,
-           if(length(reasons0) > 0 AND cov0 = 'complete', 'partial', cov0) AS cov,
-           if(otel_inputs_attr(g.A, 'otel_inputs.packet.gap_reason') IS NOT NULL AND cov != 'complete',
-              arrayPushFront(reasons0, assumeNotNull(otel_inputs_attr(g.A, 'otel_inputs.packet.gap_reason'))), reasons0) AS reasons,
-           (g.system_prompt IS NOT NULL OR g.user_prompt IS NOT NULL OR g.input_messages_json IS NOT NULL) AS own
-    FROM otel_inputs_genai_spans g
-    -- A join, not IN (subquery): a filter on the trace then reaches the ownership table's sort key.
-    INNER JOIN (SELECT trace_id AS w_trace, span_id AS w_span FROM otel_inputs_span_owner WHERE owner_span_id = span_id) w
-        ON w.w_trace = g.trace_id AND w.w_span = g.span_id
-    LEFT JOIN inputs i ON i.i_trace = g.trace_id AND i.i_span = g.span_id
-)
-SELECT a.attempt_id AS attempt_id,
-       if(packet, otel_inputs_attr(A, 'otel_inputs.run.id'), NULL) AS run_id, session_id,
-       if(packet, otel_inputs_attr(A, 'otel_inputs.phase'), NULL) AS phase, agent_name, provider_name, request_model,
-       if(packet, otel_inputs_attr(A, 'otel_inputs.task.prompt'), NULL) AS task_prompt,
-       if(packet, otel_inputs_attr(A, 'otel_inputs.task.source_kind'), NULL) AS task_source_kind,
-       if(packet, otel_inputs_attr(A, 'otel_inputs.task.source_path'), NULL) AS task_source_path,
-       if(packet, otel_inputs_int(A['otel_inputs.task.size_bytes'], 9223372036854775807), NULL) AS task_size_bytes,
-       if(packet, otel_inputs_attr(A, 'otel_inputs.task.sha256'), NULL) AS task_sha256,
-       if(packet, otel_inputs_attr(A, 'otel_inputs.send_kind'), NULL) AS send_kind,
-       if(packet, otel_inputs_int(A['otel_inputs.turn_index'], 2147483647), NULL) AS turn_index,
-       if(packet, otel_inputs_attr(A, 'otel_inputs.previous_turn_attempt_id'), NULL) AS previous_turn_attempt_id,
-       if(packet, otel_inputs_attr(A, 'otel_inputs.retry_of_attempt_id'), NULL) AS retry_of_attempt_id,
-       system_prompt, user_prompt,
-       if(packet, otel_inputs_int(A['otel_inputs.packet.version'], 2147483647), NULL) AS input_packet_version,
-       if(packet, cov, 'not_recorded') AS input_coverage,
-       if(packet AND length(reasons) > 0, arrayStringConcat(reasons, '; '), NULL) AS coverage_reason,
-       if(packet, otel_inputs_int(A['otel_inputs.packet.declared_count'], 2147483647), NULL) AS declared_input_count,
-       if(packet, otel_inputs_int(A['otel_inputs.packet.captured_count'], 2147483647), NULL) AS captured_input_count,
-       if(packet, otel_inputs_int(A['otel_inputs.packet.omitted_count'], 2147483647), NULL) AS omitted_input_count,
-       if(packet, items, NULL) AS item_count,
-       if(packet, otel_inputs_attr(A, 'otel_inputs.capture.decision'), NULL) AS capture_decision,
-       if(packet, otel_inputs_attr(A, 'otel_inputs.capture.gap_reason'), NULL) AS capture_gap_reason,
-       started_at, ended_at, status, status_message, trace_id, span_id, service_name, source_format,
+SELECT g.attempt_id AS attempt_id, g.run_id AS run_id, g.session_id AS session_id, g.phase AS phase,
+       g.agent_name AS agent_name, g.provider_name AS provider_name, g.request_model AS request_model,
+       g.task_prompt AS task_prompt, g.task_source_kind AS task_source_kind, g.task_source_path AS task_source_path,
+       g.task_size_bytes AS task_size_bytes, g.task_sha256 AS task_sha256, g.send_kind AS send_kind,
+       g.turn_index AS turn_index, g.previous_turn_attempt_id AS previous_turn_attempt_id,
+       g.retry_of_attempt_id AS retry_of_attempt_id, g.system_prompt AS system_prompt, g.user_prompt AS user_prompt,
+       g.input_packet_version AS input_packet_version, g.input_coverage AS input_coverage,
+       g.coverage_reason AS coverage_reason, g.declared_input_count AS declared_input_count,
+       g.captured_input_count AS captured_input_count, g.omitted_input_count AS omitted_input_count,
+       g.item_count AS item_count, g.capture_decision AS capture_decision, g.capture_gap_reason AS capture_gap_reason,
+       g.started_at AS started_at, g.ended_at AS ended_at, g.status AS status, g.status_message AS status_message,
+       g.trace_id AS trace_id, g.span_id AS span_id, g.service_name AS service_name, g.source_format AS source_format,
        CAST(NULL, 'Nullable(Int32)') AS dropped_events_count, CAST(NULL, 'Nullable(Int32)') AS dropped_attributes_count,
-       parent_span_id, span_name, operation_name, step_kind, response_model, input_tokens, output_tokens,
-       tool_name, tool_call_id, tool_arguments, input_messages_json, messages_note,
-       if(NOT own AND f.1 != '', f.2, NULL) AS step_system_prompt, if(NOT own AND f.1 != '', f.3, NULL) AS step_user_prompt,
-       if(NOT own AND f.1 != '', f.4, NULL) AS step_input_messages_json, if(NOT own AND f.1 != '', f.1, NULL) AS step_messages_span_id,
+       g.parent_span_id AS parent_span_id, g.span_name AS span_name, g.operation_name AS operation_name,
+       g.step_kind AS step_kind, g.response_model AS response_model, g.input_tokens AS input_tokens,
+       g.output_tokens AS output_tokens, g.tool_name AS tool_name, g.tool_call_id AS tool_call_id,
+       g.tool_arguments AS tool_arguments, g.input_messages_json AS input_messages_json, g.messages_note AS messages_note,
+       -- The first step's messages stand in only for an attempt span that recorded none of its own.
+       g.system_prompt IS NULL AND g.user_prompt IS NULL AND g.input_messages_json IS NULL
+           AND tupleElement(f.first_step, 1) != '' AS from_step,
+       if(from_step, tupleElement(f.first_step, 2), NULL) AS step_system_prompt,
+       if(from_step, tupleElement(f.first_step, 3), NULL) AS step_user_prompt,
+       if(from_step, tupleElement(f.first_step, 4), NULL) AS step_input_messages_json,
+       if(from_step, tupleElement(f.first_step, 1), NULL) AS step_messages_span_id,
        'dropped_events_count and dropped_attributes_count are not in the stock otel_traces schema (NULL here), so a coverage '
        || 'reason for dropped span events is not given; attribute types are not either (every value is text)' AS projection_gaps
-FROM a
-LEFT JOIN first_step fs ON fs.f_trace = a.trace_id AND fs.f_attempt = a.attempt_id;
+FROM otel_inputs_genai_span_rows AS g FINAL
+-- A join, not IN (subquery): a filter on the trace then reaches the ownership table's sort key.
+INNER JOIN (SELECT trace_id, span_id FROM otel_inputs_span_owner_rows FINAL WHERE owner_span_id = span_id) AS w
+    ON w.trace_id = g.trace_id AND w.span_id = g.span_id
+-- The attempt's first model step (not an embedding) in step order, for its messages.
+LEFT JOIN (
+    SELECT w.trace_id AS trace_id, w.owner_span_id AS owner_span_id,
+           argMin(tuple(s.span_id, s.system_prompt, s.user_prompt, s.input_messages_json), tuple(s.started_at, s.span_id)) AS first_step
+    FROM otel_inputs_span_owner_rows AS w FINAL
+    INNER JOIN otel_inputs_genai_span_rows AS s FINAL ON s.trace_id = w.trace_id AND s.span_id = w.span_id
+    WHERE w.owner_span_id != w.span_id AND s.step_kind = 'model_call' AND coalesce(s.operation_name, '') != 'embeddings'
+    GROUP BY w.trace_id, w.owner_span_id
+) AS f ON f.trace_id = g.trace_id AND f.owner_span_id = g.span_id;
 
 -- One row per exchange-part event of an attempt (exporter/_rows.py part_rows); a step's parts go
 -- with its attempt row in the DuckDB path, i.e. they are not shown, and neither are they here.
 CREATE VIEW IF NOT EXISTS agent_exchange_parts AS
-WITH e AS (
-    SELECT g.attempt_id AS attempt_id, g.started_at AS attempt_started_at, ev.1 AS recorded_at, ev.2 AS at,
-           g.trace_id AS trace_id
-    FROM otel_inputs_genai_spans g
-    INNER JOIN (SELECT trace_id AS w_trace, span_id AS w_span FROM otel_inputs_span_owner WHERE owner_span_id = span_id) w
-        ON w.w_trace = g.trace_id AND w.w_span = g.span_id
-    ARRAY JOIN arrayFilter(x -> x.3 = 'otel_inputs.exchange_part',
-        arrayMap((t, a, nm) -> (t, a, nm), g.event_times, g.event_attrs, g.event_names)) AS ev
-)
-SELECT attempt_id,
-       otel_inputs_attr(at, 'otel_inputs.part.name') AS part_name,
-       otel_inputs_attr(at, 'otel_inputs.part.capture') AS capture,
-       otel_inputs_attr(at, 'otel_inputs.part.reason') AS reason,
-       otel_inputs_attr(at, 'otel_inputs.part.dispatch') AS dispatch,
-       otel_inputs_attr(at, 'otel_inputs.part.ref') AS ref,
-       otel_inputs_attr(at, 'otel_inputs.part.sha256') AS sha256,
-       otel_inputs_int(at['otel_inputs.part.size_bytes'], 9223372036854775807) AS size_bytes,
-       otel_inputs_attr(at, 'otel_inputs.part.persistence') AS persistence,
-       otel_inputs_attr(at, 'otel_inputs.part.detail') AS detail,
-       recorded_at, attempt_started_at,
-       arrayFilter(x -> x != '', [
-           if(mapContains(at, 'otel_inputs.part.size_bytes') AND size_bytes IS NULL, 'size_bytes is not a non-negative integer', ''),
-           if(mapContains(at, 'otel_inputs.part.name'), '', 'part name missing')]) AS problems,
-       if(length(problems) > 0, concat('malformed exchange part event: ', arrayStringConcat(problems, '; ')), NULL) AS row_problem,
-       trace_id
-FROM e;
+SELECT p.attempt_id AS attempt_id, p.part_name AS part_name, p.capture AS capture, p.reason AS reason,
+       p.dispatch AS dispatch, p.ref AS ref, p.sha256 AS sha256, p.size_bytes AS size_bytes,
+       p.persistence AS persistence, p.detail AS detail, p.recorded_at AS recorded_at,
+       p.attempt_started_at AS attempt_started_at, p.row_problem AS row_problem, p.trace_id AS trace_id
+FROM otel_inputs_part_rows AS p FINAL
+INNER JOIN (SELECT trace_id, span_id FROM otel_inputs_span_owner_rows FINAL WHERE owner_span_id = span_id) AS w
+    ON w.trace_id = p.trace_id AND w.span_id = p.span_id;
+
+-- The GenAI log records the messages view reads, derived as the Collector inserts them: one row
+-- per record (a record inserted twice by a retried export is one), its message piece as JSON.
+CREATE TABLE IF NOT EXISTS otel_inputs_log_pieces (
+    trace_id String, span_id String, ts DateTime64(9), event_name LowCardinality(String), record_key UInt64,
+    details Bool, piece String, input_messages Nullable(String), system_instructions Nullable(String),
+    -- The texts the messages view shows, read from this record alone (DuckDB migration 11's
+    -- otel_inputs_role_text / otel_inputs_parts_text): a per-message record's role and text; an
+    -- operation-details record's user and system texts and its parsed system instructions.
+    piece_valid Bool, piece_role LowCardinality(String), piece_text Nullable(String),
+    details_user Nullable(String), details_system Nullable(String), instructions_text Nullable(String)
+) ENGINE = ReplacingMergeTree
+ORDER BY (trace_id, span_id, ts, event_name, record_key);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_log_pieces_mv TO otel_inputs_log_pieces AS
+SELECT TraceId AS trace_id, SpanId AS span_id, Timestamp AS ts,
+       if(EventName != '', EventName, LogAttributes['event.name']) AS event_name,
+       cityHash64(EventName, Body, mapKeys(LogAttributes), mapValues(LogAttributes)) AS record_key,
+       event_name = 'gen_ai.client.inference.operation.details' AS details,
+       concat('{"role":', otel_inputs_json_str(multiIf(event_name = 'gen_ai.system.message', 'system',
+                  event_name = 'gen_ai.user.message', 'user', event_name = 'gen_ai.assistant.message', 'assistant', 'tool')),
+              ',"content":', if(isValidJSON(Body) AND JSONType(Body) = 'Object',
+                                if(JSONHas(Body, 'content'), JSONExtractRaw(Body, 'content'), 'null'),
+                                otel_inputs_json_str(Body)), '}') AS piece,
+       otel_inputs_attr(LogAttributes, 'gen_ai.input.messages') AS input_messages,
+       otel_inputs_attr(LogAttributes, 'gen_ai.system_instructions') AS system_instructions,
+       isValidJSON(piece) AS piece_valid,
+       multiIf(event_name = 'gen_ai.system.message', 'system', event_name = 'gen_ai.user.message', 'user',
+               event_name = 'gen_ai.assistant.message', 'assistant', 'tool') AS piece_role,
+       otel_inputs_log_parts_text(if(JSONType(piece, 'content') NOT IN ('Null', ''), JSONExtractRaw(piece, 'content'), NULL)) AS piece_text,
+       otel_inputs_role_text(input_messages, 'user') AS details_user,
+       otel_inputs_role_text(input_messages, 'system') AS details_system,
+       if(system_instructions IS NOT NULL AND isValidJSON(assumeNotNull(system_instructions)),
+          otel_inputs_log_parts_text(system_instructions), NULL) AS instructions_text
+FROM otel_logs
+WHERE TraceId != '' AND event_name IN ('gen_ai.client.inference.operation.details', 'gen_ai.system.message', 'gen_ai.user.message',
+                                       'gen_ai.assistant.message', 'gen_ai.tool.message');
 
 -- C2: the attempt's exact messages, whichever of span and GenAI log event arrived first (DuckDB
 -- migration 11's agent_attempt_messages, rule for rule).
 CREATE VIEW IF NOT EXISTS agent_attempt_messages AS
 WITH ev AS (
-    SELECT a.attempt_id AS attempt_id, a.trace_id AS trace_id, l.SpanId = a.span_id AS on_attempt, l.Timestamp AS ts, l.Body AS body,
-           l.LogAttributes AS attrs, if(l.EventName != '', l.EventName, l.LogAttributes['event.name']) AS event_name
-    FROM agent_attempts a
-    -- A record the Collector inserted twice (a retried export) counts once: identical records are one.
-    JOIN (SELECT * FROM otel_logs LIMIT 1 BY TraceId, SpanId, Timestamp, EventName, Body, LogAttributes) l
-      ON l.TraceId = a.trace_id
-    WHERE l.Timestamp >= a.started_at AND l.Timestamp <= a.ended_at
-      AND (l.SpanId = a.span_id OR l.SpanId = coalesce(a.step_messages_span_id, ''))
-      AND event_name IN ('gen_ai.client.inference.operation.details', 'gen_ai.system.message', 'gen_ai.user.message',
-                         'gen_ai.assistant.message', 'gen_ai.tool.message')
-),
-pieces AS (
-    SELECT *, event_name = 'gen_ai.client.inference.operation.details' AS details,
-           concat('{"role":', otel_inputs_json_str(multiIf(event_name = 'gen_ai.system.message', 'system',
-                      event_name = 'gen_ai.user.message', 'user', event_name = 'gen_ai.assistant.message', 'assistant', 'tool')),
-                  ',"content":', if(isValidJSON(body) AND JSONType(body) = 'Object',
-                                    if(JSONHas(body, 'content'), JSONExtractRaw(body, 'content'), 'null'),
-                                    otel_inputs_json_str(body)), '}') AS piece
-    FROM ev
-),
-lj AS (
-    SELECT trace_id, attempt_id, max(on_attempt) AS has_la, max(NOT on_attempt) AS has_ls,
-        if(countIf(on_attempt AND details AND mapContains(attrs, 'gen_ai.input.messages')) > 0,
-           argMaxIf(attrs['gen_ai.input.messages'], ts, on_attempt AND details AND mapContains(attrs, 'gen_ai.input.messages')),
-           if(countIf(on_attempt AND NOT details) > 0,
-              concat('[', arrayStringConcat(arrayMap(x -> x.2, arraySort(x -> x.1, groupArrayIf((ts, piece), on_attempt AND NOT details))), ','), ']'),
-              NULL)) AS la_json,
-        if(countIf(NOT on_attempt AND details AND mapContains(attrs, 'gen_ai.input.messages')) > 0,
-           argMaxIf(attrs['gen_ai.input.messages'], ts, NOT on_attempt AND details AND mapContains(attrs, 'gen_ai.input.messages')),
-           if(countIf(NOT on_attempt AND NOT details) > 0,
-              concat('[', arrayStringConcat(arrayMap(x -> x.2, arraySort(x -> x.1, groupArrayIf((ts, piece), NOT on_attempt AND NOT details))), ','), ']'),
-              NULL)) AS ls_json,
-        if(countIf(on_attempt AND details AND mapContains(attrs, 'gen_ai.system_instructions')) > 0,
-           argMaxIf(attrs['gen_ai.system_instructions'], ts, on_attempt AND details AND mapContains(attrs, 'gen_ai.system_instructions')), NULL) AS la_sys,
-        if(countIf(NOT on_attempt AND details AND mapContains(attrs, 'gen_ai.system_instructions')) > 0,
-           argMaxIf(attrs['gen_ai.system_instructions'], ts, NOT on_attempt AND details AND mapContains(attrs, 'gen_ai.system_instructions')), NULL) AS ls_sys
-    FROM pieces
-    GROUP BY trace_id, attempt_id
+    -- The attempt's records: on its span or on its first model step's, within its time (one pass
+    -- over agent_attempts; an attempt without records keeps one row with hit = 0).
+    SELECT a.attempt_id AS attempt_id, a.trace_id AS trace_id, a.span_id AS span_id,
+           a.system_prompt AS a_system, a.user_prompt AS a_user, a.input_messages_json AS a_json,
+           a.messages_note AS a_note, a.step_system_prompt AS a_step_system, a.step_user_prompt AS a_step_user,
+           a.step_input_messages_json AS a_step_json, a.step_messages_span_id AS a_step_span,
+           l.span_id = a.span_id AS on_attempt, l.ts AS ts, l.details AS details, l.piece AS piece,
+           l.input_messages AS input_messages, l.system_instructions AS system_instructions,
+           l.piece_valid AS piece_valid, l.piece_role AS piece_role, l.piece_text AS piece_text,
+           l.details_user AS details_user, l.details_system AS details_system, l.instructions_text AS instructions_text,
+           l.trace_id != '' AND l.ts >= a.started_at AND l.ts <= a.ended_at
+               AND (l.span_id = a.span_id OR l.span_id = coalesce(a.step_messages_span_id, '')) AS hit
+    FROM agent_attempts AS a
+    LEFT JOIN (SELECT * FROM otel_inputs_log_pieces FINAL) AS l ON l.trace_id = a.trace_id
 ),
 m AS (
-    SELECT a.attempt_id AS attempt_id, a.trace_id AS trace_id,
-           (a.system_prompt IS NOT NULL OR a.user_prompt IS NOT NULL OR a.input_messages_json IS NOT NULL) AS own,
-           (a.step_system_prompt IS NOT NULL OR a.step_user_prompt IS NOT NULL OR a.step_input_messages_json IS NOT NULL) AS step_own,
-           a.system_prompt AS system_prompt, a.user_prompt AS user_prompt, a.input_messages_json AS input_messages_json,
-           a.messages_note AS messages_note, a.step_system_prompt AS step_system_prompt, a.step_user_prompt AS step_user_prompt,
-           a.step_input_messages_json AS step_input_messages_json, a.step_messages_span_id AS step_messages_span_id,
-           coalesce(l.has_la, 0) = 1 AS has_la, coalesce(l.has_ls, 0) = 1 AS has_ls,
-           if(l.has_la = 1, l.la_json, l.ls_json) AS log_json, if(l.has_la = 1, l.la_sys, l.ls_sys) AS log_sys_json
-    FROM agent_attempts a
-    LEFT JOIN lj l ON l.trace_id = a.trace_id AND l.attempt_id = a.attempt_id
-),
-t AS (
-    SELECT *, otel_inputs_role_text(log_json, 'user') AS log_user,
-           coalesce(if(log_sys_json IS NOT NULL AND isValidJSON(assumeNotNull(log_sys_json)), otel_inputs_log_parts_text(log_sys_json), NULL),
-                    otel_inputs_role_text(log_json, 'system')) AS log_system
-    FROM m
+    SELECT trace_id, attempt_id, span_id,
+        any(a_system) AS system_prompt, any(a_user) AS user_prompt, any(a_json) AS input_messages_json,
+        any(a_note) AS messages_note, any(a_step_system) AS step_system_prompt,
+        any(a_step_user) AS step_user_prompt, any(a_step_json) AS step_input_messages_json,
+        any(a_step_span) AS step_messages_span_id,
+        (system_prompt IS NOT NULL OR user_prompt IS NOT NULL OR input_messages_json IS NOT NULL) AS own,
+        (step_system_prompt IS NOT NULL OR step_user_prompt IS NOT NULL OR step_input_messages_json IS NOT NULL) AS step_own,
+        countIf(hit AND on_attempt) > 0 AS has_la, countIf(hit AND NOT on_attempt) > 0 AS has_ls,
+        -- Records on the attempt span: the newest operation-details record, else the per-message records in time order.
+        countIf(hit AND on_attempt AND details AND input_messages IS NOT NULL) > 0 AS la_det, countIf(hit AND on_attempt AND NOT details) > 0 AS la_pcs,
+        countIf(hit AND on_attempt AND NOT details AND NOT piece_valid) > 0 AS la_bad,
+        argMaxIf(tuple(input_messages, details_user, details_system), ts, hit AND on_attempt AND details AND input_messages IS NOT NULL) AS la_d,
+        arraySort(x -> x.1, groupArrayIf((ts, piece, piece_role, piece_text), hit AND on_attempt AND NOT details)) AS la_p,
+        multiIf(la_det, tupleElement(la_d, 1),
+                la_pcs, concat('[', arrayStringConcat(arrayMap(x -> x.2, la_p), ','), ']'), NULL) AS la_json,
+        multiIf(la_det, tupleElement(la_d, 2), NOT la_pcs, NULL, la_bad, la_json,
+                nullIf(arrayStringConcat(arrayMap(x -> assumeNotNull(x.4), arrayFilter(x -> x.3 = 'user' AND x.4 IS NOT NULL, la_p)), '\n\n'), '')) AS la_user,
+        multiIf(la_det, tupleElement(la_d, 3), NOT la_pcs OR la_bad, NULL,
+                nullIf(arrayStringConcat(arrayMap(x -> assumeNotNull(x.4), arrayFilter(x -> x.3 = 'system' AND x.4 IS NOT NULL, la_p)), '\n\n'), '')) AS la_roles_system,
+        if(countIf(hit AND on_attempt AND details AND system_instructions IS NOT NULL) > 0, tupleElement(argMaxIf(tuple(instructions_text), ts, hit AND on_attempt AND details AND system_instructions IS NOT NULL), 1), NULL) AS la_instructions,
+        -- Records on its first model step: the newest operation-details record, else the per-message records in time order.
+        countIf(hit AND NOT on_attempt AND details AND input_messages IS NOT NULL) > 0 AS ls_det, countIf(hit AND NOT on_attempt AND NOT details) > 0 AS ls_pcs,
+        countIf(hit AND NOT on_attempt AND NOT details AND NOT piece_valid) > 0 AS ls_bad,
+        argMaxIf(tuple(input_messages, details_user, details_system), ts, hit AND NOT on_attempt AND details AND input_messages IS NOT NULL) AS ls_d,
+        arraySort(x -> x.1, groupArrayIf((ts, piece, piece_role, piece_text), hit AND NOT on_attempt AND NOT details)) AS ls_p,
+        multiIf(ls_det, tupleElement(ls_d, 1),
+                ls_pcs, concat('[', arrayStringConcat(arrayMap(x -> x.2, ls_p), ','), ']'), NULL) AS ls_json,
+        multiIf(ls_det, tupleElement(ls_d, 2), NOT ls_pcs, NULL, ls_bad, ls_json,
+                nullIf(arrayStringConcat(arrayMap(x -> assumeNotNull(x.4), arrayFilter(x -> x.3 = 'user' AND x.4 IS NOT NULL, ls_p)), '\n\n'), '')) AS ls_user,
+        multiIf(ls_det, tupleElement(ls_d, 3), NOT ls_pcs OR ls_bad, NULL,
+                nullIf(arrayStringConcat(arrayMap(x -> assumeNotNull(x.4), arrayFilter(x -> x.3 = 'system' AND x.4 IS NOT NULL, ls_p)), '\n\n'), '')) AS ls_roles_system,
+        if(countIf(hit AND NOT on_attempt AND details AND system_instructions IS NOT NULL) > 0, tupleElement(argMaxIf(tuple(instructions_text), ts, hit AND NOT on_attempt AND details AND system_instructions IS NOT NULL), 1), NULL) AS ls_instructions,
+        if(has_la, la_json, ls_json) AS log_json, if(has_la, la_user, ls_user) AS log_user,
+        coalesce(if(has_la, la_instructions, ls_instructions), if(has_la, la_roles_system, ls_roles_system)) AS log_system
+    FROM ev
+    GROUP BY trace_id, attempt_id, span_id
 )
 SELECT attempt_id,
        multiIf(own, system_prompt, has_la, log_system, step_own, step_system_prompt, log_system) AS system_prompt,
@@ -402,7 +471,7 @@ SELECT attempt_id,
               concat('the attempt span recorded no messages: these are from the GenAI log event of its first model step (span ', step_messages_span_id, ')'), NULL)
        ])), '; '), '') AS messages_note,
        trace_id
-FROM t
+FROM m
 WHERE own OR has_la OR step_own OR has_ls;
 
 -- Spans the projection does not map (no otel-inputs packet, gen_ai.operation.name, OpenInference

@@ -112,3 +112,33 @@ CREATE FUNCTION IF NOT EXISTS otel_inputs_source_format AS (A) ->
                 mapContains(A, 'gen_ai.prompt.0.role') OR mapContains(A, 'gen_ai.prompt.0.content')
                 OR mapContains(A, 'gen_ai.completion.0.role') OR mapContains(A, 'gen_ai.completion.0.content'))), 'openllmetry',
             NULL);
+
+-- exporter/_rows.py input_rows on one span's events: per input event (pos, captured_at, attributes,
+-- seq, problems), seq settled as the DuckDB path settles it (a kept seq stays; a missing, unreadable
+-- or repeated one is numbered after the highest kept seq, in event order).  Arrays, not windows: a
+-- span inserted twice in one block still settles each copy alone.  Both the GenAI-span and the
+-- input materialized views use it, so the malformed count and the rows come from one rule.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_input_events AS (names, times, attrs) ->
+    otel_inputs_input_events_of(arrayFilter(x -> x.4 = 'otel_inputs.input',
+        arrayMap((i, t, a, nm) -> (i, t, a, nm), arrayEnumerate(names), times, attrs, names)));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_input_events_of AS (E) ->
+    otel_inputs_input_events_seq(E, arrayMap(e -> otel_inputs_int(e.3['otel_inputs.input.seq'], 2147483647), E));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_input_events_seq AS (E, seqs) ->
+    otel_inputs_input_events_dup(E, seqs,
+        arrayMap((s, j) -> s IS NOT NULL AND has(arraySlice(seqs, 1, j - 1), s), seqs, arrayEnumerate(seqs)));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_input_events_dup AS (E, seqs, dup) ->
+    otel_inputs_input_events_rows(E, seqs, dup, arrayMap((s, d) -> s IS NOT NULL AND NOT d, seqs, dup));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_input_events_rows AS (E, seqs, dup, kept) ->
+    arrayMap((e, s, d, k, pend) -> (e.1, e.2, e.3,
+            toInt32(if(k, assumeNotNull(s),
+                       if(arrayExists(x -> x, kept), arrayMax(arrayFilter((v, x) -> x, arrayMap(v -> assumeNotNull(v), seqs), kept)) + 1, 0)
+                       + pend - 1)),
+            arrayStringConcat(arrayFilter(x -> x != '', [
+                multiIf(NOT mapContains(e.3, 'otel_inputs.input.id'), 'input id missing',
+                        e.3['otel_inputs.input.id'] = '', 'input id is not a non-empty string', ''),
+                if(mapContains(e.3, 'otel_inputs.input.size_bytes')
+                       AND otel_inputs_int(e.3['otel_inputs.input.size_bytes'], 9223372036854775807) IS NULL,
+                   'size_bytes is not a non-negative integer', ''),
+                multiIf(NOT mapContains(e.3, 'otel_inputs.input.seq'), 'seq missing', s IS NULL, 'seq is not a non-negative integer',
+                        d, concat('duplicate seq ', toString(s)), '')]), '; ')),
+        E, seqs, dup, kept, arrayCumSum(arrayMap(k -> toInt64(NOT k), kept)));
