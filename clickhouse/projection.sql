@@ -28,10 +28,7 @@ CREATE TABLE IF NOT EXISTS otel_inputs_genai_span_rows (
     retry_of_attempt_id Nullable(String), input_packet_version Nullable(Int64), input_coverage LowCardinality(String),
     coverage_reason Nullable(String), declared_input_count Nullable(Int64), captured_input_count Nullable(Int64),
     omitted_input_count Nullable(Int64), item_count Nullable(Int64), capture_decision Nullable(String),
-    capture_gap_reason Nullable(String),
-    -- The viewer finds an attempt's (or a session's) traces by id first, then reads them by the sort key.
-    INDEX attempt_id_idx attempt_id TYPE bloom_filter GRANULARITY 1,
-    INDEX session_id_idx session_id TYPE bloom_filter GRANULARITY 1
+    capture_gap_reason Nullable(String)
 ) ENGINE = ReplacingMergeTree
 ORDER BY (trace_id, span_id);
 
@@ -39,6 +36,9 @@ CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_genai_span_rows_mv TO otel_in
 WITH s AS (
     SELECT *, SpanAttributes AS A,
         otel_inputs_source_format(A) AS source_format,
+        -- A packet's attributes (an empty map on any other span), read without a per-column if: a
+        -- guarded branch would copy the wide map for each column it guards.
+        if(source_format = 'otel_inputs', A, map()) AS PA,
         arrayFirstIndex((nm, at) -> nm IN ('gen_ai.client.inference.operation.details', 'gen_ai.content.prompt')
                 AND (mapContains(at, 'gen_ai.system_instructions') OR mapContains(at, 'gen_ai.input.messages')
                      OR mapContains(at, 'gen_ai.prompt')), `Events.Name`, `Events.Attributes`) AS ev_at,
@@ -63,10 +63,10 @@ WITH s AS (
                     A['llm.request.type'] = 'embedding', 'embeddings', 'chat'),
                 A['gen_ai.operation.name']) AS op,
         -- Coverage settled (exporter/_rows.py finish_coverage) from the span's own input events.
-        if(source_format = 'otel_inputs', otel_inputs_input_events(`Events.Name`, `Events.Timestamp`, `Events.Attributes`), []) AS ins,
+        otel_inputs_input_events(`Events.Name`, `Events.Timestamp`, `Events.Attributes`) AS ins,
         length(ins) AS input_count, arrayCount(x -> x.5 != '', ins) AS malformed,
-        otel_inputs_attr(A, 'otel_inputs.packet.coverage') AS cov_raw,
-        otel_inputs_int(A['otel_inputs.packet.item_count'], 2147483647) AS items,
+        otel_inputs_attr(PA, 'otel_inputs.packet.coverage') AS cov_raw,
+        otel_inputs_int(PA['otel_inputs.packet.item_count'], 2147483647) AS items,
         if(cov_raw IN ('complete', 'partial', 'not_recorded'), cov_raw, 'partial') AS cov0,
         arrayFilter(x -> x != '', [
             if(cov_raw IN ('complete', 'partial', 'not_recorded'), '', 'packet coverage missing or not a known value'),
@@ -120,26 +120,26 @@ SELECT
     multiIf(enc = 'pydantic_ai', 'from pydantic_ai.all_messages: the whole agent run, its replies and tool results included',
             enc = 'input_value', 'from OpenInference input.value (the span''s input as one text)', NULL) AS messages_note,
     StatusCode AS status, nullIf(StatusMessage, '') AS status_message, nullIf(ServiceName, '') AS service_name,
-    if(packet, otel_inputs_attr(A, 'otel_inputs.run.id'), NULL) AS run_id,
-    if(packet, otel_inputs_attr(A, 'otel_inputs.phase'), NULL) AS phase,
-    if(packet, otel_inputs_attr(A, 'otel_inputs.task.prompt'), NULL) AS task_prompt,
-    if(packet, otel_inputs_attr(A, 'otel_inputs.task.source_kind'), NULL) AS task_source_kind,
-    if(packet, otel_inputs_attr(A, 'otel_inputs.task.source_path'), NULL) AS task_source_path,
-    if(packet, otel_inputs_int(A['otel_inputs.task.size_bytes'], 9223372036854775807), NULL) AS task_size_bytes,
-    if(packet, otel_inputs_attr(A, 'otel_inputs.task.sha256'), NULL) AS task_sha256,
-    if(packet, otel_inputs_attr(A, 'otel_inputs.send_kind'), NULL) AS send_kind,
-    if(packet, otel_inputs_int(A['otel_inputs.turn_index'], 2147483647), NULL) AS turn_index,
-    if(packet, otel_inputs_attr(A, 'otel_inputs.previous_turn_attempt_id'), NULL) AS previous_turn_attempt_id,
-    if(packet, otel_inputs_attr(A, 'otel_inputs.retry_of_attempt_id'), NULL) AS retry_of_attempt_id,
-    if(packet, otel_inputs_int(A['otel_inputs.packet.version'], 2147483647), NULL) AS input_packet_version,
-    if(packet, cov, 'not_recorded') AS input_coverage,
-    if(packet AND length(reasons) > 0, arrayStringConcat(reasons, '; '), NULL) AS coverage_reason,
-    if(packet, otel_inputs_int(A['otel_inputs.packet.declared_count'], 2147483647), NULL) AS declared_input_count,
-    if(packet, otel_inputs_int(A['otel_inputs.packet.captured_count'], 2147483647), NULL) AS captured_input_count,
-    if(packet, otel_inputs_int(A['otel_inputs.packet.omitted_count'], 2147483647), NULL) AS omitted_input_count,
-    if(packet, items, NULL) AS item_count,
-    if(packet, otel_inputs_attr(A, 'otel_inputs.capture.decision'), NULL) AS capture_decision,
-    if(packet, otel_inputs_attr(A, 'otel_inputs.capture.gap_reason'), NULL) AS capture_gap_reason
+    otel_inputs_attr(PA, 'otel_inputs.run.id') AS run_id,
+    otel_inputs_attr(PA, 'otel_inputs.phase') AS phase,
+    otel_inputs_attr(PA, 'otel_inputs.task.prompt') AS task_prompt,
+    otel_inputs_attr(PA, 'otel_inputs.task.source_kind') AS task_source_kind,
+    otel_inputs_attr(PA, 'otel_inputs.task.source_path') AS task_source_path,
+    otel_inputs_int(PA['otel_inputs.task.size_bytes'], 9223372036854775807) AS task_size_bytes,
+    otel_inputs_attr(PA, 'otel_inputs.task.sha256') AS task_sha256,
+    otel_inputs_attr(PA, 'otel_inputs.send_kind') AS send_kind,
+    otel_inputs_int(PA['otel_inputs.turn_index'], 2147483647) AS turn_index,
+    otel_inputs_attr(PA, 'otel_inputs.previous_turn_attempt_id') AS previous_turn_attempt_id,
+    otel_inputs_attr(PA, 'otel_inputs.retry_of_attempt_id') AS retry_of_attempt_id,
+    otel_inputs_int(PA['otel_inputs.packet.version'], 2147483647) AS input_packet_version,
+    otel_inputs_pick(packet, cov, 'not_recorded') AS input_coverage,
+    otel_inputs_pick(packet AND length(reasons) > 0, arrayStringConcat(reasons, '; '), NULL) AS coverage_reason,
+    otel_inputs_int(PA['otel_inputs.packet.declared_count'], 2147483647) AS declared_input_count,
+    otel_inputs_int(PA['otel_inputs.packet.captured_count'], 2147483647) AS captured_input_count,
+    otel_inputs_int(PA['otel_inputs.packet.omitted_count'], 2147483647) AS omitted_input_count,
+    items AS item_count,
+    otel_inputs_attr(PA, 'otel_inputs.capture.decision') AS capture_decision,
+    otel_inputs_attr(PA, 'otel_inputs.capture.gap_reason') AS capture_gap_reason
 FROM s;
 
 -- Input rows of packet spans (exporter/_rows.py input_rows), derived once per span as it is
@@ -224,6 +224,19 @@ FROM ev;
 
 CREATE VIEW IF NOT EXISTS otel_inputs_genai_spans AS
 SELECT * FROM otel_inputs_genai_span_rows FINAL;
+
+-- The traces of each attempt id and session id, sorted by the id: the viewer finds an attempt's
+-- (or a session's) traces here first, then reads everything else by the trace (the tables' first
+-- sort-key column).  Filled from the GenAI span rows as they are derived (a chained view).
+CREATE TABLE IF NOT EXISTS otel_inputs_trace_keys (
+    kind LowCardinality(String), key String, trace_id String
+) ENGINE = ReplacingMergeTree
+ORDER BY (kind, key, trace_id);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_trace_keys_mv TO otel_inputs_trace_keys AS
+SELECT k.1 AS kind, k.2 AS key, trace_id
+FROM otel_inputs_genai_span_rows
+ARRAY JOIN arrayConcat([('attempt', attempt_id)], if(session_id IS NULL, [], [('session', assumeNotNull(session_id))])) AS k;
 
 -- Every span's parent link and kind (0 ordinary, 1 GenAI, 2 packet), narrow, for the ancestry walk
 -- below (kept as spans are inserted).

@@ -305,16 +305,17 @@ class ClickHouseBackend(Backend):
                    order: str) -> tuple[str, list[Any]]:
         # Every projection view carries the trace id, the first column of the tables' sort keys: with
         # it the views read one trace's granules instead of every span.
-        if trace_id is None:  # the attempt's trace(s) by its id first (a skip index), then by the sort key
-            return (f"SELECT {select} FROM {table} WHERE trace_id IN (SELECT trace_id FROM otel_inputs_genai_spans "
-                    f"WHERE attempt_id = ?) AND attempt_id = ? ORDER BY {order}", [attempt_id, attempt_id])
+        if trace_id is None:  # the attempt's trace(s) by its id first (a table sorted by it), then by the sort key
+            return (f"SELECT {select} FROM {table} WHERE trace_id IN (SELECT trace_id FROM otel_inputs_trace_keys "
+                    f"WHERE kind = 'attempt' AND key = ?) AND attempt_id = ? ORDER BY {order}", [attempt_id, attempt_id])
         return (f"SELECT {select} FROM {table} WHERE trace_id = ? AND attempt_id = ? ORDER BY {order}",
                 [trace_id, attempt_id])
 
     def session_scope(self, session_id: str) -> tuple[str, list[Any]]:
-        # The session's traces from the GenAI span table (a skip index), then those traces by the
-        # sort key: the attempts view is not worked out for every landed span.
-        return "trace_id IN (SELECT trace_id FROM otel_inputs_genai_spans WHERE session_id = ?) AND ", [session_id]
+        # The session's traces from the key table (sorted by the id), then those traces by the sort
+        # key: the attempts view is not worked out for every landed span.
+        return ("trace_id IN (SELECT trace_id FROM otel_inputs_trace_keys WHERE kind = 'session' AND key = ?) AND ",
+                [session_id])
 
     def check(self) -> None:
         """The projection is applied here, else a sentence saying what to apply."""
