@@ -430,6 +430,28 @@ WITH ev AS (
     FROM agent_attempts AS a
     LEFT JOIN (SELECT * FROM otel_inputs_log_pieces FINAL) AS l ON l.trace_id = a.trace_id
 ),
+sides AS (
+    -- Per side (records on the attempt span, or on its first model step): the newest
+    -- operation-details record, else the per-message records in time order.
+    SELECT trace_id, attempt_id, span_id, on_attempt AS side,
+        any(a_system) AS a_system, any(a_user) AS a_user, any(a_json) AS a_json, any(a_note) AS a_note,
+        any(a_step_system) AS a_step_system, any(a_step_user) AS a_step_user, any(a_step_json) AS a_step_json,
+        any(a_step_span) AS a_step_span,
+        countIf(hit) > 0 AS has, countIf(hit AND details AND input_messages IS NOT NULL) > 0 AS det,
+        countIf(hit AND NOT details) > 0 AS pcs, countIf(hit AND NOT details AND NOT piece_valid) > 0 AS bad,
+        argMaxIf(tuple(input_messages, details_user, details_system), ts, hit AND details AND input_messages IS NOT NULL) AS d,
+        arraySort(x -> x.1, groupArrayIf((ts, piece, piece_role, piece_text), hit AND NOT details)) AS p,
+        multiIf(det, tupleElement(d, 1), pcs, concat('[', arrayStringConcat(arrayMap(x -> x.2, p), ','), ']'), NULL) AS json,
+        -- An unparseable document reads as itself for the user text, as nothing for the system text.
+        multiIf(det, tupleElement(d, 2), NOT pcs, NULL, bad, json,
+                nullIf(arrayStringConcat(arrayMap(x -> assumeNotNull(x.4), arrayFilter(x -> x.3 = 'user' AND x.4 IS NOT NULL, p)), '\n\n'), '')) AS user_text,
+        multiIf(det, tupleElement(d, 3), NOT pcs OR bad, NULL,
+                nullIf(arrayStringConcat(arrayMap(x -> assumeNotNull(x.4), arrayFilter(x -> x.3 = 'system' AND x.4 IS NOT NULL, p)), '\n\n'), '')) AS roles_system,
+        if(countIf(hit AND details AND system_instructions IS NOT NULL) > 0,
+           tupleElement(argMaxIf(tuple(instructions_text), ts, hit AND details AND system_instructions IS NOT NULL), 1), NULL) AS instructions
+    FROM ev
+    GROUP BY trace_id, attempt_id, span_id, on_attempt
+),
 m AS (
     SELECT trace_id, attempt_id, span_id,
         any(a_system) AS system_prompt, any(a_user) AS user_prompt, any(a_json) AS input_messages_json,
@@ -438,34 +460,11 @@ m AS (
         any(a_step_span) AS step_messages_span_id,
         (system_prompt IS NOT NULL OR user_prompt IS NOT NULL OR input_messages_json IS NOT NULL) AS own,
         (step_system_prompt IS NOT NULL OR step_user_prompt IS NOT NULL OR step_input_messages_json IS NOT NULL) AS step_own,
-        countIf(hit AND on_attempt) > 0 AS has_la, countIf(hit AND NOT on_attempt) > 0 AS has_ls,
-        -- Records on the attempt span: the newest operation-details record, else the per-message records in time order.
-        countIf(hit AND on_attempt AND details AND input_messages IS NOT NULL) > 0 AS la_det, countIf(hit AND on_attempt AND NOT details) > 0 AS la_pcs,
-        countIf(hit AND on_attempt AND NOT details AND NOT piece_valid) > 0 AS la_bad,
-        argMaxIf(tuple(input_messages, details_user, details_system), ts, hit AND on_attempt AND details AND input_messages IS NOT NULL) AS la_d,
-        arraySort(x -> x.1, groupArrayIf((ts, piece, piece_role, piece_text), hit AND on_attempt AND NOT details)) AS la_p,
-        multiIf(la_det, tupleElement(la_d, 1),
-                la_pcs, concat('[', arrayStringConcat(arrayMap(x -> x.2, la_p), ','), ']'), NULL) AS la_json,
-        multiIf(la_det, tupleElement(la_d, 2), NOT la_pcs, NULL, la_bad, la_json,
-                nullIf(arrayStringConcat(arrayMap(x -> assumeNotNull(x.4), arrayFilter(x -> x.3 = 'user' AND x.4 IS NOT NULL, la_p)), '\n\n'), '')) AS la_user,
-        multiIf(la_det, tupleElement(la_d, 3), NOT la_pcs OR la_bad, NULL,
-                nullIf(arrayStringConcat(arrayMap(x -> assumeNotNull(x.4), arrayFilter(x -> x.3 = 'system' AND x.4 IS NOT NULL, la_p)), '\n\n'), '')) AS la_roles_system,
-        if(countIf(hit AND on_attempt AND details AND system_instructions IS NOT NULL) > 0, tupleElement(argMaxIf(tuple(instructions_text), ts, hit AND on_attempt AND details AND system_instructions IS NOT NULL), 1), NULL) AS la_instructions,
-        -- Records on its first model step: the newest operation-details record, else the per-message records in time order.
-        countIf(hit AND NOT on_attempt AND details AND input_messages IS NOT NULL) > 0 AS ls_det, countIf(hit AND NOT on_attempt AND NOT details) > 0 AS ls_pcs,
-        countIf(hit AND NOT on_attempt AND NOT details AND NOT piece_valid) > 0 AS ls_bad,
-        argMaxIf(tuple(input_messages, details_user, details_system), ts, hit AND NOT on_attempt AND details AND input_messages IS NOT NULL) AS ls_d,
-        arraySort(x -> x.1, groupArrayIf((ts, piece, piece_role, piece_text), hit AND NOT on_attempt AND NOT details)) AS ls_p,
-        multiIf(ls_det, tupleElement(ls_d, 1),
-                ls_pcs, concat('[', arrayStringConcat(arrayMap(x -> x.2, ls_p), ','), ']'), NULL) AS ls_json,
-        multiIf(ls_det, tupleElement(ls_d, 2), NOT ls_pcs, NULL, ls_bad, ls_json,
-                nullIf(arrayStringConcat(arrayMap(x -> assumeNotNull(x.4), arrayFilter(x -> x.3 = 'user' AND x.4 IS NOT NULL, ls_p)), '\n\n'), '')) AS ls_user,
-        multiIf(ls_det, tupleElement(ls_d, 3), NOT ls_pcs OR ls_bad, NULL,
-                nullIf(arrayStringConcat(arrayMap(x -> assumeNotNull(x.4), arrayFilter(x -> x.3 = 'system' AND x.4 IS NOT NULL, ls_p)), '\n\n'), '')) AS ls_roles_system,
-        if(countIf(hit AND NOT on_attempt AND details AND system_instructions IS NOT NULL) > 0, tupleElement(argMaxIf(tuple(instructions_text), ts, hit AND NOT on_attempt AND details AND system_instructions IS NOT NULL), 1), NULL) AS ls_instructions,
-        if(has_la, la_json, ls_json) AS log_json, if(has_la, la_user, ls_user) AS log_user,
-        coalesce(if(has_la, la_instructions, ls_instructions), if(has_la, la_roles_system, ls_roles_system)) AS log_system
-    FROM ev
+        maxIf(has, side) AS has_la, maxIf(has, NOT side) AS has_ls,
+        -- The attempt span's records when it has any, else its first model step's.
+        argMax(tuple(json, user_text, coalesce(instructions, roles_system)), tuple(has, side)) AS chosen,
+        tupleElement(chosen, 1) AS log_json, tupleElement(chosen, 2) AS log_user, tupleElement(chosen, 3) AS log_system
+    FROM sides
     GROUP BY trace_id, attempt_id, span_id
 )
 SELECT attempt_id,
