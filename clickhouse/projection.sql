@@ -309,7 +309,8 @@ SELECT o.attempt_id AS attempt_id, g.span_id AS span_id, g.trace_id AS trace_id,
        g.system_prompt AS system_prompt, g.user_prompt AS user_prompt, g.input_messages_json AS input_messages_json
 FROM otel_inputs_span_owner_rows AS w FINAL
 JOIN otel_inputs_genai_span_rows AS g FINAL ON g.trace_id = w.trace_id AND g.span_id = w.span_id
-JOIN otel_inputs_genai_span_rows AS o FINAL ON o.trace_id = w.trace_id AND o.span_id = w.owner_span_id
+-- o joined on g's trace (not w's): the trace filter then reaches o's sort key too.
+JOIN otel_inputs_genai_span_rows AS o FINAL ON o.trace_id = g.trace_id AND o.span_id = w.owner_span_id
 WHERE w.owner_span_id != w.span_id;
 
 -- Input rows of packet attempts (exporter/_rows.py input_rows), malformed events kept visible.
