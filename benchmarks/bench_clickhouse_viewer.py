@@ -172,22 +172,26 @@ def side(kind: str, n: int, runs: int, block: int, work: Path, sql_dir: Path, se
     targets = random.Random(seed).sample(range(n), runs)
     cold, warm, warm_cpu = [], [], []
     per_query: dict[str, list[float]] = defaultdict(list)
+
+    def page(backend: Any, i: int, bucket: list[float]) -> None:
+        t = _Timed(backend)
+        c0, t0 = _cpu(), time.perf_counter()
+        b = load_attempt(t, f"att-{i}")
+        bucket.append(time.perf_counter() - t0)
+        if bucket is warm:
+            warm_cpu.append(_cpu() - c0)
+        _check(b, i)
+        if bucket is warm:
+            for k, v in t.times.items():
+                per_query[k].append(v)
+
     if kind == "duckdb":
         path = work / "v.duckdb"
         load = _duckdb(path, n, block)
         for i in targets:
             for bucket in (cold, warm):
                 with read_only(path) as d:
-                    t = _Timed(d)
-                    c0, t0 = _cpu(), time.perf_counter()
-                    b = load_attempt(t, f"att-{i}")
-                    bucket.append(time.perf_counter() - t0)
-                    if bucket is warm:
-                        warm_cpu.append(_cpu() - c0)
-                _check(b, i)
-                if bucket is warm:
-                    for k, v in t.times.items():
-                        per_query[k].append(v)
+                    page(d, i, bucket)
         size = path.stat().st_size
     else:
         path = work / "chdb"
@@ -200,16 +204,7 @@ def side(kind: str, n: int, runs: int, block: int, work: Path, sql_dir: Path, se
                         "SYSTEM DROP INDEX UNCOMPRESSED CACHE"):
                 sess.query(cmd)
             for bucket in (cold, warm):
-                t = _Timed(ch)
-                c0, t0 = _cpu(), time.perf_counter()
-                b = load_attempt(t, f"att-{i}")
-                bucket.append(time.perf_counter() - t0)
-                if bucket is warm:
-                    warm_cpu.append(_cpu() - c0)
-                _check(b, i)
-                if bucket is warm:
-                    for k, v in t.times.items():
-                        per_query[k].append(v)
+                page(ch, i, bucket)
         close_chdb_sessions()
         size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
     return {"kind": kind, "attempts": n, "load_s": load, "disk_bytes": size,

@@ -3,12 +3,15 @@ and a loopback TCP relay in front of it that a test can pause (a bucket that sto
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
 import socket
 import threading
+import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pytest
@@ -39,6 +42,33 @@ class S3:
         name = "b-" + secrets.token_hex(6)
         self.client().mkdir(name)
         return name
+
+    def read_only_user(self) -> tuple[str, str]:
+        """(access key id, secret) of a new IAM user that may only read (GetObject, ListBucket)."""
+        import boto3
+
+        iam = boto3.client("iam", endpoint_url=self.endpoint, region_name="us-east-1")
+        user = "reader-" + secrets.token_hex(6)
+        iam.create_user(UserName=user)
+        policy = {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"], "Resource": "*"}]}
+        iam.put_user_policy(UserName=user, PolicyName="read-only", PolicyDocument=json.dumps(policy))
+        key = iam.create_access_key(UserName=user)["AccessKey"]
+        return key["AccessKeyId"], key["SecretAccessKey"]
+
+    @contextmanager
+    def iam_enforced(self) -> Iterator[None]:
+        """Inside the block moto checks every request against IAM, as a real bucket does."""
+        self._reset_auth("0")
+        try:
+            yield
+        finally:
+            self._reset_auth("inf")
+
+    def _reset_auth(self, count: str) -> None:
+        request = urllib.request.Request(f"{self.endpoint}/moto-api/reset-auth", count.encode(), method="POST",
+                                         headers={"Content-Type": "text/plain"})
+        urllib.request.urlopen(request, timeout=10).read()
 
 
 @pytest.fixture(scope="module")

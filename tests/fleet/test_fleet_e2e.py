@@ -472,11 +472,6 @@ def test_a_cli_publish_the_bucket_refuses_says_the_fleet_copy_is_stale_and_exits
         tmp_path: Path, s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """With credentials that may only read, `store revoke` records the revocation locally, then says the
     fleet copy is stale with the reason and the retry command, and exits 1; `store publish` fails too."""
-    import json
-    import urllib.request
-
-    import boto3
-
     from otel_inputs.store import RevocationList
     from otel_inputs.testing import RecordingHarness
 
@@ -490,28 +485,17 @@ def test_a_cli_publish_the_bucket_refuses_says_the_fleet_copy_is_stale_and_exits
         with h.observer().attempt(run_id="r", request=resolve_request("t"), context_roots=[tmp_path / "ctx"]):
             pass
     assert store.bucket.flush(30)
-    iam = boto3.client("iam", endpoint_url=s3.endpoint, region_name="us-east-1")
-    iam.create_user(UserName="fleet-reader")
-    policy = {"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"], "Resource": "*"}]}
-    iam.put_user_policy(UserName="fleet-reader", PolicyName="read-only", PolicyDocument=json.dumps(policy))
-    key = iam.create_access_key(UserName="fleet-reader")["AccessKey"]
+    key, secret = s3.read_only_user()
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
     monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)
     s3fs.S3FileSystem.clear_instance_cache()
-
-    def auth(count: str) -> None:
-        urllib.request.urlopen(urllib.request.Request(f"{s3.endpoint}/moto-api/reset-auth", count.encode(), method="POST",
-                                                      headers={"Content-Type": "text/plain"}), timeout=10).read()
-
-    auth("0")
     try:
-        revoke = CliRunner().invoke(cli, ["store", "revoke", str(tmp_path / "ctx"), "--store", str(store.root)])
-        publish = CliRunner().invoke(cli, ["store", "publish", "--store", str(store.root)])
+        with s3.iam_enforced():
+            revoke = CliRunner().invoke(cli, ["store", "revoke", str(tmp_path / "ctx"), "--store", str(store.root)])
+            publish = CliRunner().invoke(cli, ["store", "publish", "--store", str(store.root)])
     finally:
-        auth("inf")
         s3fs.S3FileSystem.clear_instance_cache()
     assert revoke.exit_code == 1, revoke.output
     assert "revoked locally, but the fleet copy of the catalog is stale: publishing it failed (refused:" in revoke.output

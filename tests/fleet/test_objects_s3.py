@@ -3,13 +3,11 @@ through the public agent API."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import textwrap
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -145,28 +143,13 @@ def test_full_queue_skips_uploads_as_recorded_gaps_that_store_upload_retries(tmp
 def test_bucket_refusing_writes_records_refused_upload(tmp_path: Path, s3: S3) -> None:  # noqa: F811
     """A bucket whose credentials may only read (403 AccessDenied) records each upload failed ("refused")
     while the attempt itself is captured completely."""
-    import boto3
-
     bucket = s3.new_bucket()
-    iam = boto3.client("iam", endpoint_url=s3.endpoint, region_name="us-east-1")
-    iam.create_user(UserName="reader")
-    policy = {"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"], "Resource": "*"}]}
-    iam.put_user_policy(UserName="reader", PolicyName="read-only", PolicyDocument=json.dumps(policy))
-    key = iam.create_access_key(UserName="reader")["AccessKey"]
-    options = s3.options() | {"key": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
+    key, secret = s3.read_only_user()
+    options = s3.options() | {"key": key, "secret": secret}
     store = ArtifactStore(tmp_path / "store", objects_url=f"s3://{bucket}/fleet", objects_options=options)
-
-    def auth(count: str) -> None:
-        urllib.request.urlopen(urllib.request.Request(f"{s3.endpoint}/moto-api/reset-auth", count.encode(), method="POST",
-                                                      headers={"Content-Type": "text/plain"}), timeout=10).read()
-
-    auth("0")  # from now on moto checks every request against IAM
-    try:
+    with s3.iam_enforced():
         attempt_id, events, _ = capture(store, [context(tmp_path)])
         assert store.bucket.flush(60)
-    finally:
-        auth("inf")
     assert len(captured(events)) == 3
     record = store.attempt(attempt_id)
     assert record.coverage == "complete" and all(i.artifact_status == "available" for i in record.items if i.sha256)

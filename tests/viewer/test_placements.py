@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -118,29 +116,12 @@ def test_queued_upload_is_never_shown_as_stored(tmp_path: Path, s3: S3, relay: R
 def test_a_bucket_refusing_writes_is_a_visible_gap(tmp_path: Path, s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """Uploads a read-only bucket refuses (403) read "upload failed: refused: … — a gap" on every captured input,
     with a note counting them, in the table, the item's details and the bundle's manifest."""
-    import boto3
-
-    iam = boto3.client("iam", endpoint_url=s3.endpoint, region_name="us-east-1")
-    user = f"reader-{os.getpid()}-{time.time_ns()}"
-    iam.create_user(UserName=user)
-    policy = {"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"], "Resource": "*"}]}
-    iam.put_user_policy(UserName=user, PolicyName="read-only", PolicyDocument=json.dumps(policy))
-    key = iam.create_access_key(UserName=user)["AccessKey"]
-    b = _s3_builder(tmp_path, s3, key=key["AccessKeyId"], secret=key["SecretAccessKey"])
+    key, secret = s3.read_only_user()
+    b = _s3_builder(tmp_path, s3, key=key, secret=secret)
     _attempt(b)
-
-    def auth(count: str) -> None:
-        urllib.request.urlopen(urllib.request.Request(f"{s3.endpoint}/moto-api/reset-auth", count.encode(),
-                                                      method="POST", headers={"Content-Type": "text/plain"}),
-                               timeout=10).read()
-
-    auth("0")  # from now on moto checks every request against IAM
-    try:
+    with s3.iam_enforced():
         db, store_path = b.write()
         assert b.store is not None and b.store.bucket.flush(60)
-    finally:
-        auth("inf")
     cells, at = _page(monkeypatch, db, store_path)
     for label in FILES:
         assert cells[label].startswith("local copy; upload failed: refused: ") and cells[label].endswith(" — a gap")
