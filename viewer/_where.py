@@ -9,6 +9,7 @@ Labels and paths are content: they stay in the rows' ``label``/``path`` fields f
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -113,12 +114,34 @@ class DriftRow:
     current: bool
 
 
+WITHHELD = "(withheld)"
+
+
+def _name(row: InputRecord | ElsewhereRow) -> str:
+    return row.source_path or row.label or row.input_id or ""
+
+
 def _files(inputs: tuple[InputRecord, ...]) -> dict[str, str | None]:
-    return {(i.source_path or i.label or i.input_id): i.sha256 for i in inputs}
+    return {_name(i): i.sha256 for i in inputs}
 
 
-def describe_difference(mine: dict[str, str | None], theirs: dict[str, str | None]) -> str:
-    """"same inputs" or "+N new, −N gone, N changed" of ``theirs`` against ``mine`` (by path and SHA-256)."""
+def _show_names(raw: tuple[InputRecord, ...], gated: Iterable[InputRecord | ElsewhereRow], into: dict[str, str]) -> None:
+    """Map each recorded name to the one this viewer may see; a withheld name wins over a shown one,
+    and an input missing from ``gated`` is withheld (fail closed)."""
+    by_id = {g.input_id: g for g in gated}
+    for row in raw:
+        shown = by_id.get(row.input_id)
+        name = _name(row)
+        if into.get(name, name) == name:
+            into[name] = _name(shown) if shown is not None else WITHHELD
+
+
+def describe_difference(mine: dict[str, str | None], theirs: dict[str, str | None],
+                        shown: dict[str, str] | None = None) -> str:
+    """"same inputs" or "+N new, −N gone, N changed" of ``theirs`` against ``mine`` (by path and SHA-256).
+
+    The counts compare what was recorded; the example names are ``shown``'s (what this viewer may see:
+    a purged or revoked path is named as withheld, never spelled out)."""
     new = [k for k in theirs if k not in mine]
     gone = [k for k in mine if k not in theirs]
     changed = [k for k in theirs if k in mine and (theirs[k] is None or mine[k] is None or theirs[k] != mine[k])]
@@ -131,27 +154,38 @@ def describe_difference(mine: dict[str, str | None], theirs: dict[str, str | Non
         parts.append(f"{len(gone)} gone")
     if changed:
         parts.append(f"{len(changed)} changed")
-    examples = (changed + new + gone)[:3]
+    examples = [(shown or {}).get(k, k) for k in (changed + new + gone)[:3]]
     return ", ".join(parts) + " (e.g. " + ", ".join(examples) + ")"
 
 
 def task_drift(con: Backend, attempt: AttemptRecord, inputs: tuple[InputRecord, ...],
                *, limit: int = 20) -> tuple[DriftRow, ...]:
-    """The runs that used ``attempt``'s task SHA-256, each with how its first attempt's inputs differed."""
+    """The runs that used ``attempt``'s task SHA-256, each with how its first attempt's inputs differed.
+
+    ``inputs`` are this attempt's inputs as the page shows them (labels and paths possibly withheld);
+    the comparison reads the recorded rows, and names in the examples only what this viewer may see."""
     if not attempt.task_sha256:
         return ()
     from otel_inputs.viewer._access import page_access
 
-    mine = _files(inputs)
+    access = page_access()
+    recorded = get_inputs(con, attempt.attempt_id, attempt.started_ns, attempt.trace_id)
+    mine = _files(recorded)
     out = []
-    runs = page_access().visible(task_runs(con, attempt.task_sha256, limit=limit))  # runs it may see only
+    runs = access.visible(task_runs(con, attempt.task_sha256, limit=limit))  # runs it may see only
     for tr in runs:
+        shown: dict[str, str] = {}
+        _show_names(recorded, inputs, shown)
         if tr.first_attempt_id == attempt.attempt_id:
             theirs = mine
         else:
             first = get_attempt(con, tr.first_attempt_id)
-            theirs = _files(get_inputs(con, tr.first_attempt_id, first.started_ns if first else None,
-                                       first.trace_id if first else None))
+            their_rows = get_inputs(con, tr.first_attempt_id, first.started_ns if first else None,
+                                    first.trace_id if first else None)
+            theirs = _files(their_rows)
+            foreign = tuple(ElsewhereRow(i.attempt_id, tr.run_id, None, None, i.seq, i.label, i.source_path, i.sha256,
+                                         i.input_id) for i in their_rows)
+            _show_names(their_rows, _gate_foreign(con, access, foreign)[0], shown)
         out.append(DriftRow(value_text(tr.run_id), tr.attempts, tr.first_attempt_id, time_text(tr.first_started_ns),
-                            describe_difference(mine, theirs), tr.run_id == attempt.run_id))
+                            describe_difference(mine, theirs, shown), tr.run_id == attempt.run_id))
     return tuple(out)

@@ -63,3 +63,30 @@ def test_task_runs_toggle_shows_drift(env: ViewerFixture) -> None:
     drift = table(at, "inputs of its first attempt vs this one")
     assert sorted(drift["run"]) == sorted(["▶ " + WIDE_RUN, env.run_id])
     assert NOTES_V2  # the wide attempt carries notes v2, att-001 v1: a change, shown by path
+
+
+def test_task_drift_never_names_a_revoked_path_of_another_run(tmp_path, monkeypatch) -> None:
+    """Once the changed file's path is revoked, the drift against the wide run keeps its counts but names
+    that path as withheld, here and on the page, instead of spelling it out."""
+    from viewer_fixture import build_fixture
+
+    from otel_inputs import names
+    from otel_inputs.store import ArtifactStore, revoke_source
+
+    fx = build_fixture(tmp_path / "fx")
+    monkeypatch.setenv(names.ENV_STORE, str(fx.store_path))
+    monkeypatch.setenv(names.ENV_DB, str(fx.db_path))
+    with read_only(fx.db_path) as con:
+        a = get_attempt(con, "att-001")
+        before = {r.run: r.difference for r in task_drift(con, a, get_inputs(con, "att-001", a.started_ns))}
+    assert "/work/handoff/notes.md" in before[WIDE_RUN], before
+    revoke_source(ArtifactStore(fx.store_path, create=False), "/work/handoff/notes.md", reason="leaked")
+    with read_only(fx.db_path) as con:
+        after = {r.run: r.difference for r in task_drift(con, a, get_inputs(con, "att-001", a.started_ns))}
+    assert after[WIDE_RUN].startswith("99 new, 1 gone, 1 changed (e.g. (path withheld: source revoked"), after
+    assert "/work/handoff/notes.md" not in after[WIDE_RUN]
+    at = run_app(attempt="att-001")
+    at.toggle(key="page:taskruns").set_value(True).run()
+    cells = [str(v) for df in at.dataframe for v in df.value.to_numpy().ravel()]
+    assert any("99 new, 1 gone, 1 changed" in c for c in cells), cells
+    assert not any("/work/handoff/notes.md" in c for c in cells), cells
