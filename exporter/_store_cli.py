@@ -130,7 +130,7 @@ def status_cmd(store: Path | None, budget: str | None, min_free: str | None, run
     """Usage against the budget, overall and per run."""
     s = _open_store(store)
     info = store_status(s, _policy(budget, min_free, run_budget))
-    url = s.bucket.configured_url() or s.bucket.recorded_url()
+    url = s.bucket.url()
     if url is not None:  # only "uploaded" is in the bucket; every other state is local only
         info["bucket"] = {"url": url, **bucket_counts(s)}
     if as_json:

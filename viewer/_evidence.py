@@ -198,7 +198,7 @@ def _placements(store: ArtifactStore, attempt_id: str,
     sentence when some inputs kept on disk are not in the bucket (an upload gap)."""
     try:
         places = item_placements(store, attempt_id)
-        bucket = bool(store.bucket.configured_url() or store.bucket.recorded_url())
+        bucket = bool(store.bucket.url())
     except Exception as exc:  # noqa: BLE001 - a catalog that cannot be read now: said, never blank
         why = f"not known: the store's catalog could not be read ({type(exc).__name__})"
         return {i.input_id: why for i in inputs}, None

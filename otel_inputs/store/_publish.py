@@ -173,7 +173,7 @@ def publish_now(store: ArtifactStore) -> tuple[str, int] | None:
     """Publish the store's catalog to its bucket (configured, else the one the catalog recorded);
     ``None`` when the store has no bucket, :class:`PublishError` when publishing failed."""
     link = store.bucket
-    url = link.configured_url() or link.recorded_url()
+    url = link.url()
     if url is None:
         return None
     remote = link.remote()

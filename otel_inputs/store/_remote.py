@@ -361,9 +361,13 @@ class BucketLink:
             return None
         return row[0] if row and isinstance(row[0], str) else None
 
+    def url(self, *, recorded: bool = True) -> str | None:
+        """The bucket's URL: the configured one, else (``recorded``) the one the catalog recorded."""
+        return self.configured_url() or (self.recorded_url() if recorded else None)
+
     def remote(self, *, recorded: bool = True) -> RemoteObjects | None:
         """The bucket (``None`` when none is configured or it cannot be opened; the reason is logged)."""
-        url = self.configured_url() or (self.recorded_url() if recorded else None)
+        url = self.url(recorded=recorded)
         if url is None:
             return None
         found = self._remotes.get(url)
