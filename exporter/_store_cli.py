@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,7 @@ from otel_inputs.store import (
     revoke_source,
     store_status,
     sync_bucket,
+    utc_text,
 )
 
 _console = Console(stderr=True)
@@ -306,8 +306,7 @@ def publish_cmd(store: Path | None) -> None:
     if published is None:
         raise click.ClickException(f"no bucket configured (set {names.ENV_OBJECTS_URL}); nothing to publish to")
     url, at_ns = published
-    stamp = datetime.fromtimestamp(at_ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    click.echo(f"catalog published to {url}/{CATALOG_KEY} (as of {stamp})")
+    click.echo(f"catalog published to {url}/{CATALOG_KEY} (as of {utc_text(at_ns)})")
 
 
 @click.command("purge")

@@ -16,6 +16,7 @@ from otel_inputs.store._publish import (
     public_location,
     publish_now,
     under_roots,
+    utc_text,
 )
 from otel_inputs.store._remote import (
     Placement,
@@ -69,6 +70,7 @@ __all__ = [
     "public_location",
     "publish_now",
     "under_roots",
+    "utc_text",
     "CATALOG_FILE",
     "PARTS_DIR",
     "Placement",
