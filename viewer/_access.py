@@ -34,7 +34,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from otel_inputs.store import (
     AccessPolicy,
@@ -47,6 +47,9 @@ from otel_inputs.store import (
 from otel_inputs import names
 from otel_inputs.viewer._format import time_text
 from otel_inputs.viewer._queries import AttemptBundle, AttemptRecord, InputRecord
+
+if TYPE_CHECKING:
+    from otel_inputs.viewer._evidence import Evidence
 
 T = TypeVar("T")
 
@@ -383,6 +386,16 @@ def current_access(store_root: str | os.PathLike[str] | ArtifactStore | None, vi
         except PolicyError as exc:
             rev_problem = str(exc)  # unknown revocations withhold content (fail closed), never show it
     return Access(who, policy, store, revocations, None, show_labels, show_paths, rev_problem)
+
+
+def fleet_decisions(location: str | None, roots: tuple[str, ...], viewer: str) -> tuple[Evidence, Access]:
+    """The reader and the decisions for an attempt recorded by the store at ``location`` on a fleet
+    viewer: that store's published catalog, or, when none can vouch, a reader that refuses with the
+    reason and decisions that withhold what a revocation could cover (fail closed)."""
+    from otel_inputs.viewer._evidence import open_fleet_evidence
+
+    ev = open_fleet_evidence(location, roots, viewer)
+    return ev, current_access(ev.store, viewer, unknown=None if ev.reader is not None else ev.problem)
 
 
 # -- the same decision over raw DuckDB rows (evidence bundles) -----------------------------------

@@ -57,8 +57,8 @@ def _gate_foreign(con: Backend, access: Access, rows: tuple[ElsewhereRow, ...]) 
     """Other attempts' rows as this viewer may see them.  A fleet viewer has no store of its own: each
     row is decided by the catalog its own host published (that host's purges and revocations), and a
     row no catalog can vouch for has its label and path withheld (fail closed)."""
-    from otel_inputs.viewer._access import current_access
-    from otel_inputs.viewer._evidence import fleet_roots, open_fleet_evidence
+    from otel_inputs.viewer._access import fleet_decisions
+    from otel_inputs.viewer._evidence import fleet_roots
 
     roots = fleet_roots()
     if not roots:
@@ -70,9 +70,7 @@ def _gate_foreign(con: Backend, access: Access, rows: tuple[ElsewhereRow, ...]) 
     for row in rows:
         location = locations.get(row.attempt_id)
         if location not in deciders:
-            ev = open_fleet_evidence(location, roots, access.viewer)
-            deciders[location] = current_access(ev.store, access.viewer,
-                                                unknown=None if ev.reader is not None else ev.problem)
+            deciders[location] = fleet_decisions(location, roots, access.viewer)[1]
         kept, dropped = deciders[location].gate_foreign([row])
         visible += kept
         hidden += dropped

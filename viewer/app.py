@@ -18,7 +18,14 @@ from otel_inputs import names
 from otel_inputs.viewer import _charts as charts
 from otel_inputs.viewer import _queries as q
 from otel_inputs.viewer._backend import ClickHouseTarget, is_clickhouse
-from otel_inputs.viewer._access import Access, current_access, login_gate, logout_button, viewer_identity
+from otel_inputs.viewer._access import (
+    Access,
+    current_access,
+    fleet_decisions,
+    login_gate,
+    logout_button,
+    viewer_identity,
+)
 from otel_inputs.viewer._draw import draw_panel, note
 from otel_inputs.viewer._evidence import (
     VOUCHED,
@@ -26,7 +33,6 @@ from otel_inputs.viewer._evidence import (
     budget_usage,
     fleet_roots,
     open_evidence,
-    open_fleet_evidence,
     overlay_store,
 )
 from otel_inputs.viewer._format import NOT_RECORDED, count_text, size_text, status_text, time_text, value_text
@@ -274,8 +280,7 @@ def _draw_attempt(con: Any, bundle: q.AttemptBundle, *, key: str) -> None:
     ev = _evidence()
     roots = fleet_roots()
     if roots:  # a fleet viewer: the catalog the recording host published vouches, or the page says why none can
-        ev = open_fleet_evidence(q.attempt_store_location(con, bundle.attempt), roots, access.viewer)
-        access = current_access(ev.store, access.viewer, unknown=None if ev.reader is not None else ev.problem)
+        ev, access = fleet_decisions(q.attempt_store_location(con, bundle.attempt), roots, access.viewer)
         if ev.vouched_by is not None:
             st.text(f"{VOUCHED} {ev.vouched_by.describe()}.")
         else:
