@@ -169,11 +169,12 @@ def task_drift(con: Backend, attempt: AttemptRecord, inputs: tuple[InputRecord, 
     access = page_access()
     recorded = get_inputs(con, attempt.attempt_id, attempt.started_ns, attempt.trace_id)
     mine = _files(recorded)
+    mine_shown: dict[str, str] = {}
+    _show_names(recorded, inputs, mine_shown)
     out = []
     runs = access.visible(task_runs(con, attempt.task_sha256, limit=limit))  # runs it may see only
     for tr in runs:
-        shown: dict[str, str] = {}
-        _show_names(recorded, inputs, shown)
+        shown = dict(mine_shown)
         if tr.first_attempt_id == attempt.attempt_id:
             theirs = mine
         else:
