@@ -54,13 +54,19 @@ def land_duckdb(tmp: Path, records: list[Any], logs: list[Any]) -> Path:
     log_exporter.shutdown()
     for r in records:
         DuckDBWriter(db).write_spans([r])
+    export_parquet(db, tmp)
+    return db
+
+
+def export_parquet(db: Path, tmp: Path) -> None:
+    """``db``'s otel_traces / otel_logs rows as Parquet in ``tmp``: what :func:`load_chdb` inserts, as
+    the stock exporter would have written them."""
     con = connect_with_retry(db, read_only=True)
     try:
         for table in ("otel_traces", "otel_logs"):
             con.execute(f"COPY {table} TO '{tmp / table}.parquet' (FORMAT parquet)")
     finally:
         con.close()
-    return db
 
 
 def load_chdb(sess: Any, tmp: Path, database: str = DATABASE, *, times: int = 2) -> None:

@@ -32,7 +32,7 @@ from s3_server import S3, Relay, s3, s3fs  # noqa: E402,F401 - the module's S3 s
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "viewer"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clickhouse"))
 from apptest_helpers import open_item, run_app, texts  # noqa: E402
-from ch_corpus import BACKEND_LINES, DATABASE, load_chdb, use_backend  # noqa: E402
+from ch_corpus import BACKEND_LINES, DATABASE, export_parquet, load_chdb, use_backend  # noqa: E402
 from opentelemetry.sdk._logs import LoggerProvider  # noqa: E402
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
@@ -42,7 +42,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_inputs import AgentObserver, names, resolve_request  # noqa: E402
 from otel_inputs.exporter import DuckDBLogExporter, DuckDBSpanExporter  # noqa: E402
-from otel_inputs.exporter import connect_with_retry  # noqa: E402
 from otel_inputs.exporter.cli import main as cli  # noqa: E402
 from otel_inputs.store import CATALOG_KEY, ArtifactStore, RemoteState, item_placements  # noqa: E402
 from otel_inputs.viewer._backend import chdb_session, close_chdb_sessions, open_backend  # noqa: E402
@@ -128,12 +127,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, s3: S3) -> Iterator[Fleet]: 
     log_exporter.export(logs)
     span_exporter.shutdown()
     log_exporter.shutdown()
-    con = connect_with_retry(db, read_only=True)
-    try:
-        for table in ("otel_traces", "otel_logs"):
-            con.execute(f"COPY {table} TO '{tmp / table}.parquet' (FORMAT parquet)")
-    finally:
-        con.close()
+    export_parquet(db, tmp)
     path = tmp / "chdb"
     path.mkdir()
     load_chdb(chdb_session(path), tmp)
