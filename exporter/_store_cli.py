@@ -52,8 +52,7 @@ def _open_store(store: Path | None) -> ArtifactStore:
     root = store or (Path(os.environ[names.ENV_STORE]) if os.environ.get(names.ENV_STORE) else None)
     if root is None:
         raise click.UsageError(f"give --store DIR or set {names.ENV_STORE}")
-    # manifests/: a store in the old layout, imported into the catalog on this first open
-    if not any((root / name).exists() for name in (CATALOG_FILE, "objects", "manifests")):
+    if not any((root / name).exists() for name in (CATALOG_FILE, "objects")):
         raise click.ClickException(f"{root} is not an otel-inputs artifact store (no {CATALOG_FILE})")
     return ArtifactStore(root)
 

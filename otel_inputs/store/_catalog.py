@@ -4,7 +4,7 @@ revocations and part receipts; the bytes stay files (:mod:`otel_inputs.store._ob
 Connections are per process (reset after fork), one per :class:`Role`: ``AGENT`` commits with
 ``synchronous=NORMAL``, never checkpoints (:class:`_Chores` does) and waits at most
 :data:`AGENT_BUSY_S` for the lock (then :class:`StoreBusyError`, a ``store_busy`` gap); ``MAINT``
-(retention, purge, import) commits with ``synchronous=FULL`` before any byte is deleted; ``READ``
+(retention, purge) commits with ``synchronous=FULL`` before any byte is deleted; ``READ``
 reads.  Schema changes are named migrations, recorded in ``_migrations``.
 """
 
@@ -22,14 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from otel_inputs.store._errors import StoreBusyError, StoreWriteError
-from otel_inputs.store._legacy import import_legacy_layout, import_part_receipts
-from otel_inputs.store._sql import MARK_PURGED, MARK_PURGED_ALL, transaction
 
 CATALOG_FILE = "catalog.db"
 AGENT_BUSY_S = 0.05
 AGENT_POLL_S = 0.0002
 MAINT_BUSY_S = 30.0
 CHECKPOINT_EVERY_S = 0.05
+
+# Items a purge covers are marked purged (also when a stale writer commits the attempt again).
+MARK_PURGED_ALL = ("UPDATE items SET artifact_status = CASE artifact_status WHEN 'available' THEN 'evicted' "
+                   "ELSE artifact_status END, status_reason = 'purged' WHERE coalesce(status_reason, '') != 'purged' "
+                   "AND EXISTS (SELECT 1 FROM purged p WHERE p.attempt_id = items.attempt_id "
+                   "AND p.input_id IN ('', items.input_id))")
+MARK_PURGED = MARK_PURGED_ALL + " AND attempt_id = ?"
 
 
 class Role(Enum):
@@ -86,6 +91,19 @@ class AttemptRecord:
 
 ITEM_COLUMNS = tuple(f.name for f in fields(CatalogItem))
 ATTEMPT_COLUMNS = tuple(f.name for f in fields(AttemptRecord) if f.name != "items")
+
+
+@contextmanager
+def transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any exception."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield con
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
 
 
 def _script(con: sqlite3.Connection, sql: str) -> None:
@@ -154,8 +172,6 @@ def _m003_part_receipts(con: sqlite3.Connection) -> None:
     # one exchange part's receipt (its JSON body); the bytes stay parts/<attempt key>/<part>.bin
     con.execute("CREATE TABLE parts (attempt_id TEXT NOT NULL, part TEXT NOT NULL, run_id TEXT, "
                 "receipt TEXT NOT NULL, PRIMARY KEY (attempt_id, part)) WITHOUT ROWID")
-
-
 
 
 MIGRATIONS: tuple[tuple[str, Callable[[sqlite3.Connection], None]], ...] = (
@@ -252,8 +268,8 @@ class Catalog:
     """The catalog of the store at ``root``; files and schema appear on first use.
 
     ``snapshot`` (a published copy's path and its connection, opened read-only and checked by
-    :mod:`otel_inputs.store._publish`) makes a catalog that only reads: no migration, no import,
-    and every write refused, so nothing ever changes a snapshot.
+    :mod:`otel_inputs.store._publish`) makes a catalog that only reads: no migration and every
+    write refused, so nothing ever changes a snapshot.
     """
 
     def __init__(self, root: Path, *, create: bool = True,
@@ -282,8 +298,7 @@ class Catalog:
         return c
 
     def _connect(self, role: Role) -> sqlite3.Connection:
-        old_files = any((self.root / d).is_dir() for d in ("manifests", "parts"))  # imported below
-        if not self.exists() and not self.create and not old_files:
+        if not self.exists() and not self.create:
             raise FileNotFoundError(self.path)
         con = sqlite3.connect(self.path, timeout=AGENT_BUSY_S if role is Role.AGENT else MAINT_BUSY_S,
                               isolation_level=None, check_same_thread=False)
@@ -293,11 +308,9 @@ class Catalog:
             con.execute("PRAGMA wal_autocheckpoint=0")
             con.execute("PRAGMA busy_timeout=0")  # see _begin
         if role is not Role.MAINT:
-            self._conn(Role.MAINT)  # schema and any import happen once, on the patient connection
+            self._conn(Role.MAINT)  # the schema is migrated once, on the patient connection
         else:
             self._migrate(con)
-            import_legacy_layout(self, con)
-            import_part_receipts(self.root, con)
         return con
 
     @staticmethod

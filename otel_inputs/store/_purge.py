@@ -19,8 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from otel_inputs._text import canonical_path
-from otel_inputs.store._catalog import Role
-from otel_inputs.store._sql import MARK_PURGED
+from otel_inputs.store._catalog import MARK_PURGED, Role
 from otel_inputs.store._objects import HEX64
 from otel_inputs.store._store import ArtifactStore, attempt_key
 

@@ -186,9 +186,8 @@ class ArtifactStore:
         self.bucket = BucketLink(self, objects_url, objects_options)
 
     def holds_records(self) -> bool:
-        """True when a store was ever written here: its catalog, or an older layout's manifests or
-        part receipts (which the first open imports into the catalog)."""
-        return self.catalog.exists() or any((self.root / d).is_dir() for d in ("manifests", "parts"))
+        """True when a store was ever written here (its catalog exists)."""
+        return self.catalog.exists()
 
     # -- writing ---------------------------------------------------------------------------
     def begin_attempt(self, attempt_id: str) -> AttemptStaging:
