@@ -25,9 +25,10 @@ from pathlib import Path
 
 from benchmarks._common import machine_line, peak_rss_mib
 from benchmarks.bench_upload import options, start_server, stop_server
-from otel_inputs.store import ArtifactStore, FleetCatalogs, RemoteObjects
+from otel_inputs.store import ArtifactStore
 from otel_inputs.store._catalog import Role
-from otel_inputs.store._publish import CATALOG_KEY, publish_catalog
+from otel_inputs.store.bucket import CATALOG_KEY, FleetCatalogs, RemoteObjects
+from otel_inputs.store.bucket._publish import publish_catalog
 
 MiB = 1024 * 1024
 

@@ -20,25 +20,18 @@ from rich.table import Table
 
 from otel_inputs import names
 from otel_inputs.store import (
-    CATALOG_FILE,
-    CATALOG_KEY,
     ArtifactStore,
-    PublishError,
     PurgeReport,
     ReadbackError,
     RetentionPolicy,
     apply_retention,
-    bucket_counts,
     delete_run,
-    parse_size,
-    publish_now,
     purge,
     reconcile_store,
     revoke_source,
     store_status,
-    sync_bucket,
-    utc_text,
 )
+from otel_inputs.store.bucket import CATALOG_KEY, PublishError, bucket_counts, bucket_of, publish_now, sync_bucket, utc_text
 
 _console = Console(stderr=True)
 
@@ -52,8 +45,9 @@ def _open_store(store: Path | None) -> ArtifactStore:
     root = store or (Path(os.environ[names.ENV_STORE]) if os.environ.get(names.ENV_STORE) else None)
     if root is None:
         raise click.UsageError(f"give --store DIR or set {names.ENV_STORE}")
-    if not any((root / name).exists() for name in (CATALOG_FILE, "objects")):
-        raise click.ClickException(f"{root} is not an otel-inputs artifact store (no {CATALOG_FILE})")
+    store = ArtifactStore(root, create=False)
+    if not store.holds_records() and not store.objects_dir.is_dir():
+        raise click.ClickException(f"{root} is not an otel-inputs artifact store (no catalog)")
     return ArtifactStore(root)
 
 
@@ -87,13 +81,9 @@ def _publish(store: ArtifactStore, done: str) -> None:
 
 
 def _policy(budget: str | None, min_free: str | None, run_budget: str | None) -> RetentionPolicy:
-    env = RetentionPolicy.from_env()
-    try:
-        return RetentionPolicy(
-            parse_size(budget) if budget else env.budget_bytes,
-            parse_size(min_free) if min_free else env.min_free_bytes,
-            parse_size(run_budget) if run_budget else env.run_budget_bytes,
-        )
+    given = {names.ENV_STORE_BUDGET: budget, names.ENV_STORE_MIN_FREE: min_free, names.ENV_RUN_BUDGET: run_budget}
+    try:  # a flag given wins over its variable
+        return RetentionPolicy.from_env({**os.environ, **{k: v for k, v in given.items() if v}})
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
 
@@ -129,7 +119,8 @@ def status_cmd(store: Path | None, budget: str | None, min_free: str | None, run
     """Usage against the budget, overall and per run."""
     s = _open_store(store)
     info = store_status(s, _policy(budget, min_free, run_budget))
-    url = s.bucket.url()
+    link = bucket_of(s)
+    url = link.url() if link is not None else None
     if url is not None:  # only "uploaded" is in the bucket; every other state is local only
         info["bucket"] = {"url": url, **bucket_counts(s)}
     if as_json:
@@ -176,7 +167,8 @@ def gc_cmd(store: Path | None, db: Path | None, budget: str | None, min_free: st
                f"deleted {report.deleted_objects} objects ({report.freed_bytes:,} bytes); "
                f"store now {report.total_bytes_after:,} bytes ({policy.describe()})")
     click.echo(f"reconciled: {recon}")
-    if s.bucket.remote() is not None:  # uploads an earlier process left queued (failed ones: store upload)
+    link = bucket_of(s)
+    if link is not None and link.remote() is not None:  # uploads an earlier process left queued (failed ones: store upload)
         _echo_sync(sync_bucket(s, retry_failed=False))
     if report.over_budget_after:
         click.echo(f"still over a limit: protected (running) snapshots hold {report.protected_bytes:,} bytes", err=True)
@@ -241,10 +233,11 @@ def verify_cmd(store: Path | None) -> None:
     present = set(objects)
     missing = sorted(d for d in referenced if d not in present)
     # A referenced object whose local copy is gone may still be in the bucket: re-hash that copy.
-    in_bucket = [d for d, where in s.bucket.placements(missing).items() if where.in_bucket]
+    link = bucket_of(s)
+    in_bucket = [] if link is None else [d for d, where in link.placements(missing).items() if where.in_bucket]
     for d in in_bucket:
         try:
-            data = s.bucket.read(d, None)
+            data = link.read(d, None)
         except ReadbackError as exc:
             mismatched.append(f"{d}: bucket copy unreadable ({exc})")
             continue

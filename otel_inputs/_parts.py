@@ -55,7 +55,7 @@ from typing import Any
 
 from otel_inputs import names
 from otel_inputs._policy import AdmissionDecision
-from otel_inputs.store import PARTS_DIR, attempt_key, record_part_receipt
+from otel_inputs.store import record_part_receipt
 from otel_inputs.types import (
     CaptureDecision,
     GapReason,
@@ -76,6 +76,12 @@ _DETAIL_MAX = 160
 _RECENT_RECEIPTS = 1024  # settled receipts kept in memory for receipt(); the store is the authority
 _TRACKED_RUNS = 4096  # per-run budgets remembered; the oldest idle run is forgotten beyond this
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+PARTS_DIR = "parts"
+
+
+def attempt_key(attempt_id: str) -> str:
+    """A fixed-width name for an attempt id, as part refs carry it (docs/wire.md)."""
+    return hashlib.sha256(attempt_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # Plain dict look-ups: Enum(value) costs microseconds on the agent's thread.

@@ -36,7 +36,7 @@ from otel_inputs._parts import (
 from otel_inputs._policy import AdmissionDecision, AttemptAdmission, CapturePolicy, admit
 from otel_inputs.store import RetentionGate, RetentionPolicy
 from otel_inputs._snapshot import CaptureLimits
-from otel_inputs.store import ArtifactStore, public_location
+from otel_inputs.store import ArtifactStore
 from otel_inputs.types import (
     AgentInputPacket,
     CaptureDecision,
@@ -236,10 +236,15 @@ class AgentObserver:
     def _store_location(self) -> str | None:
         """The store's bucket location without credentials; ``None`` without a store or a bucket."""
         try:
+            url = None
             if self._store is not None:
-                return public_location(self._store.bucket.configured_url())
-            if self._store_root is not None:
-                return public_location(os.environ.get(names.ENV_OBJECTS_URL))
+                url = self._store.objects_url or os.environ.get(names.ENV_OBJECTS_URL)
+            elif self._store_root is not None:
+                url = os.environ.get(names.ENV_OBJECTS_URL)
+            if url:
+                from otel_inputs.store.bucket import public_location  # only with a bucket (docs/objects.md)
+
+                return public_location(url)
         except Exception:  # noqa: BLE001 - a location is a convenience for viewers, never a failure
             pass
         return None

@@ -339,7 +339,6 @@ def viewer_identity() -> str:
 
     With login configured the OS user is never used: the server's account is not the reader's.
     """
-    from otel_inputs.store import current_viewer
     from otel_inputs.viewer import _evidence
 
     user = _evidence.streamlit_user()
@@ -350,7 +349,7 @@ def viewer_identity() -> str:
 
         sub = st.user.get("sub") if bool(getattr(st.user, "is_logged_in", False)) else None
         return f"oidc-sub:{sub}" if isinstance(sub, str) and sub else "(not logged in)"
-    return current_viewer()
+    return _evidence.os_user()
 
 
 def page_access() -> Access:

@@ -171,7 +171,7 @@ def write_secrets(text: str) -> Path:
 def objects_roots_option(given: tuple[str, ...]) -> tuple[str, ...]:
     """``--objects-root`` values (each may be comma-separated; else OTEL_INPUTS_OBJECTS_ROOTS), checked:
     a root with credentials, a query or ``..`` is refused (spans are only ever followed under plain roots)."""
-    from otel_inputs.store import under_roots
+    from otel_inputs.store.bucket import under_roots
 
     raw = list(given) or [os.environ.get(names.ENV_OBJECTS_ROOTS, "")]
     roots = tuple(r.strip().rstrip("/") for value in raw for r in value.split(",") if r.strip())

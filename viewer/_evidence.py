@@ -16,6 +16,7 @@ as done counts as in the bucket.
 from __future__ import annotations
 
 import dataclasses
+import getpass
 import os
 from dataclasses import dataclass
 
@@ -23,19 +24,21 @@ from otel_inputs import names
 from otel_inputs.store import (
     AccessPolicy,
     ArtifactStore,
-    CatalogRefused,
     EvidenceReader,
-    FleetCatalogs,
-    Placement,
-    PublishedCatalog,
     PolicyError,
     ReadbackError,
     ReadResult,
-    RemoteState,
     RetentionPolicy,
-    current_viewer,
-    item_placements,
     read_part_receipt,
+)
+from otel_inputs.store.bucket import (
+    CatalogRefused,
+    FleetCatalogs,
+    Placement,
+    PublishedCatalog,
+    RemoteState,
+    bucket_of,
+    item_placements,
 )
 from otel_inputs.types import PartName, ReadbackOutcome
 from otel_inputs.viewer._format import reason_text
@@ -69,9 +72,17 @@ def streamlit_user() -> str | None:
     return None
 
 
+def os_user() -> str:
+    """The OS user running the viewer (the identity when no login is configured)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid:{os.getuid()}"
+
+
 def viewer_identity() -> str:
     """Who is reading: the Streamlit login when configured, else the OS user."""
-    return current_viewer(streamlit_user())
+    return streamlit_user() or os_user()
 
 
 @dataclass(frozen=True)
@@ -198,7 +209,7 @@ def _placements(store: ArtifactStore, attempt_id: str,
     sentence when some inputs kept on disk are not in the bucket (an upload gap)."""
     try:
         places = item_placements(store, attempt_id)
-        bucket = bool(store.bucket.url())
+        bucket = bucket_of(store) is not None
     except Exception as exc:  # noqa: BLE001 - a catalog that cannot be read now: said, never blank
         why = f"not known: the store's catalog could not be read ({type(exc).__name__})"
         return {i.input_id: why for i in inputs}, None

@@ -397,13 +397,15 @@ class Catalog:
 
     # -- writes ---------------------------------------------------------------------------------
     def commit_attempt(self, record: AttemptRecord, objects: Sequence[tuple[str, int]],
-                       present: Callable[[str], bool], role: Role = Role.AGENT) -> bool:
-        """Record an attempt (replacing an earlier commit of the same id) with its items and objects.
+                       present: Callable[[str], bool],
+                       role: Role = Role.AGENT) -> tuple[bool, int, tuple[CatalogItem, ...]]:
+        """Record an attempt (replacing an earlier commit of the same id) with its items and objects;
+        returns (intact, the transaction's change number, the items as recorded).
 
         ``present(digest)`` is asked inside the transaction for every digest an item claims: a
         removal moves bytes aside before it re-checks the catalog under the same lock, so bytes
         seen present here cannot be removed after this commit names them.  If any is gone, every
-        item is recorded ``never_captured`` (``store_race``) and False is returned.
+        item is recorded ``never_captured`` (``store_race``) and intact is False.
         """
         try:
             with self.write(role) as con:
@@ -419,12 +421,13 @@ class Catalog:
                 con.execute("DELETE FROM items WHERE attempt_id = ?", [record.attempt_id])
                 con.executemany(f"INSERT INTO items VALUES ({', '.join('?' * len(ITEM_COLUMNS))})",
                                 [tuple(getattr(i, c) for c in ITEM_COLUMNS) for i in items])
-                con.execute(MARK_PURGED, [record.attempt_id])
+                if con.execute(MARK_PURGED, [record.attempt_id]).rowcount:  # a stale writer: purged stays purged
+                    items = self.attempts(con, "WHERE attempt_id = ?", [record.attempt_id])[0].items
                 if intact:
                     con.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", objects)
         except (sqlite3.Error, UnicodeEncodeError, ValueError) as exc:
             raise StoreWriteError(f"catalog commit failed: {exc}") from exc
-        return intact
+        return intact, seq, items
 
     def mark_ended(self, attempt_ids: Sequence[str]) -> None:
         """Not fsynced: a lost mark costs nothing (a dead owner's attempts count as ended)."""

@@ -18,8 +18,9 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from otel_inputs._text import canonical_path
+from otel_inputs.text import canonical_path
 from otel_inputs.store._catalog import MARK_PURGED, Role
+from otel_inputs.store._changes import ItemChange, ItemState, StoreChange
 from otel_inputs.store._objects import HEX64
 from otel_inputs.store._store import ArtifactStore, attempt_key
 
@@ -71,6 +72,13 @@ def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str 
             report.items += con.execute(MARK_PURGED, [a]).rowcount
             con.execute("UPDATE attempts SET changed_seq = ? WHERE attempt_id = ?", [seq, a])
         report.attempts = len(touched)
+        if store.listeners:
+            gone = ItemState.DELETED if delete_records else ItemState.PURGED
+            at = time.time_ns()
+            changes = [ItemChange(a, i, d, gone if a in attempts else ItemState.PURGED, None, seq, at, run)
+                       for a in sorted(touched) for a, i, d, run in con.execute(
+                           "SELECT i.attempt_id, i.input_id, i.sha256, t.run_id FROM items i JOIN attempts t "
+                           "USING (attempt_id) WHERE i.attempt_id = ?", [a]) if a in attempts or (a, i) in inputs]
         if delete_records:
             for a in attempts:
                 con.execute("DELETE FROM items WHERE attempt_id = ?", [a])
@@ -78,6 +86,8 @@ def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str 
                 report.deleted_attempts += con.execute("DELETE FROM attempts WHERE attempt_id = ?", [a]).rowcount
     for a in attempts:  # exchange-part bytes of a purged attempt go with it (after the commit)
         shutil.rmtree(store.root / "parts" / attempt_key(a), ignore_errors=True)
+    if store.listeners:
+        store.notify(StoreChange(tuple(changes)))
     report.deleted_objects = len(store.remove_objects(digests))
     report.targets = sorted(attempts) + sorted(f"{a}/{i}" for a, i in inputs)
     return report

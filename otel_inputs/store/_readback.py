@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import errno
 import fnmatch
-import getpass
 import hashlib
 import json
 import os
@@ -22,8 +21,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_inputs import names
-from otel_inputs._text import canonical_path, safe_text
+from otel_inputs.text import canonical_path, safe_text
 from otel_inputs.store._catalog import Catalog, CatalogItem, Role
+from otel_inputs.store._changes import ItemChange, ItemState, StoreChange
 from otel_inputs.store._errors import ReadbackError
 from otel_inputs.store._store import ArtifactStore, VerifiedSnapshot, attempt_key, check_retained
 from otel_inputs.types import PartName, PartPersistence, ReadbackOutcome
@@ -142,21 +142,18 @@ class RevocationList:
 def revoke_source(store: ArtifactStore, path: str | os.PathLike[str], reason: str = "") -> str:
     """Revoke a source path (and everything under it); returns the path as recorded."""
     recorded = canonical_path(path)
+    at = time.time_ns()
+    under = recorded.rstrip("/") + "/"
     with store.catalog.write(Role.MAINT) as con:
-        con.execute("INSERT INTO revocations (source_path, reason, at_ns) VALUES (?, ?, ?)",
-                    [recorded, reason, time.time_ns()])
-    store.bucket.changed()  # fleet viewers learn it with the next publish (the CLI publishes at once)
+        con.execute("INSERT INTO revocations (source_path, reason, at_ns) VALUES (?, ?, ?)", [recorded, reason, at])
+        seq = store.catalog.next_seq(con)
+        # available items only: an evicted or purged one reads back as retention_expired before revocation
+        changes = tuple(ItemChange(a, i, d, ItemState.REVOKED, reason or None, seq, at, run) for a, i, d, run in con.execute(
+            "SELECT i.attempt_id, i.input_id, i.sha256, t.run_id FROM items i JOIN attempts t USING (attempt_id) "
+            "WHERE i.artifact_status = 'available' AND (i.source_path = ? OR substr(i.source_path, 1, ?) = ?)",
+            [recorded, len(under), under]))
+    store.notify(StoreChange(changes))
     return recorded
-
-
-def current_viewer(streamlit_user: str | None = None) -> str:
-    """The logged-in Streamlit user when login is configured, else the OS user."""
-    if streamlit_user:
-        return streamlit_user
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return f"uid:{os.getuid()}"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 from otel_inputs import names
 from otel_inputs.store._catalog import Role
+from otel_inputs.store._changes import ItemChange, ItemState, StoreChange
 from otel_inputs.store._store import ArtifactStore
 
 _log = logging.getLogger(__name__)
@@ -267,14 +268,21 @@ def _mark(store: ArtifactStore, victims: list[tuple[str, int]], report: GcReport
     the marks durable (the caller deletes bytes only after this returns); an attempt committed
     again since the plan (another ``committed_at_ns``) is left alone."""
     at = time.time_ns()
+    changes: list[ItemChange] = []
     for k in range(0, len(victims), CHUNK):
         chunk = victims[k:k + CHUNK]
         with store.catalog.write(Role.MAINT, durable=False) as con:
+            seq = store.catalog.next_seq(con)
+            if store.listeners:  # what the update below marks, for the store's listeners
+                changes += [ItemChange(a, i, d, ItemState.EVICTED, EVICTION_REASON, seq, at, run) for a, i, d, run in con.execute(
+                    "SELECT i.attempt_id, i.input_id, i.sha256, a.run_id FROM items i JOIN json_each(?) j "
+                    "ON i.attempt_id = json_extract(j.value, '$[0]') JOIN attempts a ON a.attempt_id = i.attempt_id "
+                    "AND a.committed_at_ns = json_extract(j.value, '$[1]') WHERE i.artifact_status = 'available'",
+                    [json.dumps(chunk)])]
             report.evicted_items += con.executemany(
                 "UPDATE items SET artifact_status = 'evicted', status_reason = ?, evicted_at_ns = ? WHERE attempt_id = ? "
                 "AND artifact_status = 'available' AND EXISTS (SELECT 1 FROM attempts WHERE attempt_id = ? "
                 "AND committed_at_ns = ?)", [(EVICTION_REASON, at, a, a, c) for a, c in chunk]).rowcount
-            seq = store.catalog.next_seq(con)
             report.evicted_attempts += con.executemany(
                 "UPDATE attempts SET changed_seq = ? WHERE attempt_id = ? AND committed_at_ns = ?",
                 [(seq, a, c) for a, c in chunk]).rowcount
@@ -285,6 +293,8 @@ def _mark(store: ArtifactStore, victims: list[tuple[str, int]], report: GcReport
     with store.catalog.write(Role.MAINT) as con:  # FULL: its WAL fsync covers every chunk above
         con.execute("INSERT INTO evictions (at_ns, reason, attempts, items) VALUES (?, ?, ?, ?)",
                     [at, EVICTION_REASON, report.evicted_attempts, report.evicted_items])
+    if changes:
+        store.notify(StoreChange(tuple(changes)))
 
 
 def store_status(store: ArtifactStore, policy: RetentionPolicy) -> dict[str, Any]:

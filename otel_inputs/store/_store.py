@@ -10,15 +10,16 @@ import os
 import secrets
 import shutil
 import sqlite3
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from otel_inputs.store._catalog import AttemptRecord, CatalogItem, Catalog, Role, chores
+from otel_inputs.store._changes import ItemChange, ItemState, StoreChange, StoreListener, notify
 from otel_inputs.store._errors import ReadbackError, StoreCleanupError, StoreError, StoreWriteError
 from otel_inputs.store._objects import HEX64, IncompleteWrite, ObjectDB, write_all
-from otel_inputs.store._remote import BucketLink
 from otel_inputs.types import ArtifactStatus, ReadbackOutcome
 
 SNAPSHOT_REF_PREFIX = "sha256:"
@@ -53,6 +54,29 @@ class VerifiedSnapshot:
     item: CatalogItem | None = None
 
 
+class StagingFile:
+    """A staged file open for writing: each :meth:`write` writes every byte or raises
+    :class:`StoreWriteError` (the store's disk, not the source: a store gap)."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
+
+    def write(self, data: bytes | memoryview) -> None:
+        try:
+            write_all(self._fh, data)
+        except OSError as exc:
+            raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> StagingFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class AttemptStaging:
     """One attempt's staging directory (created on first use); bytes land here before commit."""
 
@@ -65,7 +89,7 @@ class AttemptStaging:
         self._closed = False
         self._created = False
 
-    def open_temp(self) -> tuple[Path, BinaryIO]:
+    def open_temp(self) -> tuple[Path, StagingFile]:
         """Create a temp file for writing inside staging; a failure is a :class:`StoreWriteError`."""
         if not self._created:
             try:
@@ -75,7 +99,7 @@ class AttemptStaging:
             self._created = True
         tmp = self.path / f"tmp-{secrets.token_hex(8)}"
         try:
-            return tmp, open(tmp, "xb", buffering=0)
+            return tmp, StagingFile(open(tmp, "xb", buffering=0))
         except OSError as exc:
             raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
 
@@ -90,11 +114,8 @@ class AttemptStaging:
                 self._blobs[digest] = None
             else:
                 tmp, fh = self.open_temp()
-                try:
-                    with fh:
-                        write_all(fh, data)
-                except OSError as exc:
-                    raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
+                with fh:
+                    fh.write(data)
                 self._blobs[digest] = (tmp, len(data))
         return StagedBlob(digest, len(data), snapshot_ref_for(digest))
 
@@ -140,14 +161,16 @@ class AttemptStaging:
             raise StoreWriteError(str(exc)) from exc
         except OSError as exc:
             raise StoreWriteError(f"cannot install snapshot bytes: {exc.strerror or exc}") from exc
-        intact = self.store.catalog.commit_attempt(record, sizes, objects.has)
+        intact, seq, items = self.store.catalog.commit_attempt(record, sizes, objects.has)
         self._closed = True
         self._remove_dir()
         if not intact:
             raise StoreWriteError("deduplicated snapshot bytes were removed during commit")
-        # new objects only (deduplicated ones were queued by their first commit); a queue put, uploads
-        # happen off this thread
-        self.store.bucket.committed([d for d, staged in self._blobs.items() if staged is not None])
+        if self.store.listeners:  # new objects only: deduplicated ones were announced by their first commit
+            now = time.time_ns()
+            self.store.notify(StoreChange(
+                tuple(item_change(i, seq, now, record.run_id) for i in items),
+                tuple(d for d, staged in self._blobs.items() if staged is not None)))
 
     def abort(self) -> None:
         """Remove everything staged; raise :class:`StoreCleanupError` naming the orphan if that fails."""
@@ -167,14 +190,26 @@ class AttemptStaging:
             raise StoreCleanupError(str(self.path), exc) from exc
 
 
+# Called with every store opened in this process: the public face registers the bucket's here, so
+# the core never imports it (docs/architecture.md, "Parts").
+_on_open: list[Callable[[ArtifactStore], None]] = []
+
+
+def on_open(hook: Callable[[ArtifactStore], None]) -> Callable[[ArtifactStore], None]:
+    _on_open.append(hook)
+    return hook
+
+
 class ArtifactStore:
     """A local directory holding snapshot bytes and the catalog that says what they are."""
 
     def __init__(self, root: str | os.PathLike[str], *, create: bool = True, objects_url: str | None = None,
                  objects_options: dict | None = None,
                  catalog_snapshot: tuple[Path, sqlite3.Connection] | None = None) -> None:
-        """``catalog_snapshot``: a published catalog opened read-only (``FleetCatalogs``), for a
-        viewer on another machine; with it nothing here writes, and bytes come from the bucket."""
+        """``objects_url``/``objects_options``: a bucket for copies of the bytes (docs/objects.md;
+        default ``OTEL_INPUTS_OBJECTS_URL``), attached by :mod:`otel_inputs.store.bucket` through
+        :attr:`listeners` and :attr:`read_elsewhere`.  ``catalog_snapshot``: a published catalog
+        opened read-only, for a viewer on another machine; with it nothing here writes."""
         self.root = Path(root)
         create = create and catalog_snapshot is None
         if create:
@@ -182,8 +217,16 @@ class ArtifactStore:
         self.objects = ObjectDB(self.root, create=create)
         self.objects_dir, self.staging_dir = self.objects.objects_dir, self.objects.staging_dir
         self.catalog = Catalog(self.root, create=create, snapshot=catalog_snapshot)
-        # the bucket copy of the bytes (docs/objects.md); without a URL (or OTEL_INPUTS_OBJECTS_URL) none
-        self.bucket = BucketLink(self, objects_url, objects_options)
+        self.objects_url, self.objects_options = objects_url, dict(objects_options or {})
+        self.listeners: list[StoreListener] = []
+        # where bytes whose local copy is gone may still be read (unverified: the caller re-hashes them)
+        self.read_elsewhere: Callable[[ArtifactStore, str, int | None], bytes | None] | None = None
+        for hook in _on_open:
+            hook(self)
+
+    def notify(self, change: StoreChange) -> None:
+        """Tell the listeners what a committed transaction changed (docs/store.md)."""
+        notify(self.listeners, change)
 
     def holds_records(self) -> bool:
         """True when a store was ever written here (its catalog exists)."""
@@ -255,8 +298,10 @@ class ArtifactStore:
         try:
             with self.objects.open(digest) as fh:
                 data = fh.read(-1 if max_bytes is None else max_bytes + 1)
-        except FileNotFoundError as exc:  # the local copy is gone: the bucket's, verified below like any
-            data = self.bucket.read(digest, None if max_bytes is None else max_bytes + 1)
+        except FileNotFoundError as exc:  # the local copy is gone: a copy elsewhere, verified below like any
+            data = None
+            if self.read_elsewhere is not None:
+                data = self.read_elsewhere(self, digest, None if max_bytes is None else max_bytes + 1)
             if data is None:
                 raise ReadbackError(ReadbackOutcome.NOT_FOUND, "snapshot bytes are missing from the store") from exc
         except OSError as exc:
@@ -295,8 +340,7 @@ class ArtifactStore:
         listed = list(digests)
         for k in range(0, len(listed), REMOVE_CHUNK):  # short lock holds: agent commits slip in between
             gone.update(self.objects.delete(listed[k:k + REMOVE_CHUNK], keep))
-        self.bucket.sweep()  # the bucket's copies follow the same references
-        self.bucket.changed()  # evicted or purged: fleet viewers learn it with the next publish
+        self.notify(StoreChange(freed_objects=tuple(gone), removal=True))  # copies elsewhere follow the same rule
         return gone
 
 
@@ -304,6 +348,24 @@ def _referenced(con, digests: set[str]) -> set[str]:
     """Which of ``digests`` (at most a few hundred) an available item still names."""
     return {r[0] for r in con.execute(f"SELECT DISTINCT sha256 FROM items WHERE artifact_status = 'available' "
                                       f"AND sha256 IN ({', '.join('?' * len(digests))})", list(digests))}
+
+
+def item_state(item: CatalogItem) -> tuple[ItemState, str | None]:
+    """An item's state for listeners, from its catalog row (revocation is decided by the caller)."""
+    if item.status_reason == "purged":
+        return ItemState.PURGED, None
+    if item.artifact_status == ArtifactStatus.AVAILABLE:
+        return ItemState.CAPTURED, None
+    if item.artifact_status == ArtifactStatus.EVICTED:
+        return ItemState.EVICTED, item.status_reason
+    return ItemState.NOT_CAPTURED, item.status_reason or item.artifact_status
+
+
+def item_change(item: CatalogItem, seq: int, at_ns: int, run_id: str | None, revoked: bool = False) -> ItemChange:
+    state, reason = item_state(item)
+    if revoked and state is ItemState.CAPTURED:
+        state = ItemState.REVOKED
+    return ItemChange(item.attempt_id, item.input_id, item.sha256, state, reason, seq, at_ns, run_id)
 
 
 def check_retained(item: CatalogItem) -> None:

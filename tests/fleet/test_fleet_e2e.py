@@ -43,7 +43,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_inputs import AgentObserver, names, resolve_request  # noqa: E402
 from otel_inputs.exporter import DuckDBLogExporter, DuckDBSpanExporter  # noqa: E402
 from otel_inputs.exporter.cli import main as cli  # noqa: E402
-from otel_inputs.store import CATALOG_KEY, ArtifactStore, RemoteState, item_placements  # noqa: E402
+from otel_inputs.store import ArtifactStore  # noqa: E402
+from otel_inputs.store.bucket import CATALOG_KEY, RemoteState, attach, item_placements  # noqa: E402
 from otel_inputs.viewer._backend import chdb_session, close_chdb_sessions, open_backend  # noqa: E402
 from otel_inputs.viewer._evidence import VOUCHED  # noqa: E402
 
@@ -97,7 +98,7 @@ def record_host(tmp: Path, s3: S3, bucket: str, host: str) -> tuple[Host, list[A
                           context_roots=[handoff], system_message="You are a careful coder.",
                           user_message=request.text) as attempt:
         attempt.record_output(text=f"fixed on {host}", settlement="completed", dispatch="dispatched")
-    assert store.bucket.flush(60)
+    assert attach(store).flush(60)
     tracer_provider.shutdown()
     logger_provider.shutdown()
     (span,) = [s for s in spans.get_finished_spans() if s.attributes.get(names.ATTEMPT_ID) == attempt.attempt_id]
@@ -306,7 +307,7 @@ def test_a_location_outside_the_roots_is_refused_and_never_fetched(fleet: Fleet,
                                                                    s3: S3) -> None:  # noqa: F811
     """With the roots narrowed to host A's prefix, host B's span names a location outside them: its preview
     is refused, and the viewer sends no request for it (a hostile span cannot make it fetch a URL)."""
-    from otel_inputs.store import under_roots
+    from otel_inputs.store.bucket import under_roots
 
     root = f"s3://{fleet.bucket}/otel-inputs"
     assert under_roots(f"{root}/host-a", [root]) and under_roots(root, [root])
@@ -422,7 +423,7 @@ def test_the_uploader_publishes_the_catalog_in_the_background_debounced(tmp_path
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Without any flush or command, the uploader's thread publishes the catalog after a commit, and later
     commits reach the bucket's copy by the next publish, at least the configured interval after the last."""
-    from otel_inputs.store import FleetCatalogs
+    from otel_inputs.store.bucket import FleetCatalogs
     from otel_inputs.testing import RecordingHarness
 
     monkeypatch.setenv(names.ENV_CATALOG_PUBLISH_S, "0.5")
@@ -459,7 +460,7 @@ def test_the_uploader_publishes_the_catalog_in_the_background_debounced(tmp_path
     wait_for(third)
     assert catalogs.open(url).store.attempt(second) is not None
     assert published[1] - published[0] >= 0.5e9, "publishes are at least the interval apart"
-    assert store.bucket.publisher.last_error is None
+    assert attach(store).publisher.last_error is None
 
 
 def test_a_cli_publish_the_bucket_refuses_says_the_fleet_copy_is_stale_and_exits_non_zero(
@@ -478,7 +479,7 @@ def test_a_cli_publish_the_bucket_refuses_says_the_fleet_copy_is_stale_and_exits
         h.store = store
         with h.observer().attempt(run_id="r", request=resolve_request("t"), context_roots=[tmp_path / "ctx"]):
             pass
-    assert store.bucket.flush(30)
+    assert attach(store).flush(30)
     key, secret = s3.read_only_user()
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", key)
@@ -503,7 +504,8 @@ def test_a_published_copy_is_opened_read_only_and_never_changed(fleet: Fleet, s3
     through it its downloaded bytes are unchanged and no journal or WAL file appears beside it."""
     import hashlib
 
-    from otel_inputs.store import EvidenceReader, FleetCatalogs
+    from otel_inputs.store import EvidenceReader
+    from otel_inputs.store.bucket import FleetCatalogs
 
     a = fleet.hosts["host-a"]
     catalogs = FleetCatalogs([f"s3://{fleet.bucket}/otel-inputs"], tmp_path / "cache", s3.options())

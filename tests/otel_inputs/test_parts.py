@@ -35,7 +35,10 @@ from otel_inputs._parts import (
 )
 from otel_inputs.store import read_part, read_part_receipt
 from otel_inputs._policy import AdmissionDecision
-from otel_inputs.store import CATALOG_FILE, ReadbackError, attempt_key
+from otel_inputs._parts import attempt_key
+from otel_inputs.store import ReadbackError
+
+CATALOG_FILE = "catalog.db"
 from otel_inputs.types import CaptureDecision, GapReason
 
 pytestmark = pytest.mark.timeout(60)  # a submit that blocked on the writer would hang, not pass

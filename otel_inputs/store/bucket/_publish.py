@@ -34,17 +34,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from typing import Any
+from urllib.parse import quote
 
 from otel_inputs import names
 from otel_inputs.store._catalog import MIGRATIONS
-from otel_inputs.store._errors import _reason
+from otel_inputs.store._store import ArtifactStore
+from otel_inputs.store.bucket._remote import RemoteObjects, reason, under_roots
 from otel_inputs.types import ReadbackOutcome
-
-if TYPE_CHECKING:
-    from otel_inputs.store._remote import BucketLink, RemoteObjects
-    from otel_inputs.store._store import ArtifactStore
 
 _log = logging.getLogger(__name__)
 
@@ -109,8 +106,8 @@ def publish_catalog(store: ArtifactStore, remote: RemoteObjects) -> int:
 class Publisher:
     """One store's publishing state in this process: changed since the last publish, and when that was."""
 
-    def __init__(self, link: BucketLink) -> None:
-        self.link = link
+    def __init__(self, store: ArtifactStore) -> None:
+        self.store = store
         self._lock = threading.Lock()
         self._dirty = True  # a new process publishes once: its catalog may have changed offline
         self._last = float("-inf")
@@ -152,11 +149,11 @@ class Publisher:
             self._dirty = False  # a change during the copy sets it again, for the next publish
             started = time.monotonic()
             try:
-                published = publish_catalog(self.link.store, remote)
+                published = publish_catalog(self.store, remote)
             except Exception as exc:  # noqa: BLE001 - every failure is a reason to report
                 self._dirty = True
                 self._failures += 1
-                self.last_error = exc.args[0] if isinstance(exc, PublishError) else _reason(exc)
+                self.last_error = exc.args[0] if isinstance(exc, PublishError) else reason(exc)
                 if not self._logged:  # once until a publish succeeds again, not once per batch
                     _log.warning("otel_inputs: catalog not published to %s (retried later): %s",
                                  remote.url, self.last_error)
@@ -169,62 +166,9 @@ class Publisher:
             return published
 
 
-def publish_now(store: ArtifactStore) -> tuple[str, int] | None:
-    """Publish the store's catalog to its bucket (configured, else the one the catalog recorded);
-    ``None`` when the store has no bucket, :class:`PublishError` when publishing failed."""
-    link = store.bucket
-    url = link.url()
-    if url is None:
-        return None
-    remote = link.remote()
-    if remote is None:
-        raise PublishError(f"object storage {url} cannot be opened (see the log)")
-    return remote.url, link.publisher.publish(remote)
-
-
 # -- the fleet viewer's side ----------------------------------------------------------------------
 def utc_text(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def public_location(url: str | None) -> str | None:
-    """``url`` without credentials, query or fragment (what a span may carry), ``None`` if unusable."""
-    if not url:
-        return None
-    parts = urlsplit(url)
-    if not parts.scheme:
-        return None
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
-
-
-def _segments(url: str) -> tuple[str, str, tuple[str, ...]] | None:
-    """(scheme, host, path segments) of a plain location; ``None`` for anything else (credentials,
-    query, fragment, percent-escapes, ``.``/``..`` or empty segments): such a URL is never followed."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    # "%" too: a percent-encoded "/" or ".." must not reach a filesystem that would decode it
-    if not parts.scheme or "@" in parts.netloc or parts.query or parts.fragment or "\\" in url or "%" in url:
-        return None
-    segs = tuple(s for s in parts.path.rstrip("/").split("/"))
-    segs = segs[1:] if segs and segs[0] == "" else segs
-    if any(s in ("", ".", "..") for s in segs) or any(ord(c) < 32 for c in url):
-        return None
-    return parts.scheme.lower(), parts.netloc.lower(), segs
-
-
-def under_roots(location: str, roots: Iterable[str]) -> bool:
-    """Whether ``location`` lies at or under one of ``roots`` (whole path segments, same scheme and host)."""
-    loc = _segments(location)
-    if loc is None:
-        return False
-    for root in roots:
-        r = _segments(root)
-        if r is not None and r[:2] == loc[:2] and loc[2][:len(r[2])] == r[2]:
-            return True
-    return False
 
 
 class CatalogRefused(Exception):
@@ -330,7 +274,7 @@ class FleetCatalogs:
                                  f"(nothing at {location}/{CATALOG_KEY})") from exc
         except Exception as exc:  # noqa: BLE001 - an unreachable bucket is a refusal, never a crash
             raise CatalogRefused(ReadbackOutcome.SOURCE_UNAVAILABLE, f"the catalog published at {location} "
-                                 f"cannot be read now ({_reason(exc)})") from exc
+                                 f"cannot be read now ({reason(exc)})") from exc
         version = json.dumps([str(info.get(k)) for k in ("ETag", "size", "LastModified", "mtime")])
         with self._lock:
             cached = self._open.get(location)
@@ -341,8 +285,6 @@ class FleetCatalogs:
             return published
 
     def _fetch(self, fs: Any, key: str, location: str, version: str) -> PublishedCatalog:
-        from otel_inputs.store._store import ArtifactStore
-
         folder = self.cache_dir / hashlib.sha256(location.encode()).hexdigest()[:32]
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = folder / (hashlib.sha256(version.encode()).hexdigest()[:16] + ".sqlite")
@@ -355,7 +297,7 @@ class FleetCatalogs:
             except Exception as exc:  # noqa: BLE001
                 tmp.unlink(missing_ok=True)
                 raise CatalogRefused(ReadbackOutcome.SOURCE_UNAVAILABLE, f"the catalog published at {location} "
-                                     f"could not be downloaded ({_reason(exc)})") from exc
+                                     f"could not be downloaded ({reason(exc)})") from exc
             self.fetches += 1
         try:
             con, meta = _check_snapshot(str(path), location)
