@@ -230,7 +230,7 @@ class AgentObserver:
             self._gate = RetentionGate(self._store, self.retention)
             self._gate.start()
         if self._store is not None and self._parts is None:
-            self._parts = EvidenceQueue(self._store.root, self.part_limits)
+            self._parts = EvidenceQueue(self._store, self.part_limits)
         return self._store
 
     def _store_location(self) -> str | None:

@@ -29,7 +29,6 @@ from otel_inputs.store import (
     ReadbackError,
     ReadResult,
     RetentionPolicy,
-    read_part_receipt,
 )
 from otel_inputs.store.bucket import (
     CatalogRefused,
@@ -274,8 +273,7 @@ def _receipt(ev: Evidence, part: PartRecord, run_id: str | None) -> PartRecord:
     if isinstance(body, ReadResult):
         if body.outcome == "retention_expired":  # purged: the receipt stays visible, its bytes do not
             try:
-                return dataclasses.replace(part, receipt=read_part_receipt(reader.store, part.attempt_id,
-                                                                           part.part_name),
+                return dataclasses.replace(part, receipt=reader.store.part_receipt(part.attempt_id, part.part_name),
                                            receipt_outcome="retention_expired")
             except ReadbackError:
                 pass

@@ -19,9 +19,6 @@ from otel_inputs.store._readback import (
     ReadResult,
     Revocation,
     RevocationList,
-    read_part,
-    read_part_receipt,
-    record_part_receipt,
     revoke_source,
 )
 from otel_inputs.store._retention import (
@@ -95,10 +92,7 @@ __all__ = [
     "delete_run",
     "purge",
     "purge_state",
-    "read_part",
-    "read_part_receipt",
     "reconcile_store",
-    "record_part_receipt",
     "revoke_source",
     "snapshot_ref_for",
     "store_status",

@@ -10,7 +10,9 @@ reads.  Schema changes are named migrations, recorded in ``_migrations``.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_inputs.store._errors import StoreBusyError, StoreWriteError
+from otel_inputs.store._objects import HEX64, ObjectDB
 
 CATALOG_FILE = "catalog.db"
 AGENT_BUSY_S = 0.05
@@ -35,6 +38,14 @@ MARK_PURGED_ALL = ("UPDATE items SET artifact_status = CASE artifact_status WHEN
                    "AND EXISTS (SELECT 1 FROM purged p WHERE p.attempt_id = items.attempt_id "
                    "AND p.input_id IN ('', items.input_id))")
 MARK_PURGED = MARK_PURGED_ALL + " AND attempt_id = ?"
+
+
+def kept(digest: str) -> str:
+    """SQL true when the object ``digest`` (a column or ``?``) must be kept: an available item names it,
+    or a stored exchange part of an attempt that is not purged (docs/store.md)."""
+    return (f"(EXISTS (SELECT 1 FROM items k WHERE k.sha256 = {digest} AND k.artifact_status = 'available') OR "
+            f"EXISTS (SELECT 1 FROM parts k WHERE k.sha256 = {digest} AND NOT EXISTS (SELECT 1 FROM purged u "
+            "WHERE u.attempt_id = k.attempt_id AND u.input_id = '')))")
 
 
 class Role(Enum):
@@ -116,7 +127,7 @@ def _script(con: sqlite3.Connection, sql: str) -> None:
             statement = ""
 
 
-def _m001_initial(con: sqlite3.Connection) -> None:
+def _m001_initial(con: sqlite3.Connection, root: Path) -> None:
     _script(con, """
     CREATE TABLE attempts (
       attempt_id TEXT PRIMARY KEY, run_id TEXT, session_id TEXT, state TEXT NOT NULL,
@@ -157,7 +168,7 @@ def _m001_initial(con: sqlite3.Connection) -> None:
     """)
 
 
-def _m002_remote_objects(con: sqlite3.Connection) -> None:
+def _m002_remote_objects(con: sqlite3.Connection, root: Path) -> None:
     """Each object's copy in the bucket (:mod:`otel_inputs.store._remote`): queued, uploaded,
     failed (with the reason) or deleting; no row means local only."""
     _script(con, """
@@ -167,17 +178,40 @@ def _m002_remote_objects(con: sqlite3.Connection) -> None:
     """)
 
 
-def _m003_part_receipts(con: sqlite3.Connection) -> None:
+def _m003_part_receipts(con: sqlite3.Connection, root: Path) -> None:
     con.execute(MARK_PURGED_ALL)  # purges were applied when read until now, marked at commit from now on
-    # one exchange part's receipt (its JSON body); the bytes stay parts/<attempt key>/<part>.bin
+    # one exchange part's receipt (its JSON body)
     con.execute("CREATE TABLE parts (attempt_id TEXT NOT NULL, part TEXT NOT NULL, run_id TEXT, "
                 "receipt TEXT NOT NULL, PRIMARY KEY (attempt_id, part)) WITHOUT ROWID")
 
 
-MIGRATIONS: tuple[tuple[str, Callable[[sqlite3.Connection], None]], ...] = (
+def _m004_parts_as_objects(con: sqlite3.Connection, root: Path) -> None:
+    """Exchange-part bytes become content-addressed objects named by the part's row (``parts.sha256``)
+    instead of files ``parts/<attempt key>/<part>.bin``.  Each stored part's file is linked into
+    ``objects/`` when its bytes match the receipt, then ``parts/`` goes; a crash before the commit
+    finds the objects already there on the next open (docs/store.md, "Stores written by earlier versions")."""
+    con.execute("ALTER TABLE parts ADD COLUMN sha256 TEXT")
+    con.execute("UPDATE parts SET sha256 = json_extract(receipt, '$.sha256') "
+                "WHERE json_extract(receipt, '$.persistence') = 'stored'")
+    con.execute("CREATE INDEX parts_sha256 ON parts (sha256) WHERE sha256 IS NOT NULL")
+    objects = ObjectDB(root, create=False)
+    stored = con.execute("SELECT attempt_id, part, sha256 FROM parts WHERE sha256 IS NOT NULL").fetchall()
+    for attempt_id, part, digest in stored:
+        old = root / "parts" / hashlib.sha256(attempt_id.encode("utf-8", "surrogatepass")).hexdigest() / f"{part}.bin"
+        if isinstance(digest, str) and HEX64.fullmatch(digest) and not objects.has(digest):
+            try:
+                if not old.is_symlink() and hashlib.sha256(old.read_bytes()).hexdigest() == digest:
+                    os.link(old, objects.path(digest))
+            except OSError:
+                pass  # missing or unreadable: the part reads back as missing, as it would have
+    shutil.rmtree(root / "parts", ignore_errors=True)
+
+
+MIGRATIONS: tuple[tuple[str, Callable[[sqlite3.Connection, Path], None]], ...] = (
     ("m001_initial", _m001_initial),
     ("m002_remote_objects", _m002_remote_objects),
     ("m003_part_receipts", _m003_part_receipts),
+    ("m004_parts_as_objects", _m004_parts_as_objects),
 )
 
 
@@ -310,11 +344,11 @@ class Catalog:
         if role is not Role.MAINT:
             self._conn(Role.MAINT)  # the schema is migrated once, on the patient connection
         else:
-            self._migrate(con)
+            self._migrate(con, self.root)
         return con
 
     @staticmethod
-    def _migrate(con: sqlite3.Connection) -> None:
+    def _migrate(con: sqlite3.Connection, root: Path) -> None:
         con.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at_ns INTEGER NOT NULL)")
         done = {r[0] for r in con.execute("SELECT name FROM _migrations")}
         for name, apply in MIGRATIONS:
@@ -322,7 +356,7 @@ class Catalog:
                 continue
             with transaction(con):
                 if con.execute("SELECT 1 FROM _migrations WHERE name = ?", [name]).fetchone() is None:
-                    apply(con)
+                    apply(con, root)
                     con.execute("INSERT INTO _migrations VALUES (?, ?)", [name, time.time_ns()])
 
     @contextmanager

@@ -6,21 +6,22 @@ the layout.  Readback is only by (attempt id, input id), re-hashed against the r
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 import shutil
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from otel_inputs.store._catalog import AttemptRecord, CatalogItem, Catalog, Role, chores
 from otel_inputs.store._changes import ItemChange, ItemState, StoreChange, StoreListener, notify
 from otel_inputs.store._errors import ReadbackError, StoreCleanupError, StoreError, StoreWriteError
 from otel_inputs.store._objects import HEX64, IncompleteWrite, ObjectDB, write_all
-from otel_inputs.types import ArtifactStatus, ReadbackOutcome
+from otel_inputs.types import ArtifactStatus, PartName, PartPersistence, ReadbackOutcome
 
 SNAPSHOT_REF_PREFIX = "sha256:"
 REMOVE_CHUNK = 250  # objects moved aside, re-checked under the catalog's write lock and deleted at a time
@@ -312,6 +313,75 @@ class ArtifactStore:
             raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "snapshot bytes do not match the recorded SHA-256")
         return VerifiedSnapshot(item.attempt_id, item.input_id, data, digest, item)
 
+    # -- exchange parts (otel_inputs._parts): receipts are catalog rows, bytes are objects -------------
+    def put_part(self, receipt: Mapping[str, Any] | Callable[[], Mapping[str, Any]], data: bytes | None) -> None:
+        """Record one exchange part's receipt, and its bytes as an object when ``data`` is given, durably
+        (the bytes are fsynced before the ``synchronous=FULL`` commit that names them); raises on failure.
+        ``receipt`` may be a function, called once the bytes are durable (so its times say when)."""
+        digest, new = None, False
+        if data is not None:
+            digest = hashlib.sha256(data).hexdigest()
+            if not self.objects.freshen(digest):
+                tmp = self.staging_dir / f"part-{secrets.token_hex(8)}"
+                with open(tmp, "xb", buffering=0) as fh:
+                    write_all(fh, data)
+                    os.fsync(fh.fileno())
+                self.objects.put(digest, tmp, len(data))
+                self.objects.sync()
+                new = True
+        receipt = receipt() if callable(receipt) else receipt
+        if data is not None and (receipt.get("sha256") != digest or receipt.get("size_bytes") != len(data)):
+            raise StoreError("part receipt does not describe the bytes given")
+        attempt_id, part = receipt["attemptId"], _part_name(receipt["part"])
+        with self.catalog.write(Role.MAINT) as con:
+            # no ``objects`` row: part bytes stay outside the retention budget, as before m004 (docs/store.md)
+            if digest is not None and not self.objects.has(digest):  # taken by a removal since
+                raise StoreWriteError(f"stored object {digest} vanished before commit")
+            con.execute("INSERT OR REPLACE INTO parts (attempt_id, part, run_id, receipt, sha256) VALUES (?, ?, ?, ?, ?)",
+                        [attempt_id, part, receipt.get("runId"), json.dumps(dict(receipt), sort_keys=True), digest])
+            seq = self.catalog.next_seq(con)
+        if self.listeners:
+            state = ItemState.CAPTURED if digest else ItemState.NOT_CAPTURED
+            why = None if digest else str(receipt.get("persistence_reason") or receipt.get("persistence"))
+            self.notify(StoreChange((ItemChange(attempt_id, f"part:{part}", digest, state, why, seq, time.time_ns(),
+                                                receipt.get("runId")),), (digest,) if new else ()))
+
+    def part_receipt(self, attempt_id: str, part_name: PartName | str) -> dict[str, Any]:
+        """The recorded receipt of one exchange part; :class:`ReadbackError` otherwise."""
+        part = _part_name(part_name)
+        try:
+            with self.catalog.read() as con:
+                row = con.execute("SELECT receipt FROM parts WHERE attempt_id = ? AND part = ?", [attempt_id, part]).fetchone()
+        except (FileNotFoundError, sqlite3.Error) as exc:
+            raise ReadbackError(ReadbackOutcome.NOT_FOUND, f"part receipts unreadable ({exc})") from exc
+        if row is None:
+            raise ReadbackError(ReadbackOutcome.NOT_FOUND, "no stored receipt for this part")
+        try:
+            body = json.loads(row[0])
+        except (TypeError, ValueError) as exc:
+            raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "part receipt is not valid JSON") from exc
+        if not isinstance(body, dict) or body.get("attemptId") != attempt_id or body.get("part") != part:
+            raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH,
+                                "part receipt does not belong to the requested attempt and part")
+        return body
+
+    def read_part(self, attempt_id: str, part_name: PartName | str) -> bytes:
+        """The stored bytes of one part, returned only after their size and SHA-256 match the receipt."""
+        receipt = self.part_receipt(attempt_id, part_name)
+        if receipt.get("persistence") != PartPersistence.STORED.value:
+            raise ReadbackError(ReadbackOutcome.NOT_FOUND,
+                                f"part was not stored (persistence {receipt.get('persistence')!r})")
+        digest, size = receipt.get("sha256"), receipt.get("size_bytes")
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "part receipt has a malformed digest or size")
+        item = CatalogItem(attempt_id, f"part:{receipt['part']}", None, sha256=digest, size_bytes=size)
+        try:
+            return self.read_item_bytes(item).data
+        except ReadbackError as exc:
+            if exc.outcome is ReadbackOutcome.NOT_FOUND:
+                raise ReadbackError(ReadbackOutcome.NOT_FOUND, "part bytes are missing from the store") from exc
+            raise
+
     def is_purged(self, attempt_id: str, input_id: str | None = None) -> bool:
         """Whether a purge covers this attempt (or this one input of it)."""
         try:
@@ -323,7 +393,7 @@ class ArtifactStore:
 
     # -- housekeeping ------------------------------------------------------------------------
     def remove_objects(self, digests: Iterable[str]) -> dict[str, int]:
-        """Delete objects no available item names; {digest: allocated bytes} of what went.
+        """Delete objects no available item (or kept part) names; {digest: allocated bytes} of what went.
 
         The bytes are moved aside first, then, under the catalog's write lock (so no capture commits
         in between), the ones still unreferenced lose their ``objects`` row and the rest go back.
@@ -345,9 +415,19 @@ class ArtifactStore:
 
 
 def _referenced(con, digests: set[str]) -> set[str]:
-    """Which of ``digests`` (at most a few hundred) an available item still names."""
-    return {r[0] for r in con.execute(f"SELECT DISTINCT sha256 FROM items WHERE artifact_status = 'available' "
-                                      f"AND sha256 IN ({', '.join('?' * len(digests))})", list(digests))}
+    """Which of ``digests`` (at most a few hundred) an available item or a kept part still names."""
+    marks = ", ".join("?" * len(digests))
+    return {r[0] for r in con.execute(
+        f"SELECT sha256 FROM items WHERE artifact_status = 'available' AND sha256 IN ({marks}) UNION "
+        f"SELECT sha256 FROM parts k WHERE sha256 IN ({marks}) AND NOT EXISTS (SELECT 1 FROM purged u "
+        "WHERE u.attempt_id = k.attempt_id AND u.input_id = '')", [*digests, *digests])}
+
+
+def _part_name(part_name: PartName | str) -> str:
+    try:
+        return PartName(part_name).value
+    except ValueError:
+        raise ReadbackError(ReadbackOutcome.NOT_FOUND, "unknown part name") from None
 
 
 def item_state(item: CatalogItem) -> tuple[ItemState, str | None]:

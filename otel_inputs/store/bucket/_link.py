@@ -23,6 +23,7 @@ the authority: ``remote_objects`` (migration ``m002``) records per object ``queu
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import queue
@@ -36,7 +37,7 @@ from enum import Enum
 from typing import Any
 
 from otel_inputs import names
-from otel_inputs.store._catalog import Role
+from otel_inputs.store._catalog import Role, kept
 from otel_inputs.store._changes import StoreChange
 from otel_inputs.store._errors import ReadbackError
 from otel_inputs.store._objects import HEX64
@@ -338,9 +339,9 @@ class BucketLink:
         states = "('queued', 'failed')" if failed else "('queued')"
         with self.store.catalog.read() as con:
             return [r[0] for r in con.execute(
-                "SELECT o.sha256 FROM objects o LEFT JOIN remote_objects r USING (sha256) "
-                f"WHERE (r.sha256 IS NULL OR r.state IN {states}) AND EXISTS (SELECT 1 FROM items i "
-                "WHERE i.sha256 = o.sha256 AND i.artifact_status = 'available')")]
+                "SELECT o.sha256 FROM (SELECT sha256 FROM objects UNION SELECT sha256 FROM parts WHERE sha256 IS NOT NULL) "
+                f"o LEFT JOIN remote_objects r USING (sha256) WHERE (r.sha256 IS NULL OR r.state IN {states}) "
+                f"AND {kept('o.sha256')}")]
 
     def upload(self, remote: RemoteObjects, digests: list[str]) -> dict[str, str | None]:
         """Upload objects and record each outcome; {digest: None when uploaded, else the reason}."""
@@ -431,8 +432,7 @@ class BucketLink:
         try:
             with catalog.read() as con:
                 candidates = [r[0] for r in con.execute(
-                    "SELECT r.sha256 FROM remote_objects r WHERE NOT EXISTS (SELECT 1 FROM items i "
-                    "WHERE i.sha256 = r.sha256 AND i.artifact_status = 'available')")]
+                    f"SELECT r.sha256 FROM remote_objects r WHERE NOT {kept('r.sha256')}")]
         except FileNotFoundError:
             return 0
         if not candidates:
@@ -444,10 +444,8 @@ class BucketLink:
         for k in range(0, len(candidates), CHECK_CHUNK):
             part = candidates[k:k + CHECK_CHUNK]
             with catalog.write(Role.MAINT, durable=False) as con:
-                marks = ", ".join("?" * len(part))
-                referenced = {r[0] for r in con.execute(
-                    f"SELECT DISTINCT sha256 FROM items WHERE artifact_status = 'available' AND sha256 IN ({marks})", part)}
-                now_doomed = [d for d in part if d not in referenced]
+                now_doomed = [r[0] for r in con.execute(
+                    f"SELECT j.value FROM json_each(?) j WHERE NOT {kept('j.value')}", [json.dumps(part)])]
                 con.executemany("UPDATE remote_objects SET state = 'deleting', updated_at_ns = ? WHERE sha256 = ?",
                                 [(time.time_ns(), d) for d in now_doomed])
             doomed.extend(now_doomed)
@@ -541,8 +539,7 @@ def bucket_counts(store: ArtifactStore) -> dict[str, int]:
         counts = dict(con.execute("SELECT state, count(*) FROM remote_objects GROUP BY state"))
         counts["local_only"] = con.execute(
             "SELECT count(*) FROM objects o WHERE NOT EXISTS (SELECT 1 FROM remote_objects r WHERE r.sha256 = "
-            "o.sha256) AND EXISTS (SELECT 1 FROM items i WHERE i.sha256 = o.sha256 AND "
-            "i.artifact_status = 'available')").fetchone()[0]
+            f"o.sha256) AND {kept('o.sha256')}").fetchone()[0]
     return counts
 
 
