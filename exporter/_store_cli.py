@@ -60,7 +60,7 @@ def _land(db: Path | None, store: ArtifactStore, attempt_ids: list[str] | None =
     if attempt_ids is not None:
         wanted = set(attempt_ids)
         records = [r for r in records if r.attempt_id in wanted]
-    outcome = DuckDBWriter(db, source_prefix="store-cli").land_manifests(records)
+    outcome = DuckDBWriter(db, source_prefix="store-cli").land_artifacts(records)
     if outcome.spilled or outcome.dropped:
         _console.print(f"[yellow]DuckDB busy: artifact status spooled for later ({db})[/yellow]")
 
@@ -205,7 +205,7 @@ def verify_cmd(store: Path | None) -> None:
     s = _open_store(store)
     referenced: dict[str, list[str]] = {}
     with s.catalog.read() as con:
-        bad_manifests = [r[0] for r in con.execute("PRAGMA integrity_check") if r[0] != "ok"]
+        bad_catalog = [r[0] for r in con.execute("PRAGMA integrity_check") if r[0] != "ok"]
     for record in s.attempts():
         for item in record.items:
             if item.artifact_status == "available" and isinstance(item.sha256, str):
@@ -246,16 +246,16 @@ def verify_cmd(store: Path | None) -> None:
     missing = [d for d in missing if d not in in_bucket]
     click.echo(f"objects: {len(objects)}, referenced: {len(referenced)}, mismatched: {len(mismatched)}, "
                f"missing: {len(missing)}, in the bucket only: {len(in_bucket)}, orphans: {len(orphans)}, "
-               f"catalog problems: {len(bad_manifests)}")
+               f"catalog problems: {len(bad_catalog)}")
     for line in mismatched:
         click.echo(f"MISMATCH {line}")
     for d in missing:
         click.echo(f"MISSING {d} (referenced by {', '.join(referenced[d][:3])})")
     for d in orphans:
         click.echo(f"ORPHAN {d}")
-    for err in bad_manifests:
+    for err in bad_catalog:
         click.echo(f"BAD-CATALOG {err}")
-    if mismatched or missing or bad_manifests:
+    if mismatched or missing or bad_catalog:
         raise SystemExit(1)
 
 

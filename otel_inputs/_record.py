@@ -265,7 +265,7 @@ class AgentObserver:
         threading.Thread(target=run, name="otel-inputs-reconcile", daemon=True).start()
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait for queued exchange parts and manifest syncs (for shutdown and tests)."""
+        """Wait for queued exchange parts and ended marks (for shutdown and tests)."""
         ok = self._parts.flush(timeout) if self._parts is not None else True
         if self._store is not None:
             self._store.flush()

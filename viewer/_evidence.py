@@ -244,7 +244,7 @@ def _overlay_inputs(ev: Evidence, attempt_id: str, run_id: str | None,
                else f"the store was not consulted ({listed.outcome})")
         inputs = tuple(dataclasses.replace(i, placement=f"not known: {why}") for i in inputs)
         if listed.outcome == "not_found":
-            return inputs, ()  # no manifest: the landed rows are all there is
+            return inputs, ()  # no catalog record: the landed rows are all there is
         return inputs, (f"The store's current status was not consulted ({listed.outcome}: {listed.message}); "
                         "statuses below are as landed in the database.",)
     by_id = {i.input_id: i for i in listed}  # purges are already applied by the catalog
