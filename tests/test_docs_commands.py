@@ -268,6 +268,9 @@ def test_documented_benchmark_command_exists(module: str) -> None:
     """Each documented benchmark module answers --help and knows every option the docs give it."""
     result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
                             timeout=120)
+    missing = re.search(r"ModuleNotFoundError: No module named '(chdb|clickhouse_connect)", result.stderr)
+    if missing and os.environ.get("CI") != "true":
+        pytest.skip(f"python -m {module} needs {missing.group(1)} (the [clickhouse] extra), not installed here")
     assert result.returncode == 0, f"python -m {module} --help failed: {result.stderr[-500:]}"
     for option, where in BENCHMARKS[module].items():
         assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", result.stdout), (
