@@ -1,4 +1,5 @@
-"""Exchange parts (seed 001 §2, §4): bounded, non-blocking copies of the logical request and output.
+"""Exchange parts (docs/wire.md, "otel_inputs.exchange_part"): bounded, non-blocking copies of the logical
+request and output.
 
 Each physical attempt has two independently captured parts, ``logical_request`` and
 ``observable_output``.  The agent thread encodes a part, hashes it and hands it to an
@@ -8,7 +9,7 @@ truncated) to :meth:`ArtifactStore.put_part <otel_inputs.store.ArtifactStore.put
 stores its bytes as a content-addressed object and its structured receipt, the authority on
 persistence, as a row of the store's catalog (docs/store.md).
 
-Bounds (seed defaults; every one configurable through :class:`PartLimits` or the environment):
+Bounds (defaults; every one configurable through :class:`PartLimits` or the environment):
 
 =====================================  ==========  ================================================
 environment variable                   default     meaning
@@ -154,7 +155,7 @@ def encode_observable_output(text: str | None = None, tool_calls: Any = None, us
 # -- limits ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PartLimits:
-    """Initial bounds of seed 001 §4; configurable policy, not a promise that every part fits."""
+    """The bounds above; configurable policy, not a promise that every part fits."""
 
     max_part_bytes: int = 256 * KiB
     max_run_parts: int = 128
@@ -241,7 +242,7 @@ def gap_receipt(run_id: str, attempt_id: str, part: PartName | str, reason: str,
 
 
 def receipt_json(receipt: PartReceipt, **extra: Any) -> dict[str, Any]:
-    """The on-disk receipt body (keys of the seed's teaching projection, plus identity)."""
+    """The receipt body the store records (its keys, plus identity; docs/store.md)."""
     r = receipt
     body: dict[str, Any] = {"receipt_version": RECEIPT_VERSION, "runId": r.run_id, "attemptId": r.attempt_id,
                             "part": r.part.value, "capture": r.capture.value, "dispatch": r.dispatch.value,
