@@ -1,4 +1,4 @@
-"""Exchange parts (docs/wire.md, "otel_inputs.exchange_part"): bounded, non-blocking copies of the logical
+"""Exchange parts (docs/wire.md, the exchange-part event): bounded, non-blocking copies of the logical
 request and output.
 
 Each physical attempt has two independently captured parts, ``logical_request`` and

@@ -37,6 +37,8 @@ from otel_inputs._policy import AdmissionDecision, AttemptAdmission, CapturePoli
 from otel_inputs.store import RetentionGate, RetentionPolicy
 from otel_inputs._snapshot import CaptureLimits
 from otel_inputs.store import ArtifactStore
+from otel_inputs.store.facts import SCOPE as FACTS_SCOPE
+from otel_inputs.store.facts import StoreFacts, attach_facts
 from otel_inputs.types import (
     AgentInputPacket,
     CaptureDecision,
@@ -219,6 +221,8 @@ class AgentObserver:
         self._reconciled = False
         self.part_limits = part_limits or PartLimits.from_env()
         self._parts: EvidenceQueue | None = None
+        self._facts: StoreFacts | None = None
+        self._logger_provider = logger_provider
 
     def _open_store(self) -> ArtifactStore | None:
         if self._store is None and self._store_root is not None:
@@ -231,6 +235,12 @@ class AgentObserver:
             self._gate.start()
         if self._store is not None and self._parts is None:
             self._parts = EvidenceQueue(self._store, self.part_limits)
+        if self._store is not None and self._facts is None:
+            try:  # every change of an item's state, also as a log record (docs/wire.md, "The store fact")
+                self._facts = attach_facts(self._store, _logs.get_logger(
+                    FACTS_SCOPE, _version(), logger_provider=self._logger_provider))
+            except Exception as exc:  # noqa: BLE001 - facts are telemetry: never a reason to fail capture
+                _log.warning("otel_inputs: store facts not emitted: %s", exc)
         return self._store
 
     def _store_location(self) -> str | None:
@@ -396,6 +406,8 @@ class AgentObserver:
             try:
                 store = self._open_store()
                 rec.parts = self._parts
+                if store is not None and self._facts is not None:  # whose facts vouch for this attempt
+                    span.set_attribute(names.STORE_ID, self._facts.store_id)
             except OSError as exc:
                 store_error = exc
         decision = admit(self.policy, admission, sampled=bool(sampled),

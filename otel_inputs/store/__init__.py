@@ -9,7 +9,7 @@ import os
 
 from otel_inputs import names
 from otel_inputs.store._catalog import AttemptRecord, CatalogItem
-from otel_inputs.store._changes import ItemChange, ItemState, StoreChange, StoreListener
+from otel_inputs.store._changes import ItemChange, StoreChange, StoreListener
 from otel_inputs.store._errors import ReadbackError, StoreBusyError, StoreCleanupError, StoreError, StoreWriteError
 from otel_inputs.store._purge import PurgeReport, PurgeState, delete_run, purge, purge_state, reconcile_store
 from otel_inputs.store._readback import (
@@ -38,7 +38,7 @@ from otel_inputs.store._store import (
     on_open,
     snapshot_ref_for,
 )
-from otel_inputs.types import ReadbackOutcome
+from otel_inputs.types import ItemState, ReadbackOutcome
 
 
 @on_open

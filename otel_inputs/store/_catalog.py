@@ -11,6 +11,7 @@ reads.  Schema changes are named migrations, recorded in ``_migrations``.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -23,8 +24,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from otel_inputs.store._changes import ItemChange
 from otel_inputs.store._errors import StoreBusyError, StoreWriteError
 from otel_inputs.store._objects import HEX64, ObjectDB
+from otel_inputs.types import ItemState
 
 CATALOG_FILE = "catalog.db"
 AGENT_BUSY_S = 0.05
@@ -38,6 +41,63 @@ MARK_PURGED_ALL = ("UPDATE items SET artifact_status = CASE artifact_status WHEN
                    "AND EXISTS (SELECT 1 FROM purged p WHERE p.attempt_id = items.attempt_id "
                    "AND p.input_id IN ('', items.input_id))")
 MARK_PURGED = MARK_PURGED_ALL + " AND attempt_id = ?"
+
+
+def _revoked_at(path: str | None, revocations: Sequence[tuple[str, int]]) -> int | None:
+    """When ``path`` was first revoked (itself or a folder above it), else ``None``; the comparison of
+    :meth:`otel_inputs.store.RevocationList.match`, on the canonical text the catalog records."""
+    if not isinstance(path, str):
+        return None
+    for revoked, at in revocations:
+        if path == revoked or path.startswith(revoked.rstrip("/") + "/"):
+            return at
+    return None
+
+
+def _state(status: str, reason: str | None) -> tuple[ItemState, str | None]:
+    if reason == "purged":
+        return ItemState.PURGED, None
+    if status == "available":
+        return ItemState.CAPTURED, None
+    if status == "evicted":
+        return ItemState.EVICTED, reason
+    return ItemState.NOT_CAPTURED, reason or status
+
+
+def item_changes(con: sqlite3.Connection, where: str, args: Sequence[Any], seq: int) -> list[ItemChange]:
+    """The state now of the attempts ``where`` selects (SQL over ``attempts t``): the attempt itself (item
+    ``""``), its items and its parts, each stamped ``seq`` and with the time it entered that state
+    (docs/store.md, "Listening to changes").  Called inside the write transaction that changed them."""
+    revocations = [(p, at) for p, at in con.execute(
+        "SELECT source_path, at_ns FROM revocations WHERE source_path IS NOT NULL ORDER BY revocation_id")]
+    out: list[ItemChange] = []
+    attempts = con.execute(f"SELECT t.attempt_id, t.run_id, t.committed_at_ns, (SELECT min(u.at_ns) FROM purged p "
+                           "JOIN purges u USING (purge_id) WHERE p.attempt_id = t.attempt_id AND p.input_id = '') "
+                           f"FROM attempts t WHERE {where}", list(args)).fetchall()
+    for aid, run, committed, purged_at in attempts:
+        out.append(ItemChange(aid, "", None, ItemState.PURGED if purged_at else ItemState.CAPTURED, None, seq,
+                              purged_at or committed, run))
+        for input_id, digest, status, reason, path, captured, evicted, input_purged in con.execute(
+                "SELECT i.input_id, i.sha256, i.artifact_status, i.status_reason, i.source_path, i.captured_at_ns, "
+                "i.evicted_at_ns, (SELECT min(u.at_ns) FROM purged p JOIN purges u USING (purge_id) "
+                "WHERE p.attempt_id = i.attempt_id AND p.input_id IN ('', i.input_id)) FROM items i "
+                "WHERE i.attempt_id = ? ORDER BY i.seq", [aid]):
+            state, why = _state(status, reason)
+            at = {ItemState.PURGED: input_purged, ItemState.EVICTED: evicted}.get(state) or captured or committed
+            out.append(ItemChange(aid, input_id, digest, state, why, seq, at, run, _revoked_at(path, revocations)))
+        for part, digest, receipt in con.execute("SELECT part, sha256, receipt FROM parts WHERE attempt_id = ?", [aid]):
+            state = ItemState.PURGED if purged_at else ItemState.CAPTURED if digest else ItemState.NOT_CAPTURED
+            why = None if digest or purged_at else _receipt_reason(receipt)
+            out.append(ItemChange(aid, f"part:{part}", digest, state, why, seq, purged_at or committed, run))
+    return out
+
+
+def _receipt_reason(receipt: str) -> str | None:
+    try:
+        body = json.loads(receipt)
+        return str(body.get("persistence_reason") or body.get("persistence") or "") or None
+    except (TypeError, ValueError, AttributeError):
+        return None
 
 
 def kept(digest: str) -> str:
@@ -207,11 +267,17 @@ def _m004_parts_as_objects(con: sqlite3.Connection, root: Path) -> None:
     shutil.rmtree(root / "parts", ignore_errors=True)
 
 
+def _m005_store_id(con: sqlite3.Connection, root: Path) -> None:
+    """A random id of this store, on its attempt spans and its facts (docs/wire.md, ``otel_inputs.store.id``)."""
+    con.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', lower(hex(randomblob(16))))")
+
+
 MIGRATIONS: tuple[tuple[str, Callable[[sqlite3.Connection, Path], None]], ...] = (
     ("m001_initial", _m001_initial),
     ("m002_remote_objects", _m002_remote_objects),
     ("m003_part_receipts", _m003_part_receipts),
     ("m004_parts_as_objects", _m004_parts_as_objects),
+    ("m005_store_id", _m005_store_id),
 )
 
 
@@ -312,6 +378,7 @@ class Catalog:
         self.path = str(root / CATALOG_FILE) if snapshot is None else str(snapshot[0])
         self.create = create and snapshot is None
         self._snapshot = _Conn(snapshot[1]) if snapshot is not None else None
+        self._store_id: str | None = None
 
     @property
     def read_only(self) -> bool:
@@ -423,6 +490,13 @@ class Catalog:
             finally:
                 c.con.execute("ROLLBACK")
 
+    def store_id(self) -> str:
+        """This store's random id (catalog migration ``m005_store_id``)."""
+        if self._store_id is None:
+            with self.read() as con:
+                self._store_id = con.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0]
+        return self._store_id
+
     @staticmethod
     def next_seq(con: sqlite3.Connection) -> int:
         """The change number of this write transaction (the exporter lands what changed after its last)."""
@@ -431,10 +505,10 @@ class Catalog:
 
     # -- writes ---------------------------------------------------------------------------------
     def commit_attempt(self, record: AttemptRecord, objects: Sequence[tuple[str, int]],
-                       present: Callable[[str], bool],
-                       role: Role = Role.AGENT) -> tuple[bool, int, tuple[CatalogItem, ...]]:
+                       present: Callable[[str], bool], role: Role = Role.AGENT,
+                       want_changes: bool = False) -> tuple[bool, list[ItemChange]]:
         """Record an attempt (replacing an earlier commit of the same id) with its items and objects;
-        returns (intact, the transaction's change number, the items as recorded).
+        returns (intact, and with ``want_changes`` its state now: :func:`item_changes`).
 
         ``present(digest)`` is asked inside the transaction for every digest an item claims: a
         removal moves bytes aside before it re-checks the catalog under the same lock, so bytes
@@ -455,13 +529,13 @@ class Catalog:
                 con.execute("DELETE FROM items WHERE attempt_id = ?", [record.attempt_id])
                 con.executemany(f"INSERT INTO items VALUES ({', '.join('?' * len(ITEM_COLUMNS))})",
                                 [tuple(getattr(i, c) for c in ITEM_COLUMNS) for i in items])
-                if con.execute(MARK_PURGED, [record.attempt_id]).rowcount:  # a stale writer: purged stays purged
-                    items = self.attempts(con, "WHERE attempt_id = ?", [record.attempt_id])[0].items
+                con.execute(MARK_PURGED, [record.attempt_id])  # a stale writer: purged stays purged
                 if intact:
                     con.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", objects)
+                changes = item_changes(con, "t.attempt_id = ?", [record.attempt_id], seq) if want_changes else []
         except (sqlite3.Error, UnicodeEncodeError, ValueError) as exc:
             raise StoreWriteError(f"catalog commit failed: {exc}") from exc
-        return intact, seq, items
+        return intact, changes
 
     def mark_ended(self, attempt_ids: Sequence[str]) -> None:
         """Not fsynced: a lost mark costs nothing (a dead owner's attempts count as ended)."""

@@ -10,38 +10,30 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from enum import Enum
 from typing import Protocol
+
+from otel_inputs.types import ItemState
 
 _log = logging.getLogger(__name__)
 
 
-class ItemState(Enum):
-    """What an item's bytes are now, as its store records it."""
-
-    CAPTURED = "captured"  # its bytes are stored and may be read (subject to the reader's checks)
-    NOT_CAPTURED = "not_captured"  # recorded without bytes (a gap); ``reason`` says why
-    EVICTED = "evicted"  # retention took its bytes (``reason``: the limit)
-    PURGED = "purged"
-    REVOKED = "revoked"  # its source path (or a folder above it) was revoked
-    DELETED = "deleted"  # its attempt's record went with its run (``store delete-run``)
-    UPLOADED = "uploaded"  # an object's bucket copy is verified (object-level: no attempt)
-    UPLOAD_FAILED = "upload_failed"  # an object's upload failed or was skipped (``reason``)
-
-
 @dataclass(frozen=True, slots=True)
 class ItemChange:
-    """One item's (or, with ``attempt_id`` empty, one object's) new state, stamped with the catalog's
-    change number ``seq``: for one item, the change with the highest ``seq`` is its current state."""
+    """One item's whole state after a change, stamped with the catalog's change number ``seq``: for
+    one item, the change with the highest ``seq`` is its state now (docs/store.md).
+
+    ``item`` is the input id, ``part:<name>`` for an exchange part, ``""`` for the attempt itself,
+    and, with ``attempt_id`` empty, the SHA-256 of an object (its upload state)."""
 
     attempt_id: str
-    item: str  # the input id, or "part:<name>" for an exchange part; "" for an object-level change
+    item: str
     sha256: str | None
     state: ItemState
     reason: str | None
     seq: int
     at_ns: int
     run_id: str | None = None
+    revoked_at_ns: int | None = None  # when its source path (or a folder above it) was revoked
 
 
 @dataclass(frozen=True, slots=True)

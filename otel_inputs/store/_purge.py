@@ -13,14 +13,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from otel_inputs.text import canonical_path
-from otel_inputs.store._catalog import MARK_PURGED, Role, kept
-from otel_inputs.store._changes import ItemChange, ItemState, StoreChange
+from otel_inputs.store._catalog import MARK_PURGED, Role, item_changes, kept
+from otel_inputs.store._changes import ItemChange, StoreChange
+from otel_inputs.types import ItemState
 from otel_inputs.store._objects import HEX64
 from otel_inputs.store._store import ArtifactStore
 
@@ -74,14 +74,13 @@ def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str 
             con.execute("UPDATE attempts SET changed_seq = ? WHERE attempt_id = ?", [seq, a])
         report.attempts = len(touched)
         changes: list[ItemChange] = []
-        if store.listeners:  # the items (and, of whole attempts, the parts) this purge covers
-            at = time.time_ns()
-            for aid in sorted(touched):
-                state = ItemState.DELETED if delete_records and aid in attempts else ItemState.PURGED
-                changes += [ItemChange(aid, item, digest, state, None, seq, at, run) for item, digest, run in con.execute(
-                    "SELECT i.input_id, i.sha256, t.run_id FROM items i JOIN attempts t USING (attempt_id) "
-                    "WHERE i.attempt_id = ? UNION ALL SELECT 'part:' || part, sha256, run_id FROM parts "
-                    "WHERE attempt_id = ?", [aid, aid]) if aid in attempts or (aid, item) in inputs]
+        if store.listeners:  # the covered attempts' state now (a deleted record: the attempt and its items)
+            changes = item_changes(con, "t.attempt_id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(touched))],
+                                   seq)
+            if delete_records:
+                at = time.time_ns()
+                changes = [replace(c, state=ItemState.DELETED, reason=None, at_ns=at) if c.attempt_id in attempts
+                           else c for c in changes]
         if delete_records:
             for a in attempts:
                 con.execute("DELETE FROM items WHERE attempt_id = ?", [a])

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from otel_inputs import names
-from otel_inputs.store._catalog import CatalogItem, Role
-from otel_inputs.store._changes import ItemChange, ItemState, StoreChange
+from otel_inputs.store._catalog import CatalogItem, Role, item_changes
+from otel_inputs.store._changes import StoreChange
 from otel_inputs.store._errors import ReadbackError
 from otel_inputs.store._store import ArtifactStore, VerifiedSnapshot, check_retained
 from otel_inputs.text import canonical_path, safe_text
@@ -136,17 +136,16 @@ class RevocationList:
 def revoke_source(store: ArtifactStore, path: str | os.PathLike[str], reason: str = "") -> str:
     """Revoke a source path (and everything under it); returns the path as recorded."""
     recorded = canonical_path(path)
-    at = time.time_ns()
     under = recorded.rstrip("/") + "/"
     with store.catalog.write(Role.MAINT) as con:
-        con.execute("INSERT INTO revocations (source_path, reason, at_ns) VALUES (?, ?, ?)", [recorded, reason, at])
+        con.execute("INSERT INTO revocations (source_path, reason, at_ns) VALUES (?, ?, ?)",
+                    [recorded, reason, time.time_ns()])
         seq = store.catalog.next_seq(con)
-        # available items only: an evicted or purged one reads back as retention_expired before revocation
-        changes = tuple(ItemChange(a, i, d, ItemState.REVOKED, reason or None, seq, at, run) for a, i, d, run in con.execute(
-            "SELECT i.attempt_id, i.input_id, i.sha256, t.run_id FROM items i JOIN attempts t USING (attempt_id) "
-            "WHERE i.artifact_status = 'available' AND (i.source_path = ? OR substr(i.source_path, 1, ?) = ?)",
-            [recorded, len(under), under]))
-    store.notify(StoreChange(changes))
+        # every attempt with an item under the path: each item's state now carries its revocation
+        changes = item_changes(con, "t.attempt_id IN (SELECT attempt_id FROM items WHERE source_path = ? OR "
+                               "substr(source_path, 1, ?) = ?)", [recorded, len(under), under], seq) \
+            if store.listeners else []
+    store.notify(StoreChange(tuple(changes)))
     return recorded
 
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_inputs import names
-from otel_inputs.store._catalog import Role
-from otel_inputs.store._changes import ItemChange, ItemState, StoreChange
+from otel_inputs.store._catalog import Role, item_changes
+from otel_inputs.store._changes import ItemChange, StoreChange
 from otel_inputs.store._store import ArtifactStore
 
 _log = logging.getLogger(__name__)
@@ -272,20 +272,17 @@ def _mark(store: ArtifactStore, victims: list[tuple[str, int]], report: GcReport
     for k in range(0, len(victims), CHUNK):
         chunk = victims[k:k + CHUNK]
         with store.catalog.write(Role.MAINT, durable=False) as con:
-            seq = store.catalog.next_seq(con)
-            if store.listeners:  # what the update below marks, for the store's listeners
-                changes += [ItemChange(a, i, d, ItemState.EVICTED, EVICTION_REASON, seq, at, run) for a, i, d, run in con.execute(
-                    "SELECT i.attempt_id, i.input_id, i.sha256, a.run_id FROM items i JOIN json_each(?) j "
-                    "ON i.attempt_id = json_extract(j.value, '$[0]') JOIN attempts a ON a.attempt_id = i.attempt_id "
-                    "AND a.committed_at_ns = json_extract(j.value, '$[1]') WHERE i.artifact_status = 'available'",
-                    [json.dumps(chunk)])]
             report.evicted_items += con.executemany(
                 "UPDATE items SET artifact_status = 'evicted', status_reason = ?, evicted_at_ns = ? WHERE attempt_id = ? "
                 "AND artifact_status = 'available' AND EXISTS (SELECT 1 FROM attempts WHERE attempt_id = ? "
                 "AND committed_at_ns = ?)", [(EVICTION_REASON, at, a, a, c) for a, c in chunk]).rowcount
+            seq = store.catalog.next_seq(con)
             report.evicted_attempts += con.executemany(
                 "UPDATE attempts SET changed_seq = ? WHERE attempt_id = ? AND committed_at_ns = ?",
                 [(seq, a, c) for a, c in chunk]).rowcount
+            if store.listeners:  # the victims' state now, for the store's listeners
+                changes += item_changes(con, "t.attempt_id IN (SELECT value FROM json_each(?))",
+                                        [json.dumps([a for a, _ in chunk])], seq)
         if progress:
             progress(len(chunk))
         time.sleep(CHUNK_PAUSE_S)  # let waiting agent commits take the write lock

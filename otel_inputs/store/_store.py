@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from otel_inputs.store._catalog import AttemptRecord, CatalogItem, Catalog, Role, chores
-from otel_inputs.store._changes import ItemChange, ItemState, StoreChange, StoreListener, notify
+from otel_inputs.store._changes import ItemChange, StoreChange, StoreListener, notify
 from otel_inputs.store._errors import ReadbackError, StoreCleanupError, StoreError, StoreWriteError
 from otel_inputs.store._objects import HEX64, IncompleteWrite, ObjectDB, write_all
-from otel_inputs.types import ArtifactStatus, PartName, PartPersistence, ReadbackOutcome
+from otel_inputs.types import ArtifactStatus, ItemState, PartName, PartPersistence, ReadbackOutcome
 
 SNAPSHOT_REF_PREFIX = "sha256:"
 REMOVE_CHUNK = 250  # objects moved aside, re-checked under the catalog's write lock and deleted at a time
@@ -162,16 +162,14 @@ class AttemptStaging:
             raise StoreWriteError(str(exc)) from exc
         except OSError as exc:
             raise StoreWriteError(f"cannot install snapshot bytes: {exc.strerror or exc}") from exc
-        intact, seq, items = self.store.catalog.commit_attempt(record, sizes, objects.has)
+        intact, changes = self.store.catalog.commit_attempt(record, sizes, objects.has,
+                                                            want_changes=bool(self.store.listeners))
         self._closed = True
         self._remove_dir()
         if not intact:
             raise StoreWriteError("deduplicated snapshot bytes were removed during commit")
         if self.store.listeners:  # new objects only: deduplicated ones were announced by their first commit
-            now = time.time_ns()
-            self.store.notify(StoreChange(
-                tuple(item_change(i, seq, now, record.run_id) for i in items),
-                tuple(d for d, staged in self._blobs.items() if staged is not None)))
+            self.store.notify(StoreChange(tuple(changes), tuple(d for d, s in self._blobs.items() if s is not None)))
 
     def abort(self) -> None:
         """Remove everything staged; raise :class:`StoreCleanupError` naming the orphan if that fails."""
@@ -428,24 +426,6 @@ def _part_name(part_name: PartName | str) -> str:
         return PartName(part_name).value
     except ValueError:
         raise ReadbackError(ReadbackOutcome.NOT_FOUND, "unknown part name") from None
-
-
-def item_state(item: CatalogItem) -> tuple[ItemState, str | None]:
-    """An item's state for listeners, from its catalog row (revocation is decided by the caller)."""
-    if item.status_reason == "purged":
-        return ItemState.PURGED, None
-    if item.artifact_status == ArtifactStatus.AVAILABLE:
-        return ItemState.CAPTURED, None
-    if item.artifact_status == ArtifactStatus.EVICTED:
-        return ItemState.EVICTED, item.status_reason
-    return ItemState.NOT_CAPTURED, item.status_reason or item.artifact_status
-
-
-def item_change(item: CatalogItem, seq: int, at_ns: int, run_id: str | None, revoked: bool = False) -> ItemChange:
-    state, reason = item_state(item)
-    if revoked and state is ItemState.CAPTURED:
-        state = ItemState.REVOKED
-    return ItemChange(item.attempt_id, item.input_id, item.sha256, state, reason, seq, at_ns, run_id)
 
 
 def check_retained(item: CatalogItem) -> None:

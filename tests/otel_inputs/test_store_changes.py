@@ -30,8 +30,8 @@ def capture(store: ArtifactStore, attempt_id: str, run_id: str, root: Path) -> N
 
 
 def test_each_state_change_reaches_the_listeners_with_a_rising_change_number(tmp_path: Path) -> None:
-    """Capture, eviction, revocation, purge and run deletion each tell the listeners which items changed
-    to which state, after the commit, numbered by the catalog in commit order."""
+    """Capture, revocation, eviction, purge and run deletion each tell the listeners the state now of the
+    attempts they changed (the attempt, its items and parts), after the commit, numbered in commit order."""
     tree = tmp_path / "tree"
     (tree / "d").mkdir(parents=True)
     (tree / "a.txt").write_text("alpha")
@@ -41,23 +41,24 @@ def test_each_state_change_reaches_the_listeners_with_a_rising_change_number(tmp
     store.listeners.append(heard.append)
     for n in range(4):
         capture(store, f"at-{n}", f"run-{n % 2}", tree)
-    captured = [c for ch in heard for c in ch.items]
-    assert {c.state for c in captured} == {ItemState.CAPTURED} and len(captured) == 8
-    assert heard[0].new_objects and not heard[1].new_objects  # the same bytes again: no new object
-    assert {c.run_id for c in captured} == {"run-0", "run-1"}
 
     def after(mark: int) -> list:
         return [c for ch in heard[mark:] for c in ch.items]
 
+    captured = after(0)
+    assert {(c.item == "", c.state) for c in captured} == {(True, ItemState.CAPTURED), (False, ItemState.CAPTURED)}
+    assert len([c for c in captured if c.item]) == 8 and not any(c.revoked_at_ns for c in captured)
+    assert heard[0].new_objects and not heard[1].new_objects  # the same bytes again: no new object
+    assert {c.run_id for c in captured} == {"run-0", "run-1"}
     mark = len(heard)
     revoke_source(store, tree / "d", "secret")
-    revoked = after(mark)
-    assert {(c.attempt_id, c.state, c.reason) for c in revoked} == {
-        (f"at-{n}", ItemState.REVOKED, "secret") for n in range(4)}
+    revoked = [c for c in after(mark) if c.revoked_at_ns]
+    assert {(c.attempt_id, c.state) for c in revoked} == {(f"at-{n}", ItemState.CAPTURED) for n in range(4)}
     mark = len(heard)
     apply_retention(store, RetentionPolicy(budget_bytes=1))
-    evicted = after(mark)
+    evicted = [c for c in after(mark) if c.item]
     assert {c.state for c in evicted} == {ItemState.EVICTED} and {c.reason for c in evicted} == {"disk_budget"}
+    assert sum(1 for c in evicted if c.revoked_at_ns) == 4  # an evicted item's revocation stays part of its state
     assert any(ch.removal for ch in heard[mark:])
     mark = len(heard)
     purge(store, attempt_ids=["at-0"])

@@ -38,13 +38,13 @@ from typing import Any
 
 from otel_inputs import names
 from otel_inputs.store._catalog import Role, kept
-from otel_inputs.store._changes import StoreChange
+from otel_inputs.store._changes import ItemChange, StoreChange
 from otel_inputs.store._errors import ReadbackError
 from otel_inputs.store._objects import HEX64
 from otel_inputs.store._store import ArtifactStore
 from otel_inputs.store.bucket._publish import PublishError, Publisher, publish_interval
 from otel_inputs.store.bucket._remote import RemoteObjects, reason
-from otel_inputs.types import ReadbackOutcome
+from otel_inputs.types import ItemState, ReadbackOutcome
 
 _log = logging.getLogger(__name__)
 
@@ -96,6 +96,14 @@ def _upsert(con, digests: Iterable[str], state: RemoteState, reason: str | None,
         "ON CONFLICT (sha256) DO UPDATE SET state = excluded.state, reason = excluded.reason, "
         "updated_at_ns = excluded.updated_at_ns WHERE state != 'uploaded'",
         [(d, state.value, reason, now) for d in digests])
+
+
+def _object_change(digest: str, why: str | None, seq: int, at_ns: int) -> ItemChange:
+    """An object's upload outcome for the store's listeners: ``uploaded``, or ``upload_failed`` with the
+    kind of failure only (its message may name the bucket's infrastructure)."""
+    if why is None:
+        return ItemChange("", digest, digest, ItemState.UPLOADED, None, seq, at_ns)
+    return ItemChange("", digest, digest, ItemState.UPLOAD_FAILED, why.split(":", 1)[0], seq, at_ns)
 
 
 class Uploader:
@@ -193,9 +201,11 @@ class Uploader:
 
     def _record_skipped(self, skipped: set[str]) -> None:
         if skipped:
+            why, now = f"{QUEUE_FULL}: upload queue full, upload skipped", time.time_ns()
             with self.link.store.catalog.write(Role.MAINT, durable=False) as con:
-                _upsert(con, skipped, RemoteState.FAILED, f"{QUEUE_FULL}: upload queue full, upload skipped",
-                        time.time_ns())
+                _upsert(con, skipped, RemoteState.FAILED, why, now)
+                seq = self.link.store.catalog.next_seq(con)
+            self.link.store.notify(StoreChange(tuple(_object_change(d, why, seq, now) for d in sorted(skipped))))
 
     def _upload(self, digests: list[str]) -> None:
         assert self.remote is not None
@@ -367,6 +377,8 @@ class BucketLink:
                 "WHERE sha256 = ? AND state = 'queued'",
                 [(RemoteState.FAILED.value if why else RemoteState.UPLOADED.value, why, now, d)
                  for d, why in outcome.items()])
+            seq = catalog.next_seq(con)
+        self.store.notify(StoreChange(tuple(_object_change(d, why, seq, now) for d, why in outcome.items())))
         for digest, why in outcome.items():
             if why:
                 _log.warning("otel_inputs: snapshot %s not uploaded: %s", digest[:12], why)
