@@ -365,33 +365,18 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Catalog:
-    """The catalog of the store at ``root``; files and schema appear on first use.
+    """The catalog of the store at ``root``; files and schema appear on first use."""
 
-    ``snapshot`` (a published copy's path and its connection, opened read-only and checked by
-    :mod:`otel_inputs.store._publish`) makes a catalog that only reads: no migration and every
-    write refused, so nothing ever changes a snapshot.
-    """
-
-    def __init__(self, root: Path, *, create: bool = True,
-                 snapshot: tuple[Path, sqlite3.Connection] | None = None) -> None:
+    def __init__(self, root: Path, *, create: bool = True) -> None:
         self.root = root
-        self.path = str(root / CATALOG_FILE) if snapshot is None else str(snapshot[0])
-        self.create = create and snapshot is None
-        self._snapshot = _Conn(snapshot[1]) if snapshot is not None else None
+        self.path = str(root / CATALOG_FILE)
+        self.create = create
         self._store_id: str | None = None
-
-    @property
-    def read_only(self) -> bool:
-        return self._snapshot is not None
 
     def exists(self) -> bool:
         return os.path.exists(self.path)
 
     def _conn(self, role: Role) -> _Conn:
-        if self._snapshot is not None:
-            if role is not Role.READ:
-                raise PermissionError(f"{self.path} is a published catalog snapshot: read-only")
-            return self._snapshot
         c = _conns.get((self.path, role))  # no lock on the agent's hot path
         if c is None:
             with _conns_lock:

@@ -91,10 +91,13 @@ class RevocationList:
     entries: tuple[Revocation, ...] = ()
 
     @classmethod
-    def load(cls, store: ArtifactStore, path: str | os.PathLike[str] | None = None) -> RevocationList:
-        """The store's revocations plus those of the file ``path`` (or ``OTEL_INPUTS_REVOCATIONS``)."""
+    def load(cls, store: ArtifactStore | None, path: str | os.PathLike[str] | None = None) -> RevocationList:
+        """The store's revocations (none without a store) plus those of the file ``path`` (or
+        ``OTEL_INPUTS_REVOCATIONS``)."""
         entries: list[Revocation] = []
         try:
+            if store is None:
+                raise FileNotFoundError
             with store.catalog.read() as con:
                 for src, digest, reason, at_ns in con.execute(
                         "SELECT source_path, sha256, reason, at_ns FROM revocations ORDER BY revocation_id"):

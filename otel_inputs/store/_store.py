@@ -203,19 +203,16 @@ class ArtifactStore:
     """A local directory holding snapshot bytes and the catalog that says what they are."""
 
     def __init__(self, root: str | os.PathLike[str], *, create: bool = True, objects_url: str | None = None,
-                 objects_options: dict | None = None,
-                 catalog_snapshot: tuple[Path, sqlite3.Connection] | None = None) -> None:
+                 objects_options: dict | None = None) -> None:
         """``objects_url``/``objects_options``: a bucket for copies of the bytes (docs/objects.md;
         default ``OTEL_INPUTS_OBJECTS_URL``), attached by :mod:`otel_inputs.store.bucket` through
-        :attr:`listeners` and :attr:`read_elsewhere`.  ``catalog_snapshot``: a published catalog
-        opened read-only, for a viewer on another machine; with it nothing here writes."""
+        :attr:`listeners` and :attr:`read_elsewhere`."""
         self.root = Path(root)
-        create = create and catalog_snapshot is None
         if create:
             self.root.mkdir(parents=True, exist_ok=True)
         self.objects = ObjectDB(self.root, create=create)
         self.objects_dir, self.staging_dir = self.objects.objects_dir, self.objects.staging_dir
-        self.catalog = Catalog(self.root, create=create, snapshot=catalog_snapshot)
+        self.catalog = Catalog(self.root, create=create)
         self.objects_url, self.objects_options = objects_url, dict(objects_options or {})
         self.listeners: list[StoreListener] = []
         # where bytes whose local copy is gone may still be read (unverified: the caller re-hashes them)

@@ -73,28 +73,6 @@ def test_store_upload_command_backfills_objects_committed_before_the_bucket(tmp_
     assert (bucket / "objects" / events[0][names.INPUT_SHA256]).read_bytes() == b"before the bucket"
 
 
-def test_store_publish_command_says_where_and_as_of_when(tmp_path: Path) -> None:
-    """`otel-inputs store publish` puts the catalog copy beside the objects and names its URL and its
-    publish time in UTC; a fleet viewer's cache then opens that copy with the same time."""
-    import re
-
-    from otel_inputs.store.bucket import FleetCatalogs
-
-    bucket = tmp_path / "bucket"
-    store = ArtifactStore(tmp_path / "store", objects_url=bucket.as_uri())
-    attempt_id, _ = capture(store, tmp_path / "ctx", {"a.txt": b"one"})
-    assert attach(store).flush(30)
-    out = CliRunner().invoke(cli, ["store", "publish", "--store", str(store.root)],
-                             env={names.ENV_OBJECTS_URL: bucket.as_uri()})
-    assert out.exit_code == 0, out.output
-    found = re.fullmatch(rf"catalog published to {re.escape(bucket.as_uri())}/catalog/catalog\.sqlite "
-                         r"\(as of (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC)\)\n", out.output)
-    assert found, out.output
-    published = FleetCatalogs([bucket.as_uri()], tmp_path / "cache").open(bucket.as_uri())
-    assert published.describe() == f"the catalog of {bucket.as_uri()}, published {found.group(1)}"
-    assert published.store.attempt(attempt_id) is not None
-
-
 def test_capture_without_fsspec_stays_local_and_never_imports_it(tmp_path: Path) -> None:
     """With fsspec unavailable, a configured bucket is logged as unusable and capture completes locally;
     without a bucket URL fsspec is never imported at all."""

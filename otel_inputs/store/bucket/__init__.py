@@ -17,27 +17,13 @@ from otel_inputs.store.bucket._link import (
     bucket_counts,
     bucket_of,
     item_placements,
-    publish_now,
     sync_bucket,
-)
-from otel_inputs.store.bucket._publish import (
-    CATALOG_KEY,
-    CatalogRefused,
-    FleetCatalogs,
-    PublishedCatalog,
-    PublishError,
-    utc_text,
 )
 from otel_inputs.store.bucket._remote import RemoteObjects, public_location, under_roots
 
 __all__ = [
     "BucketLink",
-    "CATALOG_KEY",
-    "CatalogRefused",
-    "FleetCatalogs",
     "Placement",
-    "PublishError",
-    "PublishedCatalog",
     "RemoteObjects",
     "RemoteState",
     "SyncReport",
@@ -46,8 +32,6 @@ __all__ = [
     "bucket_of",
     "item_placements",
     "public_location",
-    "publish_now",
     "sync_bucket",
     "under_roots",
-    "utc_text",
 ]

@@ -42,7 +42,6 @@ from otel_inputs.store._changes import ItemChange, StoreChange
 from otel_inputs.store._errors import ReadbackError
 from otel_inputs.store._objects import HEX64
 from otel_inputs.store._store import ArtifactStore
-from otel_inputs.store.bucket._publish import PublishError, Publisher, publish_interval
 from otel_inputs.store.bucket._remote import RemoteObjects, reason
 from otel_inputs.types import ItemState, ReadbackOutcome
 
@@ -149,16 +148,6 @@ class Uploader:
             with self._cond:
                 self._outstanding -= 1
 
-    def wake(self) -> None:
-        """Let an idle thread see that a publish is wanted (an empty entry: no upload)."""
-        with self._cond:
-            self._outstanding += 1
-        try:
-            self._queue.put_nowait("")
-        except queue.Full:  # busy anyway: it publishes after its batch
-            with self._cond:
-                self._outstanding -= 1
-
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until everything submitted so far has an outcome recorded."""
         with self._cond:
@@ -166,13 +155,8 @@ class Uploader:
 
     def _run(self) -> None:
         self.remote = self.link.remote(recorded=False)  # uploads go only where this process was told to
-        publisher = self.link.publisher
         while True:
-            try:  # idle: wake when the debounced catalog publish is due
-                batch = [self._queue.get(timeout=publisher.due_in() if self.remote is not None else None)]
-            except queue.Empty:
-                publisher.publish_if_due(self.remote)
-                continue
+            batch = [self._queue.get()]
             if self._queue.qsize() < BATCH - 1:
                 # Let the attempt that just committed finish on the agent's thread before this one
                 # competes for the interpreter; the batch grows meanwhile.
@@ -196,8 +180,6 @@ class Uploader:
                 with self._cond:
                     self._outstanding -= len(batch) + len(skipped)
                     self._cond.notify_all()
-            if self.remote is not None:  # after the batch's outcomes: the copy names them uploaded
-                publisher.publish_if_due(self.remote)
 
     def _record_skipped(self, skipped: set[str]) -> None:
         if skipped:
@@ -232,7 +214,6 @@ class BucketLink:
         self._remotes: dict[str, RemoteObjects] = {}
         self._uploader: Uploader | None = None
         self._failed_url: str | None = None  # a URL fsspec could not open: said once, not per commit
-        self.publisher = Publisher(self.store)
         _links.add(self)
 
     def _after_fork_in_child(self) -> None:
@@ -240,7 +221,6 @@ class BucketLink:
         self._lock = threading.Lock()
         self._uploader = None
         self._remotes = {}
-        self.publisher = Publisher(self.store)
 
     # -- configuration -----------------------------------------------------------------------
     def configured_url(self) -> str | None:
@@ -302,8 +282,6 @@ class BucketLink:
     def store_changed(self, change: StoreChange) -> None:
         if change.new_objects:
             self.committed(change.new_objects)
-        elif self._uploader is not None or self.configured_url() is not None:
-            self.changed()  # a commit with no new object, an eviction, a purge, a revocation: publish it
         if change.removal:
             self.sweep()  # the bucket's copies follow the same references as the local bytes
 
@@ -316,31 +294,13 @@ class BucketLink:
             up = self.uploader()
             if up is not None:
                 up.submit(digests)
-            self.changed()  # even with no new object: the catalog has a new attempt to publish
         except Exception as exc:  # noqa: BLE001 - the upload is a background matter
             _log.warning("otel_inputs: snapshot upload not queued: %s", exc)
 
-    def changed(self) -> None:
-        """The catalog changed (a commit, revocation, purge, eviction): publish it with the next debounced
-        publish; wakes an idle uploader thread (never waits)."""
-        if self.publisher.changed():
-            up = self._uploader
-            if up is not None:
-                up.wake()
-
     def flush(self, timeout: float = 30.0) -> bool:
-        """Wait until every upload submitted by this process has its outcome recorded, then publish the
-        catalog if it changed since the last publish (a failure is logged, never raised)."""
+        """Wait until every upload submitted by this process has its outcome recorded."""
         up = self._uploader
-        if up is None:
-            return True
-        done = up.flush(timeout)
-        if up.remote is not None and publish_interval() is not None:
-            try:
-                self.publisher.publish(up.remote, if_changed=True)
-            except PublishError:
-                pass
-        return done
+        return True if up is None else up.flush(timeout)
 
     # -- the uploader thread's work --------------------------------------------------------------
     def pending(self, *, failed: bool = False) -> list[str]:
@@ -553,16 +513,3 @@ def bucket_counts(store: ArtifactStore) -> dict[str, int]:
             "SELECT count(*) FROM objects o WHERE NOT EXISTS (SELECT 1 FROM remote_objects r WHERE r.sha256 = "
             f"o.sha256) AND {kept('o.sha256')}").fetchone()[0]
     return counts
-
-
-def publish_now(store: ArtifactStore) -> tuple[str, int] | None:
-    """Publish the store's catalog to its bucket (configured, else the one the catalog recorded);
-    ``None`` when the store has no bucket, :class:`PublishError` when publishing failed."""
-    link = attach(store)
-    url = link.url()
-    if url is None:
-        return None
-    remote = link.remote()
-    if remote is None:
-        raise PublishError(f"object storage {url} cannot be opened (see the log)")
-    return remote.url, link.publisher.publish(remote)
