@@ -38,7 +38,11 @@ SELECT if(ResourceAttributes['host.name'] != '', ResourceAttributes['host.name']
        toUInt64OrZero(LogAttributes['otel_inputs.store.seq']) AS seq,
        now64(3) AS received_at
 FROM otel_logs
-WHERE if(EventName != '', EventName, LogAttributes['event.name']) = 'otel_inputs.store.item_state'
+WHERE (if(EventName != '', EventName, LogAttributes['event.name']) = 'otel_inputs.store.item_state'
+       -- a writer without the event name (rotel's ClickHouse exporter writes no EventName column,
+       -- docs/clickhouse.md): a store fact is the only record carrying these two of our attributes
+       OR (EventName = '' AND mapContains(LogAttributes, 'otel_inputs.store.state')
+           AND mapContains(LogAttributes, 'otel_inputs.store.seq')))
   -- what a store writes, and nothing else: a hostile or broken sender's record is dropped, never folded
   AND match(store_id, '^[0-9a-f]{32}$') AND seq > 0
   AND state IN ('captured', 'not_captured', 'evicted', 'purged', 'deleted', 'uploaded', 'upload_failed')

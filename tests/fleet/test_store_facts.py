@@ -13,6 +13,7 @@ import itertools
 import random
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ from otel_inputs.store import (  # noqa: E402
     store_usage,
 )
 from otel_inputs.store.bucket import attach  # noqa: E402
-from otel_inputs.store.facts import attach_facts  # noqa: E402
+from otel_inputs.store.facts import StoreFacts, attach_facts  # noqa: E402
 from otel_inputs.types import CaptureDecision  # noqa: E402
 from otel_inputs.viewer._access import current_access  # noqa: E402
 from otel_inputs.viewer._backend import ChdbBackend, chdb_session, literal  # noqa: E402
@@ -291,3 +292,39 @@ def test_the_fleet_decides_as_the_hosts_catalog_for_any_history(chdb: Chdb, hist
         assert there == here
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# -- a real third-party writer -------------------------------------------------------------------------
+def test_facts_written_by_rotel_fold_to_the_same_decisions(tmp_path: Path, chdb: Chdb) -> None:
+    """A host's store facts sent over OTLP/HTTP to rotel-agent (from PyPI), whose ClickHouse exporter writes
+    otel_logs without an EventName column, fold in ClickHouse to the host's own decisions, item for item."""
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from rotel_pipe import rotel_agent, rotel_into_chdb
+
+    if rotel_agent() is None:
+        pytest.skip("rotel (rotel-agent) is not installed")
+    db = chdb.database()
+    with rotel_into_chdb(chdb.path, db.database, tmp_path / "rotel.log") as endpoint:
+        host = Host(tmp_path / "h")
+        provider = LoggerProvider(resource=Resource.create({"host.name": HOST}))
+        provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(endpoint=endpoint)))
+        host.store.listeners[:] = [x for x in host.store.listeners if not isinstance(x, StoreFacts)]
+        attach_facts(host.store, provider.get_logger("otel_inputs.store"), bootstrap=False)
+        heard: list = []
+        host.store.listeners.append(heard.append)
+        host.capture("a1", "r1", {"keep.txt": b"keep", "d/x.txt": b"x"})
+        host.capture("a2", "r2", {"gone.txt": b"gone"})
+        revoke_source(host.store, host.tree / "a1" / "d")
+        purge(host.store, run_id="r2")
+        assert attach(host.store).flush(30)
+        provider.shutdown()  # the SDK's batch is sent; rotel's batch follows within its timeout
+        last = max(c.seq for change in heard for c in change.items)
+        for _ in range(400):  # until the last change's fact is folded (at most 20 s)
+            if db.rows("SELECT max(seq) FROM otel_inputs_store_state")[0][0] >= last:
+                break
+            time.sleep(0.05)
+    assert db.rows("SELECT DISTINCT EventName FROM otel_logs") == [("",)], "rotel writes no event name"
+    here, there = decisions(host, db)
+    assert there == here
+    assert here[("a1", "withheld")][0] and here[("a2", "withheld")][1]  # something revoked, something purged
