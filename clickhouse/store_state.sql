@@ -14,12 +14,11 @@ CREATE TABLE IF NOT EXISTS otel_inputs_store_state (
     item_key String CODEC(ZSTD(1)),  -- input id, 'part:<name>', '' (the attempt), or an object's SHA-256
     state LowCardinality(String),
     reason LowCardinality(String),
-    sha256 FixedString(32) CODEC(ZSTD(1)),  -- the bytes the item names (unhexed; zeros: none)
+    sha256 FixedString(32) CODEC(ZSTD(1)),  -- the bytes a captured item names (unhexed; zeros: none)
     run_id String CODEC(ZSTD(1)),
     revoked_at DateTime64(9) CODEC(Delta(8), ZSTD(1)),  -- 0: not revoked
     at DateTime64(9) CODEC(Delta(8), ZSTD(1)),  -- when the item entered this state
-    seq UInt64 CODEC(Delta(8), ZSTD(1)),
-    received_at DateTime64(3) CODEC(Delta(8), ZSTD(1))
+    seq UInt64 CODEC(ZSTD(1))
 ) ENGINE = ReplacingMergeTree(seq)
 ORDER BY (host, store_id, attempt_id, item_key);
 
@@ -35,8 +34,7 @@ SELECT if(ResourceAttributes['host.name'] != '', ResourceAttributes['host.name']
        LogAttributes['otel_inputs.run.id'] AS run_id,
        fromUnixTimestamp64Nano(toInt64OrZero(LogAttributes['otel_inputs.store.revoked_at'])) AS revoked_at,
        Timestamp AS at,
-       toUInt64OrZero(LogAttributes['otel_inputs.store.seq']) AS seq,
-       now64(3) AS received_at
+       toUInt64OrZero(LogAttributes['otel_inputs.store.seq']) AS seq
 FROM otel_logs
 WHERE (if(EventName != '', EventName, LogAttributes['event.name']) = 'otel_inputs.store.item_state'
        -- a writer without the event name (rotel's ClickHouse exporter writes no EventName column,
@@ -60,6 +58,6 @@ CREATE TABLE IF NOT EXISTS otel_inputs_store_hosts (
 ORDER BY (host, store_id);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_store_hosts_mv TO otel_inputs_store_hosts AS
-SELECT host, store_id, max(received_at) AS received_at, max(seq) AS seq
+SELECT host, store_id, now64(3) AS received_at, max(seq) AS seq
 FROM otel_inputs_store_state
 GROUP BY host, store_id;

@@ -34,7 +34,10 @@ def fact_attributes(store_id: str, change: ItemChange) -> dict[str, Any]:
     attrs: dict[str, Any] = {names.STORE_ID: store_id, names.ATTEMPT_ID: change.attempt_id,
                              names.STORE_ITEM_KEY: change.item, names.STORE_STATE: change.state.value,
                              names.STORE_SEQ: change.seq}
-    for key, value in ((names.RUN_ID, change.run_id), (names.STORE_ITEM_SHA256, change.sha256),
+    # The digest only where a reader needs it, a captured item's (an object's is its key): it is the
+    # largest part of a fact (docs/performance.md, "Fleet").
+    digest = change.sha256 if change.state is ItemState.CAPTURED and change.attempt_id else None
+    for key, value in ((names.RUN_ID, change.run_id), (names.STORE_ITEM_SHA256, digest),
                        (names.STORE_REASON, change.reason), (names.STORE_REVOKED_AT, change.revoked_at_ns)):
         if value is not None:
             attrs[key] = value

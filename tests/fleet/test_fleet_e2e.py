@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 import sys
 from collections.abc import Iterator
 from pathlib import Path
