@@ -85,21 +85,24 @@ def _host(resource: Mapping[str, Any] | None) -> str:
     return str(resource.get("host.name") or resource.get("service.instance.id") or "")
 
 
-def store_refs(db: Backend, attempt_ids: Iterable[str]) -> dict[str, StoreRef | None]:
-    """Each attempt's :class:`StoreRef`, from its span's resource and attributes (``None``: no span)."""
+def store_refs(db: Backend, attempt_ids: Iterable[str],
+               spans: Mapping[str, tuple[str, str]] | None = None) -> dict[str, StoreRef | None]:
+    """Each attempt's :class:`StoreRef`, from its span's resource and attributes (``None``: no span).
+    ``spans``: the attempts' (trace id, span id) when the caller has them (one query fewer)."""
     ids = sorted(set(attempt_ids))
     if not ids or not db.has("otel_traces"):
         return {i: None for i in ids}
-    keys = db.rows(f"SELECT attempt_id, trace_id, span_id FROM agent_attempts WHERE {db.in_list('attempt_id')}", [ids])
-    spans = {(t, s) for _, t, s in keys if t and s}
+    keys = ([(a, *spans[a]) for a in ids if a in spans] if spans is not None else db.rows(
+        f"SELECT attempt_id, trace_id, span_id FROM agent_attempts WHERE {db.in_list('attempt_id')}", [ids]))
+    pairs = {(t, s) for _, t, s in keys if t and s}
     found: dict[tuple[str, str], StoreRef] = {}
-    if spans:
+    if pairs:
         for t, s, host, instance, store_id, location in db.rows(
                 f'SELECT "TraceId", "SpanId", "ResourceAttributes"[?], "ResourceAttributes"[?], "SpanAttributes"[?], '
                 f'"SpanAttributes"[?] FROM otel_traces WHERE {db.in_list(chr(34) + "TraceId" + chr(34))} AND '
                 f'{db.in_list(chr(34) + "SpanId" + chr(34))}',
                 ["host.name", "service.instance.id", names.STORE_ID, names.STORE_OBJECTS_URL,
-                 sorted({t for t, _ in spans}), sorted({s for _, s in spans})]):
+                 sorted({t for t, _ in pairs}), sorted({s for _, s in pairs})]):
             found[(t, s)] = StoreRef(_host({"host.name": host, "service.instance.id": instance}),
                                      store_id or None, location or None)  # ClickHouse reads an absent key as ''
     return {a: found.get((t, s)) for a, t, s in keys} | {i: None for i in ids if i not in {k[0] for k in keys}}
@@ -324,21 +327,21 @@ def host_decisions(facts: HostFacts | None, roots: tuple[str, ...], viewer: str,
 
 
 def fleet_decisions(db: Backend, attempt: AttemptRecord, roots: tuple[str, ...], viewer: str | None = None,
-                    previous: str | None = None) -> tuple[Evidence, Access]:
-    """The reader and decisions for one attempt's page (and its previous turn's inputs) on a fleet viewer."""
+                    previous: str | None = None, inputs: Iterable[InputRecord] | None = None) -> tuple[Evidence, Access]:
+    """The reader and decisions for one attempt's page (and its previous turn's inputs) on a fleet viewer:
+    two queries, the attempt span's store and that store's facts (``inputs``: the page's, for the
+    upload state of their bytes; read here when not given)."""
     who = viewer or viewer_identity()
     ids = [attempt.attempt_id] + ([previous] if previous else [])
-    ref = store_refs(db, [attempt.attempt_id]).get(attempt.attempt_id)
+    spans = {attempt.attempt_id: (attempt.trace_id, attempt.span_id)} if attempt.trace_id and attempt.span_id else None
+    ref = store_refs(db, [attempt.attempt_id], spans).get(attempt.attempt_id)
     if ref is None or not ref.store_id:
         why = "not vouched for: the attempt's span names no artifact store (no store facts can decide it)"
         return host_decisions(None, roots, who, why)
-    digests = [i for i in _attempt_digests(db, ids)]
+    digests = ([i.sha256 for i in inputs if i.sha256] if inputs is not None else
+               [r[0] for r in db.rows("SELECT DISTINCT sha256 FROM agent_attempt_inputs WHERE "
+                                      f"{db.in_list('attempt_id')} AND sha256 IS NOT NULL", [ids])])
     return host_decisions(load_host_facts(db, ref, ids, digests), roots, who)
-
-
-def _attempt_digests(db: Backend, attempt_ids: list[str]) -> list[str]:
-    return [r[0] for r in db.rows("SELECT DISTINCT sha256 FROM agent_attempt_inputs WHERE "
-                                  f"{db.in_list('attempt_id')} AND sha256 IS NOT NULL", [attempt_ids])]
 
 
 def gate_foreign_rows(db: Backend, rows: Iterable[Any], access: Access) -> tuple[list[Any], int]:

@@ -273,7 +273,8 @@ def _draw_attempt(con: Any, bundle: q.AttemptBundle, *, key: str) -> None:
     ev = _evidence()
     roots = fleet_roots()
     if roots:  # a fleet viewer: the recording host's store facts decide, or the page says why none can
-        ev, access = fleet_decisions(con, bundle.attempt, roots, access.viewer, bundle.previous_turn_id)
+        ev, access = fleet_decisions(con, bundle.attempt, roots, access.viewer, bundle.previous_turn_id,
+                                     bundle.inputs + (bundle.previous_inputs or ()))
         if ev.facts is not None:
             st.text(f"{DECIDED} {ev.facts.describe()}.")
         else:
