@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from otel_inputs._media import SNIFF_BYTES, Utf8Validator, classify
-from otel_inputs._text import safe_text
-from otel_inputs.store import AttemptStaging, StoreWriteError, write_all
+from otel_inputs.text import safe_text
+from otel_inputs.store import AttemptStaging, StoreWriteError
 from otel_inputs.types import Bound, CaptureStatus, PreviewKind
 
 MAX_FILES = 100
@@ -122,13 +122,6 @@ def _kind_name(mode: int) -> str:
     return "special file"
 
 
-def _write(out, data) -> None:
-    try:
-        write_all(out, data)
-    except OSError as exc:  # the store's disk, not the source: a store gap
-        raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
-
-
 def copy_regular_file(
     dir_fd: int | None,
     name: str,
@@ -202,10 +195,10 @@ def copy_regular_file(
                     small.append(bytes(chunk))
                     if copied + n > _SMALL_FILE:  # grew while we read: switch to a temp file
                         tmp, out = staging.open_temp()
-                        _write(out, b"".join(small))
+                        out.write(b"".join(small))
                         small = None
                 else:
-                    _write(out, chunk)
+                    out.write(chunk)
                 utf8.feed(chunk)
                 if len(head) < SNIFF_BYTES:
                     head += bytes(chunk[: SNIFF_BYTES - len(head)])
@@ -246,7 +239,7 @@ def copy_regular_file(
         if small is not None and staging.reference_existing(hexdigest) is None:
             tmp, out = staging.open_temp()
             with out:
-                _write(out, b"".join(small))
+                out.write(b"".join(small))
         media, preview = classify(head, is_utf8=utf8.valid, size=copied)
         return FileOutcome(
             rel_parts,
