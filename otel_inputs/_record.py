@@ -208,7 +208,7 @@ class AgentObserver:
         self._store_root = store.root if isinstance(store, ArtifactStore) else store
         self._store: ArtifactStore | None = store if isinstance(store, ArtifactStore) else None
         self.policy = policy or CapturePolicy.from_env()
-        self.limits = limits or CaptureLimits()
+        self.limits = limits or CaptureLimits.from_env()
         self.clock = clock
         self.agent_name = agent_name
         self.agent_id = agent_id

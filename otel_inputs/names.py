@@ -164,6 +164,7 @@ STORE_REASON = "otel_inputs.store.reason"  # why not captured / evicted / upload
 STORE_REVOKED_AT = "otel_inputs.store.revoked_at"  # ns since the epoch; only when its source was revoked
 STORE_SEQ = "otel_inputs.store.seq"  # the catalog's change number: for one item the highest is its state now
 
+ENV_CAPTURE_MAX_SECONDS = "OTEL_INPUTS_CAPTURE_MAX_SECONDS"  # the wall-time bound of one attempt's capture
 ENV_PART_MAX_BYTES = "OTEL_INPUTS_PART_MAX_BYTES"
 ENV_RUN_MAX_PARTS = "OTEL_INPUTS_RUN_MAX_PARTS"
 ENV_RUN_MAX_BYTES = "OTEL_INPUTS_RUN_MAX_BYTES"
