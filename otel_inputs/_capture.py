@@ -1,4 +1,5 @@
-"""``capture_attempt_inputs``: the whole seed-000 capture contract for one attempt."""
+"""``capture_attempt_inputs``: bounded capture of one attempt's declared inputs (docs/architecture.md,
+"Data flow"; the bounds: docs/store.md, "Capture bounds")."""
 
 from __future__ import annotations
 

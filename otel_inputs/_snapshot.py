@@ -40,7 +40,7 @@ _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXE
 
 @dataclass(frozen=True)
 class CaptureLimits:
-    """The seed-000 capture bounds; tests override them with tiny values."""
+    """The capture bounds (docs/store.md, "Capture bounds"); tests override them with tiny values."""
 
     max_files: int = MAX_FILES
     max_depth: int = MAX_DEPTH
