@@ -25,7 +25,6 @@ from otel_inputs._snapshot import (
     CaptureLimits,
     FileOutcome,
     Incomplete,
-    safe_text,
     walk_context_root,
 )
 from otel_inputs.store import (
@@ -54,7 +53,7 @@ from otel_inputs.types import (
     SourceKind,
     TaskSourceKind,
 )
-
+from otel_inputs.text import safe_text
 
 _log = logging.getLogger("otel_inputs")
 

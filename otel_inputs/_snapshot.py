@@ -19,7 +19,6 @@ from pathlib import Path
 
 from otel_inputs import names
 from otel_inputs._media import SNIFF_BYTES, Utf8Validator, classify
-from otel_inputs.text import safe_text
 from otel_inputs.store import AttemptStaging, StoreWriteError
 from otel_inputs.types import Bound, CaptureStatus, PreviewKind
 
@@ -260,6 +259,7 @@ def copy_regular_file(
                         out.write(b"".join(small))
                         small = None
                 else:
+                    assert out is not None  # small is None only once a temp file is open
                     out.write(chunk)
                 utf8.feed(chunk)
                 if len(head) < SNIFF_BYTES:
