@@ -41,7 +41,7 @@ def _installed_layout(into: Path) -> Path:
 
 def _lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    return _run("lint-imports", "--config", str(PYPROJECT), "--no-cache", cwd=tree, env=env)
+    return _run("lint-imports", str(PYPROJECT), "--no-cache", cwd=tree, env=env)
 
 
 def test_ruff_finds_nothing() -> None:
@@ -68,17 +68,16 @@ def test_import_contracts_see_the_exporter_the_viewer_and_a_planted_violation(tm
     import, a reach into another part's private module, and a cycle."""
     tree = _installed_layout(tmp_path)
     planted = tree / "otel_inputs"  # a real folder of links: files written here never reach the checkout
+    private = "otel_inputs.exporter." + min(p.stem for p in (ROOT / "exporter").glob("_*.py") if p.stem != "__init__")
     (planted / "_planted_a.py").write_text("import otel_inputs.viewer\nimport otel_inputs._planted_b\n")
-    (planted / "_planted_b.py").write_text("import otel_inputs._planted_a\nimport otel_inputs.exporter._sink\n")
+    (planted / "_planted_b.py").write_text(f"import otel_inputs._planted_a\nimport {private}\n")
     out = _lint_imports(tree)
     assert out.returncode != 0
     broken = out.stdout.split("Broken contracts", 1)[1]
+    # An import of a module import-linter had not found would not be reported: these show both folders are seen.
     assert "otel_inputs._planted_a -> otel_inputs.viewer" in broken
-    assert "otel_inputs._planted_b -> otel_inputs.exporter._sink" in broken
+    assert f"otel_inputs._planted_b -> {private}" in broken
     assert "No cycles are allowed in otel_inputs." in broken
-    analyzed = int(out.stdout.split("Analyzed ", 1)[1].split(" files", 1)[0])
-    expected = sum(1 for folder in ("otel_inputs", "exporter", "viewer") for _ in (ROOT / folder).rglob("*.py"))
-    assert analyzed == expected + 2
 
 
 def test_the_private_module_contract_names_every_private_module_of_the_agent_api() -> None:
