@@ -41,7 +41,7 @@ _log = logging.getLogger(__name__)
 HEALTH_METRICS = ("spans_written", "spans_spilled", "spans_dropped", "batches_failed",
                   "spans_drained", "spans_rejected", "spans_unconvertible", "spool_quarantined",
                   "artifact_rows_written", "logs_written", "logs_rejected", "logs_dropped",
-                  "spool_drain_failed")  # fmt: skip
+                  "spool_drain_failed", "spans_unmapped")  # fmt: skip
 # A spool entry holds one Arrow IPC file per table of the batch, named after the table.
 _TABLE_FILES = {name: f"{name}.arrow" for name in (TRACES, ATTEMPTS, INPUTS, ARTIFACTS, PARTS, LOGS)}
 # Columns the INSERT computes from another column of the row (the viewer's where-else key, migration 13).
@@ -214,6 +214,7 @@ class DuckDBWriter:
                     try:
                         self._spill(tables)
                         spilled += tables.span_count
+                        self.counters["spans_unmapped"] += tables.unmapped  # the spool keeps only the rows
                     except Exception as spill_exc:  # noqa: BLE001
                         self.counters["spans_dropped"] += tables.span_count
                         self.counters["logs_dropped"] += tables.log_count
@@ -378,7 +379,8 @@ def _concat(group: list[BatchTables]) -> BatchTables:
 
     return BatchTables(cat([b.traces for b in group]), cat([b.attempts for b in group]),
                        cat([b.inputs for b in group]), cat([b.artifacts for b in group]),
-                       cat([b.parts for b in group]), cat([b.logs for b in group]))  # fmt: skip
+                       cat([b.parts for b in group]), cat([b.logs for b in group]),
+                       sum(b.unmapped for b in group))  # fmt: skip
 
 
 def coalesce(batches: Sequence[BatchTables]) -> list[BatchTables]:
@@ -450,6 +452,7 @@ def _transaction_once(con: duckdb.DuckDBPyConnection, batches: Iterable[BatchTab
         for tables in batches:
             _insert(con, tables)
             out[count_as] += tables.span_count
+            out["spans_unmapped"] = out.get("spans_unmapped", 0) + tables.unmapped
             out["logs_written"] = out.get("logs_written", 0) + tables.log_count
             if count_as == "spans_written" and tables.artifacts is not None:
                 out["artifact_rows_written"] += tables.artifacts.num_rows
