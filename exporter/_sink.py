@@ -410,15 +410,15 @@ class OTLPSink:
             kind = Kind.TRACES if signal == "traces" else Kind.LOGS
             try:
                 if kind is Kind.TRACES:
-                    req = parse_json(body) if as_json else parse_protobuf(body)
-                    checked = check_request(req)
+                    req, bad_ids = parse_json(body) if as_json else (parse_protobuf(body), None)
+                    checked = check_request(req, bad_ids)
                     accepted, rejected, skip = checked.accepted, checked.rejected, checked.skip
                     render: Callable[[bool], bytes] = lambda j, c=checked: response_body(c, as_json=j)  # noqa: E731
                     if skip and accepted:
                         _remove_rejected_spans(req, skip)
                 else:
-                    req = parse_logs_json(body) if as_json else parse_logs_protobuf(body)
-                    checked_logs = check_logs(req)
+                    req, bad_ids = parse_logs_json(body) if as_json else (parse_logs_protobuf(body), None)
+                    checked_logs = check_logs(req, bad_ids)
                     accepted, rejected, skip = checked_logs.accepted, checked_logs.rejected, checked_logs.skip
                     render = lambda j, c=checked_logs: logs_response(c, as_json=j)  # noqa: E731
                     if skip and accepted:
