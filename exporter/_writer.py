@@ -228,16 +228,19 @@ class DuckDBWriter:
                 return WriteOutcome(spilled=n, error=error)
 
     def drain_spool(self) -> bool:
-        """Try once to land everything spooled (e.g. at shutdown); True when the spool is empty.  Never raises."""
-        if not self.spooled_batches():
-            return True
-        with self._lock:
-            self._take_pending()
-            try:
-                self._commit(list, None)
-            except Exception as exc:  # noqa: BLE001 - the spool stays for the next writer of this file
-                _log.warning("otel-inputs: spool not drained (%s); %d batches wait in %s",
-                             f"{type(exc).__name__}: {exc}", len(self.spooled_batches()), self.spool_dir)
+        """Land everything spooled (e.g. at shutdown), ``drain_limit`` entries per transaction, while
+        each round lands some; True when the spool is empty.  Never raises."""
+        before: list[Path] = []
+        while (entries := self.spooled_batches()) and entries != before:
+            before = entries
+            with self._lock:
+                self._take_pending()
+                try:
+                    self._commit(list, None)
+                except Exception as exc:  # noqa: BLE001 - the spool stays for the next writer of this file
+                    _log.warning("otel-inputs: spool not drained (%s); %d batches wait in %s",
+                                 f"{type(exc).__name__}: {exc}", len(self.spooled_batches()), self.spool_dir)
+                    break
         return not self.spooled_batches()
 
     def read_landed(self, log: str) -> int:
