@@ -580,7 +580,13 @@ class OTLPSink:
                 _log.warning("otel-inputs collect: %d acknowledged requests in %s were not yet landed; landing them",
                              self.replayed - skipped, self.wal.directory)  # fmt: skip
         last = items[-1].seq
-        items = [i for i in items if i.seq > self._landed]
+        try:
+            self.wal.sync(last)  # usually done already by the requests themselves (group commit)
+        except WALUnavailable:
+            pass  # what it could not make durable was answered 503: dropped just below, never landed
+        # Only records known durable land: one whose fsync failed was refused, and landing it anyway
+        # would land it twice once its sender retries (log records have no key).
+        items = [i for i in items if i.seq > self._landed and self.wal.durable(i.seq)]
         if not items:
             self.wal.landed(last)
             return True
