@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import weakref
 from dataclasses import dataclass
 
 from otel_inputs import names
@@ -173,11 +174,16 @@ def open_fleet_evidence(location: str | None, roots: tuple[str, ...], viewer: st
         policy = AccessPolicy.load()
     except PolicyError as exc:
         return Evidence(None, who, str(exc), "permission_denied")
+    catalogs = fleet_catalogs(roots)
     try:
-        published = fleet_catalogs(roots).open(location)
+        published = catalogs.acquire(location)
     except CatalogRefused as exc:
         return Evidence(None, who, str(exc), exc.outcome.value)
-    return Evidence(EvidenceReader(published.store, policy=policy), who, vouched_by=published)
+    ev = Evidence(EvidenceReader(published.store, policy=policy), who, vouched_by=published)
+    # The page's use of this copy ends with its Evidence: a copy a newer publish replaced is then
+    # closed (its connection and its unlinked file), not kept until the viewer exits.
+    weakref.finalize(ev, catalogs.release, published)
+    return ev
 
 
 def as_evidence(source: Evidence | str | os.PathLike[str] | None) -> Evidence:

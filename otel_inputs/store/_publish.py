@@ -295,8 +295,19 @@ def default_cache_dir() -> Path:
 
 @dataclass
 class _Cached:
+    """One downloaded copy: its users (pages holding it, see :meth:`FleetCatalogs.acquire`), and
+    whether a newer copy has replaced it; a replaced copy is closed once its last user lets go."""
+
     version: str
     published: PublishedCatalog
+    con: sqlite3.Connection
+    users: int = 0
+    pinned: bool = False  # handed out by open(), which has no release: never closed under its holder
+    replaced: bool = False
+
+    def close_if_unused(self) -> None:
+        if self.replaced and not self.users and not self.pinned:
+            self.con.close()  # its file was already unlinked: this frees the disk space too
 
 
 class FleetCatalogs:
@@ -309,10 +320,34 @@ class FleetCatalogs:
         self.options = dict(options or {})
         self._lock = threading.Lock()
         self._open: dict[str, _Cached] = {}
+        self._copies: dict[int, _Cached] = {}  # id(PublishedCatalog) -> its copy, while it may be released
         self.fetches = 0  # downloads made (a test and a benchmark count them)
 
     def open(self, location: str | None) -> PublishedCatalog:
-        """The published catalog of the store at ``location`` (the attempt span's), or :class:`CatalogRefused`."""
+        """The published catalog of the store at ``location`` (the attempt span's), or :class:`CatalogRefused`.
+
+        The copy stays open for as long as the process runs; a viewer page uses :meth:`acquire` and
+        :meth:`release` instead, so a copy a newer one replaced is closed once no page uses it."""
+        return self._cached(location, use=False)
+
+    def acquire(self, location: str | None) -> PublishedCatalog:
+        """:meth:`open`, counted as one user of the copy until :meth:`release`."""
+        return self._cached(location, use=True)
+
+    def release(self, published: PublishedCatalog) -> None:
+        """One user of ``published`` is done with it; a replaced copy without users is closed."""
+        with self._lock:
+            cached = self._copies.get(id(published))
+            if cached is None or cached.published is not published:
+                return
+            cached.users -= 1
+            if not cached.users:
+                del self._copies[id(published)]
+            cached.close_if_unused()
+
+    def _cached(self, location: str | None, *, use: bool) -> PublishedCatalog:
+        """The current copy for ``location`` (fetched when the published one changed), counted as a
+        user (``use``) or pinned, under the same lock that replaces and closes copies."""
         if not location:
             raise CatalogRefused(ReadbackOutcome.NOT_FOUND, "the attempt span names no store location (its host "
                                  "had no bucket configured), so no published catalog can vouch for its previews")
@@ -333,14 +368,22 @@ class FleetCatalogs:
                                  f"cannot be read now ({_reason(exc)})") from exc
         version = json.dumps([str(info.get(k)) for k in ("ETag", "size", "LastModified", "mtime")])
         with self._lock:
-            cached = self._open.get(location)
-            if cached is not None and cached.version == version:
-                return cached.published
-            published = self._fetch(fs, key, location, version)
-            self._open[location] = _Cached(version, published)
-            return published
+            current = self._open.get(location)
+            if current is None or current.version != version:
+                fresh = _Cached(version, *self._fetch(fs, key, location, version))
+                self._open[location] = fresh
+                if current is not None:
+                    current.replaced = True
+                    current.close_if_unused()
+                current = fresh
+            if use:
+                current.users += 1
+                self._copies[id(current.published)] = current
+            else:
+                current.pinned = True
+            return current.published
 
-    def _fetch(self, fs: Any, key: str, location: str, version: str) -> PublishedCatalog:
+    def _fetch(self, fs: Any, key: str, location: str, version: str) -> tuple[PublishedCatalog, sqlite3.Connection]:
         from otel_inputs.store._store import ArtifactStore
 
         folder = self.cache_dir / hashlib.sha256(location.encode()).hexdigest()[:32]
@@ -370,4 +413,4 @@ class FleetCatalogs:
         pid = meta.get(META_PUBLISHED_PID)
         host = meta.get(META_PUBLISHED_HOST)
         return PublishedCatalog(location, store, int(meta[META_PUBLISHED_AT]), host if isinstance(host, str) else None,
-                                pid if isinstance(pid, int) else None)
+                                pid if isinstance(pid, int) else None), con
