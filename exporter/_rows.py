@@ -376,7 +376,7 @@ def attempt_kind(attrs: Mapping[str, Any]) -> str | None:
         return SOURCE_OTEL_INPUTS
     if n.GEN_AI_OPERATION_NAME in attrs:
         return SOURCE_GEN_AI
-    if attrs.get(n.OPENINFERENCE_SPAN_KIND) in _OI_ATTEMPT_KINDS:
+    if _str(attrs, n.OPENINFERENCE_SPAN_KIND) in _OI_ATTEMPT_KINDS:  # _str: an array or map is no kind (unhashable)
         return SOURCE_OPENINFERENCE
     if n.OPENLLMETRY_REQUEST_TYPE in attrs or (
         n.GEN_AI_SYSTEM in attrs and any(k in attrs for k in _OPENLLMETRY_MARKERS)
@@ -389,13 +389,14 @@ def step_kind(attrs: Mapping[str, Any], kind: str) -> str:
     """model_call | tool_call | agent | other, from the operation the span says it performed."""
     if kind == SOURCE_OTEL_INPUTS:
         return STEP_AGENT
-    operation = attrs.get(n.GEN_AI_OPERATION_NAME)
+    # Read with _str: a legal OTLP array or map value here is no known operation (and unhashable).
+    operation = _str(attrs, n.GEN_AI_OPERATION_NAME)
     if kind == SOURCE_OPENINFERENCE:
-        oi = attrs.get(n.OPENINFERENCE_SPAN_KIND)
+        oi = _str(attrs, n.OPENINFERENCE_SPAN_KIND)
         operation = {"LLM": "chat", "EMBEDDING": "embeddings", "AGENT": n.OPERATION_INVOKE_AGENT,
-                     "TOOL": n.OPERATION_EXECUTE_TOOL}.get(oi)  # fmt: skip
+                     "TOOL": n.OPERATION_EXECUTE_TOOL}.get(oi or "")  # fmt: skip
     elif kind == SOURCE_OPENLLMETRY:
-        operation = _OPENLLMETRY_OPERATIONS.get(attrs.get(n.OPENLLMETRY_REQUEST_TYPE), "chat")
+        operation = _OPENLLMETRY_OPERATIONS.get(_str(attrs, n.OPENLLMETRY_REQUEST_TYPE) or "", "chat")
     if operation in _MODEL_CALL_OPERATIONS:
         return STEP_MODEL_CALL
     if operation == n.OPERATION_EXECUTE_TOOL:

@@ -26,6 +26,7 @@ METRIC_TEXT = {
     "spans_unconvertible": "spans that could not be converted",
     "spool_quarantined": "spool files quarantined",
     "artifact_rows_written": "artifact rows written",
+    "spans_unmapped": "spans stored raw, without their attempt projection",
 }
 
 
@@ -70,6 +71,9 @@ def health_model(rows: Sequence[HealthRow] | None, backend: str = "this backend"
         state, summary = HealthState.SPILLED, f"{pending} span(s) waited on disk and are not written yet."
     else:
         state, summary = HealthState.OK, "Nothing dropped or waiting."
+    unmapped = totals.get("spans_unmapped", 0)
+    if unmapped:  # kept raw in otel_traces, but no attempt page shows them: say so on every state
+        summary += f" {unmapped} span(s) stored raw without their attempt projection (see the exporter log)."
     details = tuple(
         {"source": r.source, "counter": METRIC_TEXT.get(r.metric, r.metric.replace("_", " ")), "value": int(r.value),
          "updated": time_text(r.updated_ns)}
