@@ -251,6 +251,30 @@ LANGFUSE_TYPE_AGENT = "agent"
 
 ENV_BACKEND_COMPAT = "OTEL_INPUTS_BACKEND_COMPAT"
 # === end of GenAI/compat block ================================================================
+# === Coding agents: the records otel-inputs hooks send, and the runtimes' own names (issue 21) ==
+# Written by otel_inputs/hooks (installed by `otel-inputs setup`): log records sent to
+# `otel-inputs collect`, one per turn the hook saw and one per instruction file it listed.
+HOOK_TURN_EVENT = "otel_inputs.hook.turn"
+INSTRUCTION_FILE_EVENT = "otel_inputs.instruction_file"
+HOOK_RUNTIME = "otel_inputs.hook.runtime"  # claude-code | codex | gemini-cli
+HOOK_EVENT = "otel_inputs.hook.event"  # the runtime's hook event (UserPromptSubmit, InstructionsLoaded, BeforeAgent)
+HOOK_TURN_KEY = "otel_inputs.hook.turn_key"  # the runtime's id of the turn (Claude prompt_id, Codex turn_id)
+HOOK_PROCESS_KEY = "otel_inputs.hook.process_key"  # the agent process that ran the hook (pid:start time)
+HOOK_CAPTURE_ID = "otel_inputs.hook.capture_id"  # the artifact-store attempt holding the snapshots
+HOOK_PROMPT_SHA256 = "otel_inputs.hook.prompt_sha256"
+HOOK_PROMPT_LENGTH = "otel_inputs.hook.prompt_length"
+HOOK_FILE_COUNT = "otel_inputs.hook.file_count"
+HOOK_GAP = "otel_inputs.hook.gap"  # what the hook could not do, one line per gap
+INSTRUCTION_DISCOVERY = "otel_inputs.instruction.discovery"  # why the hook listed the file
+INSTRUCTION_MEMORY_TYPE = "otel_inputs.instruction.memory_type"  # Claude Code's InstructionsLoaded report
+INSTRUCTION_LOAD_REASON = "otel_inputs.instruction.load_reason"  # Claude Code's InstructionsLoaded report
+RUNTIME_CLAUDE_CODE = "claude-code"
+RUNTIME_CODEX = "codex"
+RUNTIME_GEMINI_CLI = "gemini-cli"
+RUNTIMES = (RUNTIME_CLAUDE_CODE, RUNTIME_CODEX, RUNTIME_GEMINI_CLI)
+ENV_HOOK_ENDPOINT = "OTEL_INPUTS_HOOK_ENDPOINT"  # OTLP/HTTP base URL the hook worker sends to
+# === end of coding-agents block ==================================================================
+
 # Local secret for the keyed digests of collector-config/vendor.yaml (read by the Collector).
 ENV_EXPORT_DIGEST_KEY = "OTEL_INPUTS_EXPORT_DIGEST_KEY"
 
