@@ -206,7 +206,7 @@ def write_job(queue: str, job: dict[str, object]) -> str:
     """Write the job aside, fsync, rename into the queue (a reader never sees half a job)."""
     os.makedirs(queue, mode=0o700, exist_ok=True)
     name = f"{time.time_ns():020d}-{os.getpid()}.json"
-    tmp = os.path.join(queue, "." + name)
+    tmp = os.path.join(queue, "." + name + ".tmp")  # not *.json: a worker never takes half a job
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         os.write(fd, json.dumps(job, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
