@@ -144,7 +144,7 @@ def merge_json(path: Path, doc: dict[str, Any]) -> None:
     write_json(path, current)
 
 
-def prepare(runtime: str, home: Path, proj: Path, fake: FakeProviders, large: bool) -> dict[str, str]:
+def prepare(runtime: str, home: Path, proj: Path, fake: FakeProviders, large: bool, title_call: bool) -> dict[str, str]:
     """The project files and the offline settings; returns the environment the CLI runs with."""
     proj.mkdir(parents=True)
     home.mkdir(parents=True)
@@ -154,9 +154,14 @@ def prepare(runtime: str, home: Path, proj: Path, fake: FakeProviders, large: bo
     if runtime == "claude-code":
         # A shadowed file: AGENTS.md beside CLAUDE.md (present at dispatch; Claude Code 2.1.197 reads CLAUDE.md).
         (proj / "AGENTS.md").write_text("# AGENTS.md beside CLAUDE.md\nUse tabs.\n", encoding="utf-8")
-        env.update(ANTHROPIC_BASE_URL=fake.base_url, ANTHROPIC_API_KEY="sk-ant-offline-test",
-                   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
+        env.update(ANTHROPIC_BASE_URL=fake.base_url, ANTHROPIC_API_KEY="sk-ant-offline-test", DISABLE_AUTOUPDATER="1",
                    OTEL_BSP_SCHEDULE_DELAY="200", OTEL_BLRP_SCHEDULE_DELAY="200")  # fmt: skip
+        if not title_call:
+            # Claude Code's "nonessential" traffic goes to api.anthropic.com whatever ANTHROPIC_BASE_URL says
+            # (bootstrap, feature flags, the MCP registry); switching it off also switches off the
+            # session-title call, so --title-call keeps it for a fixture (its outside attempts are refused
+            # in the namespace, and recorded in the report).
+            env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
     elif runtime == "gemini":
         merge_json(home / ".gemini" / "settings.json", {
             "security": {"auth": {"selectedType": "gemini-api-key"}},
@@ -208,6 +213,7 @@ def main() -> None:
     parser.add_argument("--raw-bodies", choices=("inline", "file", "off"), default="inline")
     parser.add_argument("--large", action="store_true", help="an instruction file over 60 KB")
     parser.add_argument("--capture", action="store_true", help="keep every OTLP/HTTP body under OUT/otlp/")
+    parser.add_argument("--title-call", action="store_true", help="Claude Code: keep its session-title call")
     args = parser.parse_args()
     out: Path = args.out.resolve()
     if out.exists():
@@ -229,7 +235,7 @@ def main() -> None:
         if not (wait_port(http_port) and wait_port(grpc_port)):
             raise RuntimeError("otel-inputs collect did not start")
         endpoint_port = OtlpTee(out / "otlp", http_port).port if args.capture else http_port
-        env = prepare(args.runtime, home, proj, fake, args.large)
+        env = prepare(args.runtime, home, proj, fake, args.large, args.title_call)
         scope = ["--user"] if args.runtime == "codex" else ["--project", str(proj)]
         setup = subprocess.run([str(otel_inputs), "setup", args.runtime, *scope, "--store", str(store),
                                 "--endpoint", f"http://127.0.0.1:{endpoint_port}",
