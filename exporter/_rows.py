@@ -41,6 +41,7 @@ _ROLE_SYSTEM = "system"
 _ROLE_USER = "user"
 
 SOURCE_OTEL_INPUTS = "otel_inputs"
+CODING_AGENT_GEMINI = "gemini-cli"  # gen_ai.agent.name of Gemini CLI's spans
 SOURCE_GEN_AI = "gen_ai"
 SOURCE_OPENINFERENCE = "openinference"
 SOURCE_OPENLLMETRY = "openllmetry"
@@ -374,6 +375,8 @@ def attempt_kind(attrs: Mapping[str, Any]) -> str | None:
     ``None`` for an ordinary span."""
     if n.PACKET_VERSION_ATTR in attrs:
         return SOURCE_OTEL_INPUTS
+    if attrs.get(n.GEN_AI_AGENT_NAME) == CODING_AGENT_GEMINI:
+        return None  # Gemini CLI: its calls are grouped into turns by exporter/_coding_agents (docs/coding-agents.md)
     if n.GEN_AI_OPERATION_NAME in attrs:
         return SOURCE_GEN_AI
     if attrs.get(n.OPENINFERENCE_SPAN_KIND) in _OI_ATTEMPT_KINDS:

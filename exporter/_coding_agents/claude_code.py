@@ -1,0 +1,253 @@
+"""Claude Code's own telemetry (``CLAUDE_CODE_ENABLE_TELEMETRY``; spans need
+``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA``), read as one attempt per user turn (docs/coding-agents.md).
+
+- The turn is the ``claude_code.interaction`` span (one trace per turn); its prompt is the span's
+  ``user_prompt``, else the ``user_prompt`` event's ``prompt`` (both need ``OTEL_LOG_USER_PROMPTS``).
+- Its steps are the ``claude_code.llm_request`` (model call) and ``claude_code.tool`` (tool call)
+  spans of the trace.  A model call's request is the ``api_request_body`` event inside its time
+  (``OTEL_LOG_RAW_API_BODIES``: ``body`` cut at 60 KB, or ``body_ref`` to a file on the agent's
+  machine, which the receiver never opens); the ``api_request`` event's ``query_source`` marks a
+  call that is not the turn's own (the session title, compaction) as auxiliary.  Those events
+  carry the interaction span's ids, or none at all (the session-title call), so they are paired
+  with a model-call span by time: the span whose start and end hold the event, preferring one of
+  the event's own trace.
+- Log records have an empty EventName; the name is the ``event.name`` attribute.
+- Which instruction files were loaded only Claude Code's ``InstructionsLoaded`` hook says (the
+  otel-inputs hook forwards it, linked to the turn by the agent process); their text is only in
+  the request body (``Contents of PATH (…):``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from otel_inputs import names as n
+
+from otel_inputs.exporter._coding_agents import _instructions as ins
+from otel_inputs.exporter._coding_agents._model import Log, Request, Span, Step, Turn, as_int, first, status_of
+
+RUNTIME = n.RUNTIME_CLAUDE_CODE
+SOURCE_FORMAT = "claude_code"
+LABEL = "Claude Code"
+TURN_SPAN = "claude_code.interaction"
+MODEL_SPAN = "claude_code.llm_request"
+TOOL_SPAN = "claude_code.tool"
+SERVICE = "claude-code"
+EV_USER_PROMPT = "user_prompt"
+EV_BODY = "api_request_body"
+EV_API = "api_request"
+EV_TOOL_RESULT = "tool_result"
+MAIN_QUERY_SOURCES = ("sdk", "repl_main_thread")  # the turn's own calls (-p / interactive); sub-agents: agent*
+REDACTED = "<REDACTED>"
+PAIR_SLACK_NS = 5_000_000
+SWITCH_PROMPTS = "OTEL_LOG_USER_PROMPTS=1"
+SWITCH_BODIES = "OTEL_LOG_RAW_API_BODIES=1 (or file:DIR)"
+SWITCH_TOOLS = "OTEL_LOG_TOOL_DETAILS=1"
+
+
+def is_turn(span: Span) -> bool:
+    return span.name == TURN_SPAN
+
+
+def is_record(service: str, span_name: str | None = None) -> bool:
+    """Whether a landed span or log record is Claude Code's (its turns are re-derived when one lands)."""
+    return service == SERVICE or (span_name or "").startswith("claude_code.")
+
+
+def _prompt(turn: Span, logs: Sequence[Log]) -> str | None:
+    own = turn.attrs.get("user_prompt")
+    if own and own != REDACTED:
+        return own
+    return first(l.attrs.get("prompt") for l in logs if l.event == EV_USER_PROMPT and l.span_id == turn.span_id
+                 and l.attrs.get("prompt") != REDACTED)  # fmt: skip
+
+
+def prompt_id(turn: Span, logs: Sequence[Log]) -> str | None:
+    """The turn's prompt.id (every content event of the turn carries it), the key the hook's record has."""
+    mine = [l for l in logs if l.trace_id == turn.trace_id and l.attrs.get("prompt.id")]
+    mine.sort(key=lambda l: (l.span_id != turn.span_id, l.event != EV_USER_PROMPT, l.key()))
+    return mine[0].attrs["prompt.id"] if mine else None
+
+
+def _pair(calls: list[Step], logs: Sequence[Log], event: str, turn_trace: str) -> dict[int, Log]:
+    """Each call's event of this name: inside the call's time (start .. end + slack), same trace first."""
+    out: dict[int, Log] = {}
+    for log in sorted((l for l in logs if l.event == event), key=Log.key):
+        fits = [i for i, s in enumerate(calls) if i not in out and s.start_ns is not None and s.end_ns is not None
+                and s.start_ns <= log.ts_ns <= s.end_ns + PAIR_SLACK_NS]  # fmt: skip
+        if not fits:
+            continue
+        fits.sort(key=lambda i: (log.trace_id != turn_trace or not log.trace_id, abs(log.ts_ns - (calls[i].start_ns or 0))))
+        if log.trace_id == "" and len(fits) > 1:
+            # No trace context (the session-title call): the call it fits best by start time.
+            fits.sort(key=lambda i: abs(log.ts_ns - (calls[i].start_ns or 0)))
+        out[fits[0]] = log
+    return out
+
+
+def _request(body: Log | None, bodies_on: bool | None) -> Request:
+    if body is None:
+        note = (f"not recorded by {LABEL}: set {SWITCH_BODIES}" if not bodies_on
+                else f"not recorded: no api_request_body event of {LABEL} fell inside this call")
+        return Request(note=note)
+    a = body.attrs
+    length = as_int(a.get("body_length"))
+    if a.get("body") is not None:
+        text = a["body"]
+        cut = a.get("body_truncated") == "true"
+        got = len(text.encode("utf-8", "surrogatepass"))
+        note = (f"inline in {LABEL}'s api_request_body event, cut at {got:,} of {length or 0:,} bytes: partial" if cut
+                else f"inline in {LABEL}'s api_request_body event, whole ({got:,} bytes)")
+        req = Request(text=text, whole=not cut, length=length, note=note)
+        if not cut:
+            _messages(req)
+        return req
+    if a.get("body_ref"):
+        return Request(length=length, note=(f"written whole by {LABEL} to {a['body_ref']} on the agent's machine "
+                                            f"({length or 0:,} bytes); the receiver does not open it"))
+    return Request(note=f"the api_request_body event of {LABEL} held neither body nor body_ref")
+
+
+def _messages(req: Request) -> None:
+    """System text and the messages (GenAI JSON) of a whole Anthropic Messages request body."""
+    try:
+        doc = json.loads(req.text or "")
+    except ValueError:
+        return
+    if not isinstance(doc, dict):
+        return
+    system = doc.get("system")
+    if isinstance(system, str):
+        req.system = system
+    elif isinstance(system, list):
+        req.system = "\n\n".join(b.get("text", "") for b in system if isinstance(b, dict) and b.get("type") == "text")
+    out: list[dict[str, Any]] = []
+    for m in doc.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        parts: list[dict[str, Any]] = []
+        for b in blocks:
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") == "text":
+                parts.append({"type": "text", "content": b.get("text")})
+            elif b.get("type") == "tool_use":
+                parts.append({"type": "tool_call", "id": b.get("id"), "name": b.get("name"), "arguments": b.get("input")})
+            elif b.get("type") == "tool_result":
+                parts.append({"type": "tool_call_response", "id": b.get("tool_use_id"), "response": b.get("content")})
+            else:
+                parts.append({"type": str(b.get("type"))})
+        out.append({"role": m.get("role"), "parts": parts})
+    req.messages_json = json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
+def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: Sequence[Log]) -> Turn:
+    """One turn from its trace's spans, the Claude Code log records in and around it (its own trace, and
+    the session's records without trace context inside its time) and the otel-inputs hook records."""
+    session = turn_span.attrs.get("session.id")
+    own_logs = [l for l in logs if l.trace_id == turn_span.trace_id or
+                (not l.trace_id and l.attrs.get("session.id") == session
+                 and turn_span.start_ns <= l.ts_ns <= turn_span.end_ns + PAIR_SLACK_NS)]  # fmt: skip
+    turn = Turn(RUNTIME, SOURCE_FORMAT, turn_span.span_id, session, prompt_id(turn_span, own_logs), turn_span.trace_id,
+                turn_span.span_id, turn_span.start_ns, turn_span.end_ns, service_name=turn_span.service or None,
+                prompt=_prompt(turn_span, own_logs), agent_name=SERVICE, status=status_of(turn_span.status))  # fmt: skip
+    calls: list[Step] = []
+    tools: list[Step] = []
+    for s in sorted((s for s in spans if s.trace_id == turn_span.trace_id), key=lambda s: (s.start_ns, s.span_id)):
+        if s.name == MODEL_SPAN:
+            calls.append(Step(s, "model_call", s.span_id, s.trace_id, s.parent or None, s.start_ns, s.end_ns,
+                              span_name=s.name, provider_name=s.attrs.get("gen_ai.system"),
+                              request_model=first([s.attrs.get("gen_ai.request.model"), s.attrs.get("model")]),
+                              input_tokens=as_int(s.attrs.get("input_tokens")),
+                              output_tokens=as_int(s.attrs.get("output_tokens")), status=status_of(s.status)))
+        elif s.name == TOOL_SPAN:
+            call_id = first([s.attrs.get("gen_ai.tool.call.id"), s.attrs.get("tool_use_id")])
+            tools.append(Step(s, "tool_call", s.span_id, s.trace_id, s.parent or None, s.start_ns, s.end_ns,
+                              span_name=s.name, tool_name=s.attrs.get("tool_name"), tool_call_id=call_id,
+                              tool_arguments=_tool_arguments(s, own_logs, call_id), status=status_of(s.status)))
+    bodies = _pair(calls, own_logs, EV_BODY, turn_span.trace_id)
+    apis = _pair(calls, own_logs, EV_API, turn_span.trace_id)
+    bodies_on = bool(bodies) or any(l.event == EV_BODY for l in own_logs)
+    for i, call in enumerate(calls):
+        source = first([apis[i].attrs.get("query_source") if i in apis else None,
+                        bodies[i].attrs.get("query_source") if i in bodies else None])
+        if source and source not in MAIN_QUERY_SOURCES and not source.startswith("agent"):
+            call.auxiliary = source
+        call.request = _request(bodies.get(i), bodies_on)
+        call.request_record = call.request.note
+    turn.steps = sorted(calls + tools, key=lambda s: (s.start_ns or 0, s.span_id))
+    main = next((c for c in calls if c.auxiliary is None), None)
+    turn.request = main.request if main is not None else Request(note=f"no model call of the turn was recorded")
+    if main is not None:
+        turn.provider_name, turn.request_model = main.provider_name, main.request_model
+    _files(turn, hooks)
+    notes = [f"prompt text: not recorded by {LABEL} (set {SWITCH_PROMPTS})"] if turn.prompt is None else []
+    req = turn.request
+    if req.messages_json is None:
+        notes.append(f"request messages: {req.note}")
+    turn.messages_note = "; ".join(notes) or f"request messages: {req.note}"
+    return turn
+
+
+def _tool_arguments(span: Span, logs: Sequence[Log], call_id: str | None) -> str | None:
+    """The tool_result event's tool_input (OTEL_LOG_TOOL_DETAILS), else the span's file_path as {"file_path": …}."""
+    got = first(l.attrs.get("tool_input") for l in logs if l.event == EV_TOOL_RESULT and call_id
+                and l.attrs.get("tool_use_id") == call_id)  # fmt: skip
+    if got:
+        return got
+    path = span.attrs.get("file_path")
+    return json.dumps({"file_path": path}, ensure_ascii=False) if path else None
+
+
+def _files(turn: Turn, hooks: Sequence[Log]) -> None:
+    """The turn's instruction files: the hook's list at the prompt (same prompt id), Claude Code's
+    InstructionsLoaded reports of the same agent process up to the turn's end, and the request."""
+    turn_records = [h for h in hooks if h.event == n.HOOK_TURN_EVENT and turn.turn_key
+                    and h.attrs.get(n.HOOK_TURN_KEY) == turn.turn_key]  # fmt: skip
+    if not turn_records:
+        files = ins.from_request(RUNTIME, turn.request, turn.attempt_id)
+        for f in files:
+            f.loaded, f.loaded_detail = ins.LOADED_NOT_RECORDED, (
+                f"not recorded: no otel-inputs hook ran for this turn ({LABEL} reports loads only to its "
+                "InstructionsLoaded hook; otel-inputs setup claude-code installs it)")
+        ins.settle_delivery(RUNTIME, files, turn.request, LABEL)
+        turn.files = files
+        turn.coverage = "not_recorded"
+        turn.coverage_reason = ("instruction files present at dispatch: not recorded (no otel-inputs hook record "
+                                "for this turn; otel-inputs setup claude-code installs it)")
+        return
+    anchor = sorted(turn_records, key=Log.key)[-1]
+    process = anchor.attrs.get(n.HOOK_PROCESS_KEY)
+    capture = anchor.attrs.get(n.HOOK_CAPTURE_ID)
+    listed = [h for h in hooks if h.event == n.INSTRUCTION_FILE_EVENT and h.attrs.get(n.HOOK_CAPTURE_ID) == capture]
+    loads = [h for h in hooks if h.event == n.INSTRUCTION_FILE_EVENT and process
+             and h.attrs.get(n.HOOK_PROCESS_KEY) == process and h.attrs.get(n.INSTRUCTION_DISCOVERY) == "reported_loaded"
+             and h.ts_ns <= (turn.end_ns or anchor.ts_ns)]  # fmt: skip
+    files = ins.from_hook_records(listed)
+    known = {f.path for f in files}
+    files += [f for f in ins.from_hook_records(loads) if f.path not in known]  # loaded mid-turn (a sub-folder's)
+    reports: dict[str, str] = {}
+    for h in sorted(loads, key=Log.key):
+        path = h.attrs.get(n.INPUT_SOURCE_PATH) or ""
+        words = f"{LABEL} reported it loaded (InstructionsLoaded: memory_type {h.attrs.get(n.INSTRUCTION_MEMORY_TYPE)}, " \
+                f"load_reason {h.attrs.get(n.INSTRUCTION_LOAD_REASON)})"
+        reports.setdefault(path, words)
+    ins.loaded_by_report(files, reports, True, LABEL, f"present at dispatch; {LABEL} did not report loading it")
+    loaded_dirs = {p.rsplit("/", 1)[0] for p in reports if p.endswith("/CLAUDE.md")}
+    for f in files:
+        if f.loaded == ins.LOADED_NOT_REPORTED and f.path.endswith("/AGENTS.md") and f.path.rsplit("/", 1)[0] in loaded_dirs:
+            f.loaded_detail += " (the CLAUDE.md in the same folder was reported loaded)"
+    ins.settle_delivery(RUNTIME, files, turn.request, LABEL)
+    turn.files = files
+    turn.hook_process_key = process
+    gaps = anchor.attrs.get(n.HOOK_GAP)
+    turn.coverage = "partial" if gaps else "complete"
+    turn.coverage_reason = gaps
+
+
+def turn_keys_of(spans: Sequence[Span], logs: Sequence[Log]) -> list[str]:
+    return [k for s in spans if is_turn(s) for k in [prompt_id(s, logs)] if k]

@@ -1,0 +1,129 @@
+"""Codex CLI's own telemetry (``[otel]`` in ``config.toml``), read as one attempt per user turn
+(docs/coding-agents.md).
+
+- The turn is the ``session_task.turn`` span (``turn.id``; the turn's trace also holds its
+  ``codex.turn_input`` span with ``conversation.id``, the session).  A ``codex exec`` run sends
+  some 460 spans; only these are read, the rest stay ordinary spans in ``otel_traces``.
+- Its steps: each model call is a ``try_run_sampling_request`` span (one per request, with
+  ``model``), its tokens the ``gen_ai.usage.*`` of the ``handle_responses`` span below it that
+  carries them (the response's end; the other ``handle_responses`` spans are single stream
+  events); each tool call a span with ``tool_name`` and ``call_id`` (``exec_command``), whose
+  arguments are the ``codex.tool_result`` event's ``arguments`` (sent whenever ``[otel]`` is on).
+- Log records' EventName is a Rust source location; the name is the ``event.name`` attribute.
+  The prompt is the ``codex.user_prompt`` event's ``prompt`` (``[REDACTED]`` unless
+  ``log_user_prompt = true``).
+- Codex sends neither the request messages nor anything about AGENTS.md: the files the
+  otel-inputs hook lists are *present at dispatch, loading not reported by Codex*, and their
+  delivery is *request not recorded by Codex*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from otel_inputs import names as n
+
+from otel_inputs.exporter._coding_agents import _instructions as ins
+from otel_inputs.exporter._coding_agents._model import Log, Request, Span, Step, Turn, as_int, first, status_of
+
+RUNTIME = n.RUNTIME_CODEX
+SOURCE_FORMAT = "codex"
+LABEL = "Codex"
+TURN_SPAN = "session_task.turn"
+REQUEST_SPAN = "try_run_sampling_request"  # one per model request (a retry is another)
+MODEL_SPAN = "handle_responses"  # one per stream event; the one with gen_ai.usage.* is the response's end
+USAGE_IN = "gen_ai.usage.input_tokens"
+USAGE_OUT = "gen_ai.usage.output_tokens"
+EV_USER_PROMPT = "codex.user_prompt"
+EV_TOOL_RESULT = "codex.tool_result"
+REDACTED = "[REDACTED]"
+NO_REQUEST = f"not recorded by {LABEL}: no {LABEL} setting sends the request messages"
+
+
+def is_turn(span: Span) -> bool:
+    return span.name == TURN_SPAN and span.service.startswith("codex")
+
+
+def is_record(service: str, span_name: str | None = None) -> bool:
+    return service.startswith("codex")
+
+
+def _session(turn: Span, spans: Sequence[Span], logs: Sequence[Log]) -> str | None:
+    key = turn.attrs.get("turn.id")
+    return first([*(s.attrs.get("conversation.id") for s in spans if s.trace_id == turn.trace_id
+                    and (s.attrs.get("turn.id") == key or s.span_id == turn.parent)),
+                  *(l.attrs.get("conversation.id") for l in logs if l.trace_id == turn.trace_id)])  # fmt: skip
+
+
+def _descends(span: Span, turn: Span, parents: dict[str, str]) -> bool:
+    p, hops = span.parent, 0
+    while p and hops < 256:
+        if p == turn.span_id:
+            return True
+        p, hops = parents.get(p, ""), hops + 1
+    return False
+
+
+def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: Sequence[Log]) -> Turn:
+    trace = [s for s in spans if s.trace_id == turn_span.trace_id]
+    own_logs = [l for l in logs if l.trace_id == turn_span.trace_id
+                and turn_span.start_ns <= l.ts_ns <= turn_span.end_ns]  # fmt: skip
+    prompt = first(l.attrs.get("prompt") for l in own_logs if l.event == EV_USER_PROMPT
+                   and l.attrs.get("prompt") != REDACTED)  # fmt: skip
+    turn = Turn(RUNTIME, SOURCE_FORMAT, turn_span.span_id, _session(turn_span, trace, logs),
+                turn_span.attrs.get("turn.id"), turn_span.trace_id, turn_span.span_id, turn_span.start_ns,
+                turn_span.end_ns, service_name=turn_span.service or None, prompt=prompt, agent_name="codex",
+                request_model=turn_span.attrs.get("model"), status=status_of(turn_span.status))  # fmt: skip
+    parents = {s.span_id: s.parent for s in trace}
+    results = {l.attrs.get("call_id"): l for l in own_logs if l.event == EV_TOOL_RESULT and l.attrs.get("call_id")}
+    steps: list[Step] = []
+    usage = {s.parent: s for s in trace if s.name == MODEL_SPAN and USAGE_IN in s.attrs}  # receiving_stream -> span
+    streams = {s.span_id: s.parent for s in trace if s.span_id in usage}
+    by_request = {req: usage[stream] for stream, req in streams.items()}
+    for s in sorted(trace, key=lambda s: (s.start_ns, s.span_id)):
+        if not _descends(s, turn_span, parents):
+            continue
+        a = s.attrs
+        if s.name == REQUEST_SPAN:
+            done = by_request.get(s.span_id)
+            u = done.attrs if done is not None else {}
+            steps.append(Step(s, "model_call", s.span_id, s.trace_id, s.parent or None, s.start_ns, s.end_ns,
+                              span_name=s.name, request_model=a.get("model"), input_tokens=as_int(u.get(USAGE_IN)),
+                              output_tokens=as_int(u.get(USAGE_OUT)), status=status_of(s.status),
+                              request_record=NO_REQUEST, request=Request(note=NO_REQUEST)))
+        elif a.get("call_id") and a.get("tool_name") and a.get("codex.tool.phase"):
+            result = results.get(a["call_id"])
+            steps.append(Step(s, "tool_call", s.span_id, s.trace_id, s.parent or None, s.start_ns, s.end_ns,
+                              span_name=s.name, tool_name=a["tool_name"], tool_call_id=a["call_id"],
+                              tool_arguments=result.attrs.get("arguments") if result is not None else None,
+                              status=status_of(s.status)))
+    turn.steps = steps
+    turn.request = Request(note=NO_REQUEST)
+    notes = [f"request messages: {NO_REQUEST}"]
+    if prompt is None:
+        notes.insert(0, f"prompt text: not recorded by {LABEL} (set log_user_prompt = true under [otel])")
+    turn.messages_note = "; ".join(notes)
+    _files(turn, hooks)
+    return turn
+
+
+def _files(turn: Turn, hooks: Sequence[Log]) -> None:
+    turn_records = [h for h in hooks if h.event == n.HOOK_TURN_EVENT and turn.turn_key
+                    and h.attrs.get(n.HOOK_TURN_KEY) == turn.turn_key]  # fmt: skip
+    if not turn_records:
+        turn.coverage = "not_recorded"
+        turn.coverage_reason = (f"instruction files present at dispatch: not recorded (no otel-inputs hook record for "
+                                f"this turn; {LABEL} itself reports none; otel-inputs setup codex installs the hook)")
+        return
+    anchor = sorted(turn_records, key=Log.key)[-1]
+    capture = anchor.attrs.get(n.HOOK_CAPTURE_ID)
+    files = ins.from_hook_records([h for h in hooks if h.event == n.INSTRUCTION_FILE_EVENT
+                                   and h.attrs.get(n.HOOK_CAPTURE_ID) == capture])  # fmt: skip
+    for f in files:
+        f.loaded, f.loaded_detail = ins.LOADED_NOT_BY_RUNTIME, f"present at dispatch, loading not reported by {LABEL}"
+        f.delivered, f.delivered_detail = ins.DELIVERED_NO_REQUEST, f"the request was {NO_REQUEST}"
+    turn.files = files
+    turn.hook_process_key = anchor.attrs.get(n.HOOK_PROCESS_KEY)
+    gaps = anchor.attrs.get(n.HOOK_GAP)
+    turn.coverage = "partial" if gaps else "complete"
+    turn.coverage_reason = gaps
