@@ -306,6 +306,8 @@ SELECT o.attempt_id AS attempt_id, g.span_id AS span_id, g.trace_id AS trace_id,
        g.started_at AS started_at, g.ended_at AS ended_at, g.input_tokens AS input_tokens, g.output_tokens AS output_tokens,
        g.tool_name AS tool_name, g.tool_call_id AS tool_call_id, g.tool_arguments AS tool_arguments,
        nullIf(lower(g.status), '') AS status, o.started_at AS attempt_started_at,
+       -- A coding agent's steps only (docs/coding-agents.md): NULL on every other step.
+       CAST(NULL, 'Nullable(String)') AS auxiliary, CAST(NULL, 'Nullable(String)') AS request_record,
        g.system_prompt AS system_prompt, g.user_prompt AS user_prompt, g.input_messages_json AS input_messages_json
 FROM otel_inputs_span_owner_rows AS w FINAL
 JOIN otel_inputs_genai_span_rows AS g FINAL ON g.trace_id = w.trace_id AND g.span_id = w.span_id
@@ -317,7 +319,11 @@ WHERE w.owner_span_id != w.span_id;
 CREATE VIEW IF NOT EXISTS agent_attempt_inputs AS
 SELECT input_id, attempt_id, seq, label, source_kind, delivery_mode, source_path, snapshot_ref, media_type, preview_kind,
        size_bytes, sha256, capture_status, artifact_status, detail, captured_at, row_problem, attempt_started_at,
-       trace_id, span_id
+       trace_id, span_id,
+       -- A coding agent's instruction files only (docs/coding-agents.md): NULL on packet inputs.
+       CAST(NULL, 'Nullable(String)') AS loaded, CAST(NULL, 'Nullable(String)') AS loaded_detail,
+       CAST(NULL, 'Nullable(String)') AS delivered, CAST(NULL, 'Nullable(String)') AS delivered_detail,
+       CAST(NULL, 'Nullable(String)') AS capture_attempt_id
 FROM otel_inputs_input_rows FINAL;
 
 -- Every GenAI span that is an attempt, with coverage settled (exporter/_rows.py finish_coverage):
