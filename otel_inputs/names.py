@@ -203,6 +203,8 @@ EVENT_ASSISTANT_MESSAGE = "gen_ai.assistant.message"
 EVENT_TOOL_MESSAGE = "gen_ai.tool.message"
 EVENT_CHOICE = "gen_ai.choice"
 EVENT_CONTENT_PROMPT = "gen_ai.content.prompt"  # semconv <= 1.27 span event carrying gen_ai.prompt
+# The attribute holding a per-message span event's content (Strands: a JSON list of {"text": ...}).
+EVENT_CONTENT_KEY = "content"
 # OpenLLMetry (Traceloop): indexed "gen_ai.prompt.<i>.role|content", no gen_ai.operation.name.
 OPENLLMETRY_REQUEST_TYPE = "llm.request.type"
 OPENLLMETRY_PROMPT_PREFIX = "gen_ai.prompt"
