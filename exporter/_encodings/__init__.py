@@ -10,11 +10,11 @@ in the tests.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from otel_inputs.exporter._encodings import genai, openinference, openllmetry, pydantic_ai, wire
+from otel_inputs.exporter._encodings import genai, genai_logs, openinference, openllmetry, pydantic_ai, wire
 from otel_inputs.exporter._encodings._base import READING_FIELDS, Encoding, Messages, Reading
 from otel_inputs.exporter._spans import SpanRecord
 
@@ -27,6 +27,15 @@ ENCODINGS: tuple[Encoding, ...] = (
 )
 # Span events some encoding reads (besides the wire's own input and exchange-part events).
 CONTENT_EVENTS = genai.SPAN_EVENTS
+# Log records read for a span's messages (exporter/_messages.py), and how: the first reader that finds any.
+LOG_READERS = (genai_logs.log_messages,)
+LOG_EVENTS = genai_logs.LOG_EVENTS
+LogRecord = genai_logs.LogRecord
+
+
+def log_messages(records: Sequence[LogRecord]) -> Messages | None:
+    """A span's messages from its log records (time-ordered), by the first reader that finds any."""
+    return next((m for reader in LOG_READERS if (m := reader(records)) is not None), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,4 +66,4 @@ def read(span: SpanRecord, source: str) -> SpanReading:
     return SpanReading(source, Reading(**merged), messages or Messages())
 
 
-__all__ = ["CONTENT_EVENTS", "ENCODINGS", "Encoding", "Messages", "Reading", "SpanReading", "read", "source_format"]
+__all__ = ["CONTENT_EVENTS", "ENCODINGS", "LOG_EVENTS", "LOG_READERS", "LogRecord", "log_messages", "Encoding", "Messages", "Reading", "SpanReading", "read", "source_format"]
