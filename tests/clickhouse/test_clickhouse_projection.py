@@ -90,6 +90,16 @@ def _single_spans(spans: SpanFactory) -> list[Any]:
                    name="system in messages"),
         spans.span({n.GEN_AI_OPERATION_NAME: "invoke_agent", n.PYDANTIC_AI_ALL_MESSAGES: _text("the whole run")}, name="pyd"),
         spans.span({**chat, n.GEN_AI_USAGE_INPUT_TOKENS: 0, n.GEN_AI_PROVIDER_NAME: "openai"}, name="no content"),
+        # Strands' default conventions: one span event per message, content a JSON list of {"text": ...}.
+        spans.span({**chat, n.GEN_AI_PROVIDER_NAME: "strands-agents"}, [
+            (n.EVENT_SYSTEM_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"text": "You are careful."}])}),
+            (n.EVENT_USER_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"text": "Read notes/a.md"}])}),
+            (n.EVENT_ASSISTANT_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"toolUse": {"name": "read_file"}}])}),
+            (n.EVENT_TOOL_MESSAGE, {n.EVENT_CONTENT_KEY: "not json <b>"})], name="strands chat"),
+        # Strands with gen_ai_latest_experimental: one field per operation-details span event.
+        spans.span(chat, [(n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_SYSTEM_INSTRUCTIONS: json.dumps([{"type": "text", "content": "sys"}])}),
+                          (n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_INPUT_MESSAGES: _text("the ask")}),
+                          (n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_OUTPUT_MESSAGES: "[]"})], name="split details"),
         spans.span({"http.method": "GET"}, name="GET /health"),
         spans.span({n.GEN_AI_SYSTEM: "openai"}, name="gen_ai-like"),  # GenAI-looking, yet no known encoding
     ]
@@ -183,8 +193,12 @@ def test_views_give_the_duckdb_rows(landed: tuple[Path, Any], table: str) -> Non
     expected = _duckdb_rows(db, table, columns, order)
     got = _ch_rows(sess, table, columns, order)
     assert expected, f"the corpus gives {table} rows"
+    formats = dict(_duckdb_rows(db, "agent_attempts", ["attempt_id", "source_format"], "attempt_id"))
     for want, have in zip(expected, got):
-        assert dict(zip(columns, have)) == dict(zip(columns, want))
+        differ = {c for c, a, b in zip(columns, have, want) if a != b}
+        attempt = dict(zip(columns, want)).get("attempt_id")
+        assert not differ, (f"{table}: the {formats.get(attempt, 'unknown')} encoding differs in {sorted(differ)} "
+                            f"(attempt {attempt}): {dict(zip(columns, have))} != {dict(zip(columns, want))}")
     assert len(got) == len(expected)
     if table == "agent_attempt_messages":  # the corpus exercises every source of C2
         assert {r[columns.index("messages_source")] for r in got} == {"attempt_span", "log_event", "model_step"}
