@@ -78,7 +78,7 @@ SELECT
     coalesce(otel_inputs_str(A, 'gen_ai.request.model'), otel_inputs_str(A, 'llm.model_name')) AS request_model,
     otel_inputs_str(A, 'gen_ai.operation.name') AS operation_name,
     multiIf(source_format = 'otel_inputs', 'agent', op IN ('chat', 'text_completion', 'generate_content', 'embeddings'), 'model_call',
-            op = 'execute_tool', 'tool_call', op = 'invoke_agent', 'agent', 'other') AS step_kind,
+            op = 'execute_tool', 'tool_call', op = 'invoke_agent', 'agent', op = 'container', 'container', 'other') AS step_kind,
     otel_inputs_str(A, 'gen_ai.response.model') AS response_model,
     coalesce(otel_inputs_count(A, 'gen_ai.usage.input_tokens'), otel_inputs_count(A, 'gen_ai.usage.prompt_tokens'),
              otel_inputs_count(A, 'llm.token_count.prompt')) AS input_tokens,
@@ -285,7 +285,8 @@ FROM otel_inputs_span_owner_rows AS w FINAL
 JOIN otel_inputs_genai_span_rows AS g FINAL ON g.trace_id = w.trace_id AND g.span_id = w.span_id
 -- o joined on g's trace (not w's): the trace filter then reaches o's sort key too.
 JOIN otel_inputs_genai_span_rows AS o FINAL ON o.trace_id = g.trace_id AND o.span_id = w.owner_span_id
-WHERE w.owner_span_id != w.span_id;
+-- A container below the attempt (an OpenInference CHAIN: a LangGraph node or runnable) is not a step.
+WHERE w.owner_span_id != w.span_id AND g.step_kind != 'container';
 
 -- Input rows of packet attempts (exporter/_rows.py input_rows), malformed events kept visible.
 CREATE VIEW IF NOT EXISTS agent_attempt_inputs AS

@@ -198,16 +198,18 @@ CREATE FUNCTION IF NOT EXISTS otel_inputs_pydantic_ai_messages AS (A) ->
 
 -- --- openinference (exporter/_encodings/openinference.py) ---------------------------------------
 CREATE FUNCTION IF NOT EXISTS otel_inputs_openinference_recognises AS (A) ->
-    A['openinference.span.kind'] IN ('LLM', 'AGENT', 'TOOL', 'EMBEDDING', 'RETRIEVER', 'RERANKER');
+    A['openinference.span.kind'] IN ('LLM', 'AGENT', 'TOOL', 'EMBEDDING', 'RETRIEVER', 'RERANKER', 'CHAIN');
+-- A CHAIN span contains a run: the attempt at the root, never listed as a step (operation 'container').
 CREATE FUNCTION IF NOT EXISTS otel_inputs_openinference_operation AS (A) ->
     multiIf(A['openinference.span.kind'] = 'LLM', 'chat', A['openinference.span.kind'] = 'EMBEDDING', 'embeddings',
-            A['openinference.span.kind'] = 'AGENT', 'invoke_agent', A['openinference.span.kind'] = 'TOOL', 'execute_tool', '');
+            A['openinference.span.kind'] = 'AGENT', 'invoke_agent', A['openinference.span.kind'] = 'TOOL', 'execute_tool',
+            A['openinference.span.kind'] = 'CHAIN', 'container', '');
 CREATE FUNCTION IF NOT EXISTS otel_inputs_openinference_provider AS (A) ->
     coalesce(otel_inputs_str(A, 'llm.provider'), otel_inputs_str(A, 'llm.system'));
 -- A TOOL span's input is its arguments, never a user message; an LLM or AGENT span's input without
 -- flattened messages is read as one text, and says so.
 CREATE FUNCTION IF NOT EXISTS otel_inputs_openinference_messages AS (A) ->
-    if(length(otel_inputs_flat(A, 'llm.input_messages', 'message.role', 'message.content')) > 0,
+    if(A['openinference.span.kind'] != 'CHAIN' AND length(otel_inputs_flat(A, 'llm.input_messages', 'message.role', 'message.content')) > 0,
        otel_inputs_flat_messages(otel_inputs_flat(A, 'llm.input_messages', 'message.role', 'message.content')),
        if(mapContains(A, 'input.value') AND A['openinference.span.kind'] IN ('LLM', 'AGENT'),
           tuple(CAST(NULL, 'Nullable(String)'), CAST(A['input.value'], 'Nullable(String)'), CAST(NULL, 'Nullable(String)'),

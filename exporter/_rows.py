@@ -17,7 +17,7 @@ from typing import Any
 from otel_inputs import names as n
 from otel_inputs.types import ArtifactStatus, CaptureStatus, Coverage
 
-from otel_inputs.exporter._encodings import CONTENT_EVENTS, read as read_encodings, source_format, wire
+from otel_inputs.exporter._encodings import CONTENT_EVENTS, openinference, read as read_encodings, source_format, wire
 from otel_inputs.exporter._encodings._base import INT32_MAX as _INT32_MAX, INT64_MAX as _INT64_MAX
 from otel_inputs.exporter._encodings._base import Messages, integer as _int, messages_of, string as _str
 from otel_inputs.exporter._spans import SpanRecord
@@ -38,6 +38,8 @@ STEP_MODEL_CALL = "model_call"
 STEP_TOOL_CALL = "tool_call"
 STEP_AGENT = "agent"
 STEP_OTHER = "other"
+# A span that contains a run (an OpenInference CHAIN): the attempt at the root, never listed as a step.
+STEP_CONTAINER = "container"
 
 MESSAGES_ATTEMPT_SPAN = "attempt_span"
 MESSAGES_LOG_EVENT = "log_event"
@@ -207,6 +209,8 @@ def step_kind(operation: str | None, kind: str) -> str:
         return STEP_TOOL_CALL
     if operation == n.OPERATION_INVOKE_AGENT:
         return STEP_AGENT
+    if operation == openinference.OPERATION_CONTAINER:
+        return STEP_CONTAINER
     return STEP_OTHER
 
 

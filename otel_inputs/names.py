@@ -30,7 +30,7 @@ SPAN_NAME_PREFIX = "invoke_agent"
 
 # OpenInference (Arize) names, read from foreign spans only.
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
-# A CHAIN span wraps the LLM span it calls, so only LLM and AGENT spans are attempts.
+# Kinds that send messages or run an agent (a CHAIN span contains a run: OPENINFERENCE_KIND_CHAIN).
 OPENINFERENCE_LLM_KINDS = ("LLM", "AGENT")
 OPENINFERENCE_INPUT_VALUE = "input.value"
 OPENINFERENCE_SESSION_ID = "session.id"
@@ -218,6 +218,8 @@ OPENINFERENCE_COMPLETION_TOKENS = "llm.token_count.completion"
 OPENINFERENCE_TOOL_NAME = "tool.name"
 OPENINFERENCE_TOOL_PARAMETERS = "tool.parameters"
 OPENINFERENCE_STEP_KINDS = ("TOOL", "EMBEDDING", "RETRIEVER", "RERANKER")
+# A CHAIN span contains a run (LangGraph's root, its nodes and runnables): the root is the attempt.
+OPENINFERENCE_KIND_CHAIN = "CHAIN"
 # pydantic-ai: the agent-run span's whole conversation (inputs and outputs), GenAI message JSON.
 PYDANTIC_AI_ALL_MESSAGES = "pydantic_ai.all_messages"
 # === end of foreign-encodings block =============================================================

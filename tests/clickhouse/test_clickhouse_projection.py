@@ -141,8 +141,32 @@ def _traces() -> tuple[list[Any], list[Any]]:
     with tracer.start_as_current_span("chat disagree", attributes={n.GEN_AI_OPERATION_NAME: "chat",
                                                                    n.GEN_AI_INPUT_MESSAGES: _text("span text")}):
         log.emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "log text"})
+    langgraph_run(tracer)
     log.emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "orphan"})  # no trace context: joins nothing
     return [from_readable(s) for s in memory.get_finished_spans()], list(logs.get_finished_logs())
+
+
+def langgraph_run(tracer: Any) -> None:
+    """A LangGraph run as openinference-instrumentation-langchain spells it: a CHAIN root, an AGENT
+    node holding a CHAIN runnable around the LLM span, a CHAIN tools node around the TOOL span."""
+    oi = n.OPENINFERENCE_SPAN_KIND
+    with tracer.start_as_current_span("LangGraph", attributes={oi: "CHAIN", n.OPENINFERENCE_SESSION_ID: "thread-1",
+            n.OPENINFERENCE_INPUT_VALUE: '{"messages": [["user", "Summarise notes/handoff.md"]]}',
+            "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "Summarise notes/handoff.md"}):
+        with tracer.start_as_current_span("agent", attributes={oi: "AGENT", n.OPENINFERENCE_INPUT_VALUE: '{"messages": []}'}):
+            with tracer.start_as_current_span("RunnableSequence", attributes={oi: "CHAIN"}):
+                with tracer.start_as_current_span("ChatOpenAI", attributes={
+                        oi: "LLM", n.OPENINFERENCE_MODEL_NAME: "gpt-fake", n.OPENINFERENCE_PROMPT_TOKENS: 11,
+                        "llm.input_messages.0.message.role": "system", "llm.input_messages.0.message.content": "Be careful.",
+                        "llm.input_messages.1.message.role": "user",
+                        "llm.input_messages.1.message.content": "Summarise notes/handoff.md"}):  # fmt: skip
+                    pass
+        with tracer.start_as_current_span("tools", attributes={oi: "CHAIN"}):
+            with tracer.start_as_current_span("read_file", attributes={oi: "TOOL", n.OPENINFERENCE_TOOL_NAME: "read_file",
+                                                                       n.OPENINFERENCE_INPUT_VALUE: "notes/handoff.md"}):
+                pass
+    with tracer.start_as_current_span("lone chain", attributes={oi: "CHAIN", n.OPENINFERENCE_INPUT_VALUE: "x"}):
+        pass
 
 
 def _duckdb_rows(db: Path, table: str, columns: list[str], order: str) -> list[tuple[Any, ...]]:

@@ -280,3 +280,35 @@ def test_a_tool_span_input_is_never_a_user_message(spans: SpanFactory) -> None:
                         n.OPENINFERENCE_INPUT_VALUE: "notes/handoff.md"})  # fmt: skip
     assert tool["tool_arguments"] == "notes/handoff.md"
     assert (tool["user_prompt"], tool["input_messages_json"], tool["messages_note"]) == (None, None, None)
+
+
+def _langgraph_spans() -> list[Any]:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clickhouse"))
+    from test_clickhouse_projection import langgraph_run
+
+    tp, memory, _, _ = memory_providers()
+    langgraph_run(tp.get_tracer("openinference.instrumentation.langchain"))
+    return [from_readable(s) for s in memory.get_finished_spans()]
+
+
+@pytest.mark.parametrize("order", ["children first", "root first", "one batch"])
+def test_a_langgraph_run_is_one_attempt(tmp_path: Path, order: str) -> None:
+    """A LangGraph run (OpenInference CHAIN root, AGENT node, CHAIN runnables, LLM and TOOL spans) is
+    one attempt, the root, in any arrival order; its steps are the agent node, the model call and
+    the tool call (with the TOOL span's input as arguments), not the CHAIN runnables."""
+    records = [r for r in _langgraph_spans() if r.name != "lone chain"]
+    db = tmp_path / "t.duckdb"
+    if order == "one batch":
+        DuckDBWriter(db).write_spans(records)
+    else:
+        for r in (records if order == "children first" else list(reversed(records))):
+            DuckDBWriter(db).write_spans([r])
+    (a,) = query_dicts(db, "SELECT * FROM agent_attempts")
+    assert (a["span_name"], a["session_id"], a["step_kind"]) == ("LangGraph", "thread-1", "container")
+    steps = query(db, "SELECT step_kind, span_name, tool_arguments FROM agent_attempt_steps ORDER BY seq")
+    assert steps == [("agent", "agent", None), ("model_call", "ChatOpenAI", None), ("tool_call", "read_file", "notes/handoff.md")]
+    (m,) = query_dicts(db, "SELECT * FROM agent_attempt_messages")  # the root's input is not what a model was sent
+    assert (m["system_prompt"], m["user_prompt"], m["messages_source"]) == ("Be careful.", "Summarise notes/handoff.md",
+                                                                          "model_step")
