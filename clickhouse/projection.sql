@@ -34,34 +34,21 @@ ORDER BY (trace_id, span_id);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_genai_span_rows_mv TO otel_inputs_genai_span_rows AS
 WITH s AS (
-    SELECT *, SpanAttributes AS A,
+    SELECT *, SpanAttributes AS A, `Events.Name` AS N, `Events.Attributes` AS E,
         otel_inputs_source_format(A) AS source_format,
         -- A packet's attributes (an empty map on any other span), read without a per-column if: a
         -- guarded branch would copy the wide map for each column it guards.
         if(source_format = 'otel_inputs', A, map()) AS PA,
-        arrayFirstIndex((nm, at) -> nm IN ('gen_ai.client.inference.operation.details', 'gen_ai.content.prompt')
-                AND (mapContains(at, 'gen_ai.system_instructions') OR mapContains(at, 'gen_ai.input.messages')
-                     OR mapContains(at, 'gen_ai.prompt')), `Events.Name`, `Events.Attributes`) AS ev_at,
-        if(ev_at > 0, `Events.Attributes`[ev_at], map()) AS EV,
-        otel_inputs_flat(A, 'gen_ai.prompt', 'role', 'content') AS llm_flat,
-        otel_inputs_flat(A, 'llm.input_messages', 'message.role', 'message.content') AS oi_flat,
-        multiIf(mapContains(A, 'gen_ai.system_instructions') OR mapContains(A, 'gen_ai.input.messages'), 'attrs',
-                ev_at > 0 AND (mapContains(EV, 'gen_ai.system_instructions') OR mapContains(EV, 'gen_ai.input.messages')), 'event',
-                ev_at > 0, 'event_prompt',
-                mapContains(A, 'gen_ai.prompt'), 'prompt',
-                length(llm_flat) > 0, 'openllmetry',
-                length(oi_flat) > 0, 'openinference',
-                mapContains(A, 'pydantic_ai.all_messages'), 'pydantic_ai',
-                mapContains(A, 'input.value'), 'input_value', '') AS enc,
-        multiIf(enc = 'attrs', A, enc = 'event', EV, map()) AS G,
-        multiIf(enc = 'pydantic_ai', A['pydantic_ai.all_messages'], enc IN ('attrs', 'event'), otel_inputs_attr(G, 'gen_ai.input.messages'), NULL) AS g_in,
-        otel_inputs_messages_text(otel_inputs_attr(G, 'gen_ai.system_instructions'), '') AS g_sys0,
-        multiIf(source_format = 'openinference', multiIf(A['openinference.span.kind'] = 'LLM', 'chat',
-                    A['openinference.span.kind'] = 'EMBEDDING', 'embeddings', A['openinference.span.kind'] = 'AGENT', 'invoke_agent',
-                    A['openinference.span.kind'] = 'TOOL', 'execute_tool', ''),
-                source_format = 'openllmetry', multiIf(A['llm.request.type'] = 'completion', 'text_completion',
-                    A['llm.request.type'] = 'embedding', 'embeddings', 'chat'),
-                A['gen_ai.operation.name']) AS op,
+        -- What each encoding recorded (projection_functions.sql, one section per encoding), merged
+        -- field by field in the registry's order (exporter/_encodings/__init__.py read).
+        multiIf(source_format = 'gen_ai', A['gen_ai.operation.name'], source_format = 'openllmetry', otel_inputs_openllmetry_operation(A),
+                source_format = 'openinference', otel_inputs_openinference_operation(A), 'invoke_agent') AS op,
+        otel_inputs_genai_messages(A, N, E) AS m_genai,
+        otel_inputs_openllmetry_messages(A) AS m_openllmetry,
+        otel_inputs_pydantic_ai_messages(A) AS m_pydantic_ai,
+        otel_inputs_openinference_messages(A) AS m_openinference,
+        multiIf(NOT otel_inputs_messages_empty(m_genai), m_genai, NOT otel_inputs_messages_empty(m_openllmetry), m_openllmetry,
+                NOT otel_inputs_messages_empty(m_pydantic_ai), m_pydantic_ai, m_openinference) AS msgs,
         -- Coverage settled (exporter/_rows.py finish_coverage) from the span's own input events.
         otel_inputs_input_events(`Events.Name`, `Events.Timestamp`, `Events.Attributes`) AS ins,
         length(ins) AS input_count, arrayCount(x -> x.5 != '', ins) AS malformed,
@@ -84,41 +71,28 @@ SELECT
     TraceId AS trace_id, SpanId AS span_id, source_format, source_format = 'otel_inputs' AS packet,
     Timestamp AS started_at, Timestamp + toIntervalNanosecond(Duration) AS ended_at,
     nullIf(ParentSpanId, '') AS parent_span_id, nullIf(SpanName, '') AS span_name,
-    coalesce(nullIf(otel_inputs_attr(A, 'gen_ai.conversation.id'), ''), otel_inputs_attr(A, 'session.id')) AS session_id,
-    otel_inputs_attr(A, 'gen_ai.agent.name') AS agent_name,
-    coalesce(nullIf(otel_inputs_attr(A, 'gen_ai.provider.name'), ''), nullIf(otel_inputs_attr(A, 'gen_ai.system'), ''),
-             nullIf(otel_inputs_attr(A, 'llm.provider'), ''), otel_inputs_attr(A, 'llm.system')) AS provider_name,
-    coalesce(nullIf(otel_inputs_attr(A, 'gen_ai.request.model'), ''), otel_inputs_attr(A, 'llm.model_name')) AS request_model,
-    otel_inputs_attr(A, 'gen_ai.operation.name') AS operation_name,
+    coalesce(otel_inputs_str(A, 'gen_ai.conversation.id'), otel_inputs_str(A, 'session.id')) AS session_id,
+    otel_inputs_str(A, 'gen_ai.agent.name') AS agent_name,
+    coalesce(otel_inputs_wire_provider(A), otel_inputs_genai_provider(A), otel_inputs_str(A, 'gen_ai.system'),
+             otel_inputs_openinference_provider(A)) AS provider_name,
+    coalesce(otel_inputs_str(A, 'gen_ai.request.model'), otel_inputs_str(A, 'llm.model_name')) AS request_model,
+    otel_inputs_str(A, 'gen_ai.operation.name') AS operation_name,
     multiIf(source_format = 'otel_inputs', 'agent', op IN ('chat', 'text_completion', 'generate_content', 'embeddings'), 'model_call',
-            op = 'execute_tool', 'tool_call', op = 'invoke_agent', 'agent', 'other') AS step_kind,
-    otel_inputs_attr(A, 'gen_ai.response.model') AS response_model,
-    multiIf(mapContains(A, 'gen_ai.usage.input_tokens'), otel_inputs_int(A['gen_ai.usage.input_tokens'], 9223372036854775807),
-            mapContains(A, 'gen_ai.usage.prompt_tokens'), otel_inputs_int(A['gen_ai.usage.prompt_tokens'], 9223372036854775807),
-            mapContains(A, 'llm.token_count.prompt'), otel_inputs_int(A['llm.token_count.prompt'], 9223372036854775807), NULL) AS input_tokens,
-    multiIf(mapContains(A, 'gen_ai.usage.output_tokens'), otel_inputs_int(A['gen_ai.usage.output_tokens'], 9223372036854775807),
-            mapContains(A, 'gen_ai.usage.completion_tokens'), otel_inputs_int(A['gen_ai.usage.completion_tokens'], 9223372036854775807),
-            mapContains(A, 'llm.token_count.completion'), otel_inputs_int(A['llm.token_count.completion'], 9223372036854775807), NULL) AS output_tokens,
-    coalesce(nullIf(otel_inputs_attr(A, 'gen_ai.tool.name'), ''), if(source_format = 'openinference', otel_inputs_attr(A, 'tool.name'), NULL)) AS tool_name,
-    otel_inputs_attr(A, 'gen_ai.tool.call.id') AS tool_call_id,
-    multiIf(mapContains(A, 'gen_ai.tool.call.arguments'), A['gen_ai.tool.call.arguments'],
-            A['openinference.span.kind'] = 'TOOL', otel_inputs_attr(A, 'input.value'), NULL) AS tool_arguments,
-    -- The span's own messages, from the first encoding it carries (exporter/_rows.py span_messages).
-    multiIf(enc IN ('attrs', 'event'), coalesce(g_sys0, if(otel_inputs_has_role(g_in, 'system'), otel_inputs_messages_text(g_in, 'system'), NULL)),
-            enc = 'pydantic_ai', if(otel_inputs_has_role(g_in, 'system'), otel_inputs_messages_text(g_in, 'system'), NULL),
-            enc = 'openllmetry', otel_inputs_flat_role(llm_flat, 'system'),
-            enc = 'openinference', otel_inputs_flat_role(oi_flat, 'system'), NULL) AS system_prompt,
-    multiIf(enc IN ('attrs', 'event', 'pydantic_ai'), otel_inputs_messages_text(g_in, 'user'),
-            enc = 'event_prompt', otel_inputs_messages_text(EV['gen_ai.prompt'], 'user'),
-            enc = 'prompt', otel_inputs_messages_text(A['gen_ai.prompt'], 'user'),
-            enc = 'openllmetry', otel_inputs_flat_role(llm_flat, 'user'),
-            enc = 'openinference', otel_inputs_flat_role(oi_flat, 'user'),
-            enc = 'input_value', A['input.value'], NULL) AS user_prompt,
-    multiIf(enc IN ('attrs', 'event', 'pydantic_ai'), g_in, enc = 'event_prompt', EV['gen_ai.prompt'],
-            enc = 'prompt', A['gen_ai.prompt'], enc = 'openllmetry', otel_inputs_flat_json(llm_flat),
-            enc = 'openinference', otel_inputs_flat_json(oi_flat), NULL) AS input_messages_json,
-    multiIf(enc = 'pydantic_ai', 'from pydantic_ai.all_messages: the whole agent run, its replies and tool results included',
-            enc = 'input_value', 'from OpenInference input.value (the span''s input as one text)', NULL) AS messages_note,
+            op = 'execute_tool', 'tool_call', op = 'invoke_agent', 'agent', op = 'container', 'container', 'other') AS step_kind,
+    otel_inputs_str(A, 'gen_ai.response.model') AS response_model,
+    coalesce(otel_inputs_count(A, 'gen_ai.usage.input_tokens'), otel_inputs_count(A, 'gen_ai.usage.prompt_tokens'),
+             otel_inputs_count(A, 'llm.token_count.prompt')) AS input_tokens,
+    coalesce(otel_inputs_count(A, 'gen_ai.usage.output_tokens'), otel_inputs_count(A, 'gen_ai.usage.completion_tokens'),
+             otel_inputs_count(A, 'llm.token_count.completion')) AS output_tokens,
+    coalesce(otel_inputs_str(A, 'gen_ai.tool.name'),
+             if(otel_inputs_openinference_recognises(A), otel_inputs_str(A, 'tool.name'), NULL)) AS tool_name,
+    otel_inputs_str(A, 'gen_ai.tool.call.id') AS tool_call_id,
+    coalesce(otel_inputs_str(A, 'gen_ai.tool.call.arguments'), otel_inputs_openinference_tool_arguments(A)) AS tool_arguments,
+    -- The span's own messages: the first encoding that recorded any (exporter/_encodings/__init__.py read).
+    tupleElement(msgs, 1) AS system_prompt,
+    tupleElement(msgs, 2) AS user_prompt,
+    tupleElement(msgs, 3) AS input_messages_json,
+    tupleElement(msgs, 4) AS messages_note,
     StatusCode AS status, nullIf(StatusMessage, '') AS status_message, nullIf(ServiceName, '') AS service_name,
     otel_inputs_attr(PA, 'otel_inputs.run.id') AS run_id,
     otel_inputs_attr(PA, 'otel_inputs.phase') AS phase,
@@ -313,7 +287,8 @@ FROM otel_inputs_span_owner_rows AS w FINAL
 JOIN otel_inputs_genai_span_rows AS g FINAL ON g.trace_id = w.trace_id AND g.span_id = w.span_id
 -- o joined on g's trace (not w's): the trace filter then reaches o's sort key too.
 JOIN otel_inputs_genai_span_rows AS o FINAL ON o.trace_id = g.trace_id AND o.span_id = w.owner_span_id
-WHERE w.owner_span_id != w.span_id;
+-- A container below the attempt (an OpenInference CHAIN: a LangGraph node or runnable) is not a step.
+WHERE w.owner_span_id != w.span_id AND g.step_kind != 'container';
 
 -- Input rows of packet attempts (exporter/_rows.py input_rows), malformed events kept visible.
 CREATE VIEW IF NOT EXISTS agent_attempt_inputs AS

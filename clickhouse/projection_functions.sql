@@ -107,15 +107,129 @@ CREATE FUNCTION IF NOT EXISTS otel_inputs_role_text AS (doc, want) ->
                      if(JSONType(assumeNotNull(doc)) = 'Array', JSONExtractArrayRaw(assumeNotNull(doc)), [assumeNotNull(doc)]))))),
                  '\n\n'), ''))));
 
--- exporter/_rows.py source_format: which encoding makes a span a GenAI span (NULL: an ordinary
--- span).  One definition for the GenAI-span materialized view and the ownership one.
+-- ================================================================================================
+-- The encodings (exporter/_encodings, docs/encodings.md): one section per module, functions named
+-- otel_inputs_<encoding>_<field>.  Each reads what that encoding recorded on one span (A: its
+-- attribute map; N, E: its event names and event attribute maps) and is NULL where it recorded
+-- nothing, '' counting as nothing.  The GenAI-span view merges them field by field in the
+-- registry's order (wire, gen_ai, openllmetry, pydantic_ai, openinference).  Messages are a tuple
+-- (system text, user text, messages JSON, note); an encoding without messages gives all NULLs.
+-- ================================================================================================
+
+CREATE FUNCTION IF NOT EXISTS otel_inputs_str AS (m, k) -> nullIf(otel_inputs_attr(m, k), '');
+CREATE FUNCTION IF NOT EXISTS otel_inputs_count AS (m, k) -> if(mapContains(m, k), otel_inputs_int(m[k], 9223372036854775807), NULL);
+CREATE FUNCTION IF NOT EXISTS otel_inputs_no_messages AS () ->
+    tuple(CAST(NULL, 'Nullable(String)'), CAST(NULL, 'Nullable(String)'), CAST(NULL, 'Nullable(String)'), CAST(NULL, 'Nullable(String)'));
+-- exporter/_encodings/_base.py messages_of(system_raw, input_raw, note)
+CREATE FUNCTION IF NOT EXISTS otel_inputs_messages_of AS (sys_raw, in_raw, note) ->
+    tuple(coalesce(otel_inputs_messages_text(sys_raw, ''),
+                   if(otel_inputs_has_role(in_raw, 'system'), otel_inputs_messages_text(in_raw, 'system'), NULL)),
+          otel_inputs_messages_text(in_raw, 'user'), in_raw, CAST(note, 'Nullable(String)'));
+-- The same with no system instructions (a literal NULL there trips the analyzer inside a view).
+CREATE FUNCTION IF NOT EXISTS otel_inputs_messages_of_input AS (in_raw, note) ->
+    tuple(if(otel_inputs_has_role(in_raw, 'system'), otel_inputs_messages_text(in_raw, 'system'), NULL),
+          otel_inputs_messages_text(in_raw, 'user'), CAST(in_raw, 'Nullable(String)'), CAST(note, 'Nullable(String)'));
+-- exporter/_encodings/_base.py flat_messages
+CREATE FUNCTION IF NOT EXISTS otel_inputs_flat_messages AS (flat) ->
+    if(length(flat) > 0,
+       tuple(otel_inputs_flat_role(flat, 'system'), otel_inputs_flat_role(flat, 'user'), CAST(otel_inputs_flat_json(flat), 'Nullable(String)'),
+             CAST(NULL, 'Nullable(String)')),
+       otel_inputs_no_messages());
+CREATE FUNCTION IF NOT EXISTS otel_inputs_messages_empty AS (m) ->
+    tupleElement(m, 1) IS NULL AND tupleElement(m, 2) IS NULL AND tupleElement(m, 3) IS NULL;
+
+-- --- wire (exporter/_encodings/wire.py) ---------------------------------------------------------
+CREATE FUNCTION IF NOT EXISTS otel_inputs_wire_recognises AS (A) -> mapContains(A, 'otel_inputs.packet.version');
+CREATE FUNCTION IF NOT EXISTS otel_inputs_wire_provider AS (A) ->
+    if(otel_inputs_wire_recognises(A), otel_inputs_str(A, 'otel_inputs.provider.name'), NULL);
+
+-- --- gen_ai (exporter/_encodings/genai.py) ------------------------------------------------------
+CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_recognises AS (A) -> mapContains(A, 'gen_ai.operation.name');
+CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_provider AS (A) ->
+    coalesce(otel_inputs_str(A, 'gen_ai.provider.name'), otel_inputs_str(A, 'gen_ai.system'));
+-- A GenAI content field from the span's attributes, else from its first operation-details event carrying it.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_field AS (A, N, E, k) ->
+    if(mapContains(A, k), A[k],
+       if(arrayExists((nm, at) -> nm = 'gen_ai.client.inference.operation.details' AND mapContains(at, k), N, E),
+          arrayFirst((at, nm) -> nm = 'gen_ai.client.inference.operation.details' AND mapContains(at, k), E, N)[k], NULL));
+-- One per-message span event as {"role":…,"content":…} (exporter/_encodings/_base.py json_piece).
+CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_piece AS (nm, at) ->
+    concat('{"role":', otel_inputs_json_str(multiIf(nm = 'gen_ai.system.message', 'system', nm = 'gen_ai.user.message', 'user',
+                                                    nm = 'gen_ai.assistant.message', 'assistant', 'tool')),
+           ',"content":', if(NOT mapContains(at, 'content'), 'null',
+                             if(isValidJSON(at['content']), at['content'], otel_inputs_json_str(at['content']))), '}');
+CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_pieces AS (N, E) ->
+    arrayMap((nm, at) -> otel_inputs_genai_piece(nm, at),
+             arrayFilter(nm -> nm IN ('gen_ai.system.message', 'gen_ai.user.message', 'gen_ai.assistant.message', 'gen_ai.tool.message'), N),
+             arrayFilter((at, nm) -> nm IN ('gen_ai.system.message', 'gen_ai.user.message', 'gen_ai.assistant.message', 'gen_ai.tool.message'), E, N));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_prompt_event AS (N, E) ->
+    arrayFirstIndex((nm, at) -> nm = 'gen_ai.content.prompt' AND mapContains(at, 'gen_ai.prompt'), N, E);
+-- exporter/_encodings/genai.py span_messages: attributes and operation-details events field by
+-- field, else the gen_ai.content.prompt event, else the per-message events, else gen_ai.prompt.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_messages AS (A, N, E) ->
+    otel_inputs_genai_messages_from(A, N, E, otel_inputs_genai_field(A, N, E, 'gen_ai.system_instructions'),
+                                    otel_inputs_genai_field(A, N, E, 'gen_ai.input.messages'),
+                                    otel_inputs_genai_prompt_event(N, E), otel_inputs_genai_pieces(N, E));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_messages_from AS (A, N, E, sys_raw, in_raw, pe, pieces) ->
+    multiIf(sys_raw IS NOT NULL OR in_raw IS NOT NULL, otel_inputs_messages_of(sys_raw, in_raw, NULL),
+            pe > 0, tuple(CAST(NULL, 'Nullable(String)'), otel_inputs_messages_text(E[pe]['gen_ai.prompt'], 'user'),
+                          CAST(E[pe]['gen_ai.prompt'], 'Nullable(String)'), CAST(NULL, 'Nullable(String)')),
+            length(pieces) > 0, otel_inputs_messages_of_input(concat('[', arrayStringConcat(pieces, ','), ']'), NULL),
+            mapContains(A, 'gen_ai.prompt'), tuple(CAST(NULL, 'Nullable(String)'), otel_inputs_messages_text(A['gen_ai.prompt'], 'user'),
+                                                   CAST(A['gen_ai.prompt'], 'Nullable(String)'), CAST(NULL, 'Nullable(String)')),
+            otel_inputs_no_messages());
+
+-- --- openllmetry (exporter/_encodings/openllmetry.py) -------------------------------------------
+CREATE FUNCTION IF NOT EXISTS otel_inputs_openllmetry_recognises AS (A) ->
+    mapContains(A, 'llm.request.type') OR (mapContains(A, 'gen_ai.system') AND (
+        mapContains(A, 'gen_ai.prompt.0.role') OR mapContains(A, 'gen_ai.prompt.0.content')
+        OR mapContains(A, 'gen_ai.completion.0.role') OR mapContains(A, 'gen_ai.completion.0.content')));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_openllmetry_operation AS (A) ->
+    multiIf(A['llm.request.type'] = 'completion', 'text_completion', A['llm.request.type'] = 'embedding', 'embeddings', 'chat');
+CREATE FUNCTION IF NOT EXISTS otel_inputs_openllmetry_messages AS (A) ->
+    otel_inputs_flat_messages(otel_inputs_flat(A, 'gen_ai.prompt', 'role', 'content'));
+
+-- --- pydantic_ai (exporter/_encodings/pydantic_ai.py) -------------------------------------------
+CREATE FUNCTION IF NOT EXISTS otel_inputs_pydantic_ai_messages AS (A) ->
+    if(mapContains(A, 'pydantic_ai.all_messages'),
+       otel_inputs_messages_of_input(A['pydantic_ai.all_messages'],
+                               'from pydantic_ai.all_messages: the whole agent run, its replies and tool results included'),
+       otel_inputs_no_messages());
+
+-- --- openinference (exporter/_encodings/openinference.py) ---------------------------------------
+CREATE FUNCTION IF NOT EXISTS otel_inputs_openinference_recognises AS (A) ->
+    A['openinference.span.kind'] IN ('LLM', 'AGENT', 'TOOL', 'EMBEDDING', 'RETRIEVER', 'RERANKER', 'CHAIN');
+-- A CHAIN span contains a run: the attempt at the root, never listed as a step (operation 'container').
+CREATE FUNCTION IF NOT EXISTS otel_inputs_openinference_operation AS (A) ->
+    multiIf(A['openinference.span.kind'] = 'LLM', 'chat', A['openinference.span.kind'] = 'EMBEDDING', 'embeddings',
+            A['openinference.span.kind'] = 'AGENT', 'invoke_agent', A['openinference.span.kind'] = 'TOOL', 'execute_tool',
+            A['openinference.span.kind'] = 'CHAIN', 'container', '');
+CREATE FUNCTION IF NOT EXISTS otel_inputs_openinference_provider AS (A) ->
+    coalesce(otel_inputs_str(A, 'llm.provider'), otel_inputs_str(A, 'llm.system'));
+-- A TOOL span's input is its arguments, never a user message; an LLM or AGENT span's input without
+-- flattened messages is read as one text, and says so.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_openinference_messages AS (A) ->
+    if(A['openinference.span.kind'] != 'CHAIN' AND length(otel_inputs_flat(A, 'llm.input_messages', 'message.role', 'message.content')) > 0,
+       otel_inputs_flat_messages(otel_inputs_flat(A, 'llm.input_messages', 'message.role', 'message.content')),
+       if(mapContains(A, 'input.value') AND A['openinference.span.kind'] IN ('LLM', 'AGENT'),
+          tuple(CAST(NULL, 'Nullable(String)'), CAST(A['input.value'], 'Nullable(String)'), CAST(NULL, 'Nullable(String)'),
+                CAST('from OpenInference input.value (the span''s input as one text)', 'Nullable(String)')),
+          otel_inputs_no_messages()));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_openinference_tool_arguments AS (A) ->
+    if(A['openinference.span.kind'] = 'TOOL', otel_inputs_str(A, 'input.value'), NULL);
+
+-- exporter/_encodings/__init__.py source_format: the first encoding that recognises the span (NULL:
+-- an ordinary span).  One definition for the GenAI-span materialized view and the ownership one.
+-- A span a coding agent's turn encoding claims is read with its turn, never per span (exporter/_encodings
+-- TURN_ENCODINGS): Gemini CLI's spans, gen_ai.agent.name = gemini-cli (docs/coding-agents.md).
+CREATE FUNCTION IF NOT EXISTS otel_inputs_coding_claims AS (A) -> A['gen_ai.agent.name'] = 'gemini-cli';
+
 CREATE FUNCTION IF NOT EXISTS otel_inputs_source_format AS (A) ->
-    multiIf(mapContains(A, 'otel_inputs.packet.version'), 'otel_inputs',
-            mapContains(A, 'gen_ai.operation.name'), 'gen_ai',
-            A['openinference.span.kind'] IN ('LLM', 'AGENT', 'TOOL', 'EMBEDDING', 'RETRIEVER', 'RERANKER'), 'openinference',
-            mapContains(A, 'llm.request.type') OR (mapContains(A, 'gen_ai.system') AND (
-                mapContains(A, 'gen_ai.prompt.0.role') OR mapContains(A, 'gen_ai.prompt.0.content')
-                OR mapContains(A, 'gen_ai.completion.0.role') OR mapContains(A, 'gen_ai.completion.0.content'))), 'openllmetry',
+    multiIf(otel_inputs_coding_claims(A), NULL,
+            otel_inputs_wire_recognises(A), 'otel_inputs',
+            otel_inputs_genai_recognises(A), 'gen_ai',
+            otel_inputs_openllmetry_recognises(A), 'openllmetry',
+            otel_inputs_openinference_recognises(A), 'openinference',
             NULL);
 
 -- exporter/_rows.py input_rows on one span's events: per input event (pos, captured_at, attributes,

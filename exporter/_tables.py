@@ -49,7 +49,7 @@ class Fill(Enum):
     STEP = "step"  # _steps, once the attempt's first model step has landed
     LOG = "log"  # _messages, once the attempt's GenAI log records have landed
     SQL = "sql"  # the writer's own SQL (health counters, write-ahead progress), not an Arrow batch
-    AGENT = "agent"  # _coding_agents: the coding-agent projection's own rows (docs/coding-agents.md)
+    AGENT = "agent"  # _encodings.coding_agents: the coding-agent projection's own rows (docs/coding-agents.md)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from otel_inputs.exporter._db import WRITER_SETTINGS, LockTimeout, connect_with_
 from otel_inputs.exporter._manifests import artifacts_table
 from otel_inputs.exporter._schema import migrate
 from otel_inputs.exporter._spans import SpanRecord
-from otel_inputs.exporter._coding_agents import settle as settle_coding_agents
+from otel_inputs.exporter._encodings.coding_agents import settle as settle_coding_agents
 from otel_inputs.exporter._messages import settle_for_logs as settle_log_messages
 from otel_inputs.exporter._steps import resolve as resolve_steps, step_trace_ids
 from otel_inputs.exporter._tables import INGEST_PROGRESS, TABLES, sha256_key_sql

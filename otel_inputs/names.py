@@ -30,7 +30,7 @@ SPAN_NAME_PREFIX = "invoke_agent"
 
 # OpenInference (Arize) names, read from foreign spans only.
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
-# A CHAIN span wraps the LLM span it calls, so only LLM and AGENT spans are attempts.
+# Kinds that send messages or run an agent (a CHAIN span contains a run: OPENINFERENCE_KIND_CHAIN).
 OPENINFERENCE_LLM_KINDS = ("LLM", "AGENT")
 OPENINFERENCE_INPUT_VALUE = "input.value"
 OPENINFERENCE_SESSION_ID = "session.id"
@@ -203,6 +203,8 @@ EVENT_ASSISTANT_MESSAGE = "gen_ai.assistant.message"
 EVENT_TOOL_MESSAGE = "gen_ai.tool.message"
 EVENT_CHOICE = "gen_ai.choice"
 EVENT_CONTENT_PROMPT = "gen_ai.content.prompt"  # semconv <= 1.27 span event carrying gen_ai.prompt
+# The attribute holding a per-message span event's content (Strands: a JSON list of {"text": ...}).
+EVENT_CONTENT_KEY = "content"
 # OpenLLMetry (Traceloop): indexed "gen_ai.prompt.<i>.role|content", no gen_ai.operation.name.
 OPENLLMETRY_REQUEST_TYPE = "llm.request.type"
 OPENLLMETRY_PROMPT_PREFIX = "gen_ai.prompt"
@@ -216,6 +218,8 @@ OPENINFERENCE_COMPLETION_TOKENS = "llm.token_count.completion"
 OPENINFERENCE_TOOL_NAME = "tool.name"
 OPENINFERENCE_TOOL_PARAMETERS = "tool.parameters"
 OPENINFERENCE_STEP_KINDS = ("TOOL", "EMBEDDING", "RETRIEVER", "RERANKER")
+# A CHAIN span contains a run (LangGraph's root, its nodes and runnables): the root is the attempt.
+OPENINFERENCE_KIND_CHAIN = "CHAIN"
 # pydantic-ai: the agent-run span's whole conversation (inputs and outputs), GenAI message JSON.
 PYDANTIC_AI_ALL_MESSAGES = "pydantic_ai.all_messages"
 # === end of foreign-encodings block =============================================================

@@ -90,6 +90,16 @@ def _single_spans(spans: SpanFactory) -> list[Any]:
                    name="system in messages"),
         spans.span({n.GEN_AI_OPERATION_NAME: "invoke_agent", n.PYDANTIC_AI_ALL_MESSAGES: _text("the whole run")}, name="pyd"),
         spans.span({**chat, n.GEN_AI_USAGE_INPUT_TOKENS: 0, n.GEN_AI_PROVIDER_NAME: "openai"}, name="no content"),
+        # Strands' default conventions: one span event per message, content a JSON list of {"text": ...}.
+        spans.span({**chat, n.GEN_AI_PROVIDER_NAME: "strands-agents"}, [
+            (n.EVENT_SYSTEM_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"text": "You are careful."}])}),
+            (n.EVENT_USER_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"text": "Read notes/a.md"}])}),
+            (n.EVENT_ASSISTANT_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"toolUse": {"name": "read_file"}}])}),
+            (n.EVENT_TOOL_MESSAGE, {n.EVENT_CONTENT_KEY: "not json <b>"})], name="strands chat"),
+        # Strands with gen_ai_latest_experimental: one field per operation-details span event.
+        spans.span(chat, [(n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_SYSTEM_INSTRUCTIONS: json.dumps([{"type": "text", "content": "sys"}])}),
+                          (n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_INPUT_MESSAGES: _text("the ask")}),
+                          (n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_OUTPUT_MESSAGES: "[]"})], name="split details"),
         spans.span({"http.method": "GET"}, name="GET /health"),
         spans.span({n.GEN_AI_SYSTEM: "openai"}, name="gen_ai-like"),  # GenAI-looking, yet no known encoding
     ]
@@ -131,8 +141,32 @@ def _traces() -> tuple[list[Any], list[Any]]:
     with tracer.start_as_current_span("chat disagree", attributes={n.GEN_AI_OPERATION_NAME: "chat",
                                                                    n.GEN_AI_INPUT_MESSAGES: _text("span text")}):
         log.emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "log text"})
+    langgraph_run(tracer)
     log.emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "orphan"})  # no trace context: joins nothing
     return [from_readable(s) for s in memory.get_finished_spans()], list(logs.get_finished_logs())
+
+
+def langgraph_run(tracer: Any) -> None:
+    """A LangGraph run as openinference-instrumentation-langchain spells it: a CHAIN root, an AGENT
+    node holding a CHAIN runnable around the LLM span, a CHAIN tools node around the TOOL span."""
+    oi = n.OPENINFERENCE_SPAN_KIND
+    with tracer.start_as_current_span("LangGraph", attributes={oi: "CHAIN", n.OPENINFERENCE_SESSION_ID: "thread-1",
+            n.OPENINFERENCE_INPUT_VALUE: '{"messages": [["user", "Summarise notes/handoff.md"]]}',
+            "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "Summarise notes/handoff.md"}):
+        with tracer.start_as_current_span("agent", attributes={oi: "AGENT", n.OPENINFERENCE_INPUT_VALUE: '{"messages": []}'}):
+            with tracer.start_as_current_span("RunnableSequence", attributes={oi: "CHAIN"}):
+                with tracer.start_as_current_span("ChatOpenAI", attributes={
+                        oi: "LLM", n.OPENINFERENCE_MODEL_NAME: "gpt-fake", n.OPENINFERENCE_PROMPT_TOKENS: 11,
+                        "llm.input_messages.0.message.role": "system", "llm.input_messages.0.message.content": "Be careful.",
+                        "llm.input_messages.1.message.role": "user",
+                        "llm.input_messages.1.message.content": "Summarise notes/handoff.md"}):  # fmt: skip
+                    pass
+        with tracer.start_as_current_span("tools", attributes={oi: "CHAIN"}):
+            with tracer.start_as_current_span("read_file", attributes={oi: "TOOL", n.OPENINFERENCE_TOOL_NAME: "read_file",
+                                                                       n.OPENINFERENCE_INPUT_VALUE: "notes/handoff.md"}):
+                pass
+    with tracer.start_as_current_span("lone chain", attributes={oi: "CHAIN", n.OPENINFERENCE_INPUT_VALUE: "x"}):
+        pass
 
 
 def _duckdb_rows(db: Path, table: str, columns: list[str], order: str) -> list[tuple[Any, ...]]:
@@ -183,8 +217,12 @@ def test_views_give_the_duckdb_rows(landed: tuple[Path, Any], table: str) -> Non
     expected = _duckdb_rows(db, table, columns, order)
     got = _ch_rows(sess, table, columns, order)
     assert expected, f"the corpus gives {table} rows"
+    formats = dict(_duckdb_rows(db, "agent_attempts", ["attempt_id", "source_format"], "attempt_id"))
     for want, have in zip(expected, got):
-        assert dict(zip(columns, have)) == dict(zip(columns, want))
+        differ = {c for c, a, b in zip(columns, have, want) if a != b}
+        attempt = dict(zip(columns, want)).get("attempt_id")
+        assert not differ, (f"{table}: the {formats.get(attempt, 'unknown')} encoding differs in {sorted(differ)} "
+                            f"(attempt {attempt}): {dict(zip(columns, have))} != {dict(zip(columns, want))}")
     assert len(got) == len(expected)
     if table == "agent_attempt_messages":  # the corpus exercises every source of C2
         assert {r[columns.index("messages_source")] for r in got} == {"attempt_span", "log_event", "model_step"}

@@ -249,3 +249,66 @@ def test_log_records_without_trace_context_are_ignored(tmp_path: Path, spans: Sp
     DuckDBWriter(db).write_spans([from_readable(spans.span({n.GEN_AI_OPERATION_NAME: "chat"}, name="chat"))])
     assert query(db, "SELECT count(*) FROM agent_attempt_messages") == [(0,)]
     assert query(db, "SELECT count(*) FROM otel_logs") == [(1,)]
+
+
+def test_per_message_span_events_are_the_messages(spans: SpanFactory) -> None:
+    """Strands' default conventions put each message on its own span event (gen_ai.system.message,
+    gen_ai.user.message, …, content a JSON list of {"text": …}): they are the span's messages."""
+    events = [(n.EVENT_SYSTEM_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"text": "Be careful."}])}),
+              (n.EVENT_USER_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"text": "Read notes/a.md"}])}),
+              (n.EVENT_TOOL_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"toolResult": {"status": "success"}}])})]
+    a = _row(spans, {n.GEN_AI_OPERATION_NAME: "chat"}, events)
+    assert (a["system_prompt"], a["user_prompt"]) == ("Be careful.", "Read notes/a.md")
+    assert [m["role"] for m in json.loads(a["input_messages_json"])] == ["system", "user", "tool"]
+
+
+def test_operation_details_events_are_merged_field_by_field(spans: SpanFactory) -> None:
+    """With one field per gen_ai.client.inference.operation.details span event (Strands,
+    gen_ai_latest_experimental), the system instructions and the user message both count, not
+    only the first event's."""
+    events = [(n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_SYSTEM_INSTRUCTIONS: json.dumps([{"type": "text", "content": "sys"}])}),
+              (n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_INPUT_MESSAGES: json.dumps(
+                  [{"role": "user", "parts": [{"type": "text", "content": "the ask"}]}])}),
+              (n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_OUTPUT_MESSAGES: "[]"})]
+    a = _row(spans, {n.GEN_AI_OPERATION_NAME: "chat"}, events)
+    assert (a["system_prompt"], a["user_prompt"]) == ("sys", "the ask")
+
+
+def test_a_tool_span_input_is_never_a_user_message(spans: SpanFactory) -> None:
+    """An OpenInference TOOL span's input.value is its tool arguments; it is never read as a user message."""
+    tool = _row(spans, {n.OPENINFERENCE_SPAN_KIND: "TOOL", n.OPENINFERENCE_TOOL_NAME: "read_file",
+                        n.OPENINFERENCE_INPUT_VALUE: "notes/handoff.md"})  # fmt: skip
+    assert tool["tool_arguments"] == "notes/handoff.md"
+    assert (tool["user_prompt"], tool["input_messages_json"], tool["messages_note"]) == (None, None, None)
+
+
+def _langgraph_spans() -> list[Any]:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clickhouse"))
+    from test_clickhouse_projection import langgraph_run
+
+    tp, memory, _, _ = memory_providers()
+    langgraph_run(tp.get_tracer("openinference.instrumentation.langchain"))
+    return [from_readable(s) for s in memory.get_finished_spans()]
+
+
+@pytest.mark.parametrize("order", ["children first", "root first", "one batch"])
+def test_a_langgraph_run_is_one_attempt(tmp_path: Path, order: str) -> None:
+    """A LangGraph run (OpenInference CHAIN root, AGENT node, CHAIN runnables, LLM and TOOL spans) is
+    one attempt, the root, in any arrival order; its steps are the agent node, the model call and
+    the tool call (with the TOOL span's input as arguments), not the CHAIN runnables."""
+    records = [r for r in _langgraph_spans() if r.name != "lone chain"]
+    db = tmp_path / "t.duckdb"
+    if order == "one batch":
+        DuckDBWriter(db).write_spans(records)
+    else:
+        for r in (records if order == "children first" else list(reversed(records))):
+            DuckDBWriter(db).write_spans([r])
+    (a,) = query_dicts(db, "SELECT * FROM agent_attempts")
+    assert (a["span_name"], a["session_id"], a["step_kind"]) == ("LangGraph", "thread-1", "container")
+    steps = query(db, "SELECT step_kind, span_name, tool_arguments FROM agent_attempt_steps ORDER BY seq")
+    assert steps == [("agent", "agent", None), ("model_call", "ChatOpenAI", None), ("tool_call", "read_file", "notes/handoff.md")]
+    (m,) = query_dicts(db, "SELECT * FROM agent_attempt_messages")  # the root's input is not what a model was sent
+    assert (m["system_prompt"], m["user_prompt"], m["messages_source"]) == ("Be careful.", "Summarise notes/handoff.md",
+                                                                          "model_step")

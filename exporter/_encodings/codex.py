@@ -19,12 +19,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+from typing import Any
 
 from otel_inputs import names as n
 
-from otel_inputs.exporter._coding_agents import _instructions as ins
-from otel_inputs.exporter._coding_agents._model import Log, Request, Span, Step, Turn, as_int, first, status_of
+from otel_inputs.exporter._encodings import _instructions as ins
+from otel_inputs.exporter._encodings._turns import Log, Request, Span, Step, Turn, as_int, first, status_of
 
 RUNTIME = n.RUNTIME_CODEX
 SOURCE_FORMAT = "codex"
@@ -42,6 +44,11 @@ NO_REQUEST = f"not recorded by {LABEL}: no {LABEL} setting sends the request mes
 
 def is_turn(span: Span) -> bool:
     return span.name == TURN_SPAN and span.service.startswith("codex")
+
+
+def claims_span(attrs: Mapping[str, Any]) -> bool:
+    """No per-span encoding recognises Codex's spans (they send no gen_ai.operation.name)."""
+    return False
 
 
 def is_record(service: str, span_name: str | None = None) -> bool:

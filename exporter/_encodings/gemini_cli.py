@@ -20,13 +20,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_inputs import names as n
 
-from otel_inputs.exporter._coding_agents import _instructions as ins
-from otel_inputs.exporter._coding_agents._model import Log, Request, Span, Step, Turn, as_int, first, status_of
+from otel_inputs.exporter._encodings import _instructions as ins
+from otel_inputs.exporter._encodings._turns import Log, Request, Span, Step, Turn, as_int, first, status_of
 
 RUNTIME = n.RUNTIME_GEMINI_CLI
 SOURCE_FORMAT = "gemini_cli"
@@ -40,6 +40,11 @@ OP_MODEL = "llm_call"
 OP_TOOL = "tool_call"
 HOOK_MATCH_NS = 60_000_000_000
 SWITCH_MESSAGES = "telemetry.logPrompts and telemetry.traces"
+
+
+def claims_span(attrs: Mapping[str, Any]) -> bool:
+    """Gemini CLI's spans (gen_ai.agent.name gemini-cli) are grouped into turns here, never read per span."""
+    return attrs.get(n.GEN_AI_AGENT_NAME) == SERVICE
 
 
 def is_record(service: str, span_name: str | None = None) -> bool:

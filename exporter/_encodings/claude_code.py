@@ -20,13 +20,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_inputs import names as n
 
-from otel_inputs.exporter._coding_agents import _instructions as ins
-from otel_inputs.exporter._coding_agents._model import Log, Request, Span, Step, Turn, as_int, first, status_of
+from otel_inputs.exporter._encodings import _instructions as ins
+from otel_inputs.exporter._encodings._turns import Log, Request, Span, Step, Turn, as_int, first, status_of
 
 RUNTIME = n.RUNTIME_CLAUDE_CODE
 SOURCE_FORMAT = "claude_code"
@@ -49,6 +49,11 @@ SWITCH_TOOLS = "OTEL_LOG_TOOL_DETAILS=1"
 
 def is_turn(span: Span) -> bool:
     return span.name == TURN_SPAN
+
+
+def claims_span(attrs: Mapping[str, Any]) -> bool:
+    """No per-span encoding recognises Claude Code's spans (they send no gen_ai.operation.name)."""
+    return False
 
 
 def is_record(service: str, span_name: str | None = None) -> bool:

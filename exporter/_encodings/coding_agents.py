@@ -31,9 +31,9 @@ import pyarrow.compute as pc
 from otel_inputs import names as n
 
 from otel_inputs.exporter._arrow import ATTEMPTS, INPUTS, LOGS, STEPS, BatchTables
-from otel_inputs.exporter._coding_agents import _instructions as ins
-from otel_inputs.exporter._coding_agents import claude_code, codex, gemini_cli
-from otel_inputs.exporter._coding_agents._model import (
+from otel_inputs.exporter._encodings import _instructions as ins
+from otel_inputs.exporter._encodings import claude_code, codex, gemini_cli
+from otel_inputs.exporter._encodings._turns import (
     HOOK_EVENTS, Log, Span, Step, Turn, event_name,
 )  # fmt: skip
 from otel_inputs.exporter._tables import (
@@ -60,11 +60,6 @@ TURN_COLUMNS = AGENT_CODING_TURNS.names
 
 def is_coding_service(service: str) -> bool:
     return service in (claude_code.SERVICE, gemini_cli.SERVICE, HOOK_SERVICE) or service.startswith("codex")
-
-
-def excluded_span(attrs: Mapping[str, Any], service: str = "") -> bool:
-    """A Gemini CLI span the generic GenAI projection must not take as an attempt (this one groups them)."""
-    return attrs.get(n.GEN_AI_AGENT_NAME) == gemini_cli.SERVICE or service == gemini_cli.SERVICE
 
 
 def _span_window(ranges: dict[str, list[int]], key: str, ts: int) -> None:
@@ -428,4 +423,4 @@ def derive_all(spans: Sequence[Span], logs: Sequence[Log]) -> list[Turn]:
     return out
 
 
-__all__ = ["SOURCE_FORMATS", "Touched", "derive_all", "excluded_span", "is_coding_service", "settle", "touched"]
+__all__ = ["SOURCE_FORMATS", "Touched", "derive_all", "is_coding_service", "settle", "touched"]

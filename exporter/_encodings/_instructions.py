@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from otel_inputs import names as n
 from otel_inputs.types import DeliveryMode, SourceKind
 
-from otel_inputs.exporter._coding_agents._model import InstructionFile, Log, Request, as_int
+from otel_inputs.exporter._encodings._turns import InstructionFile, Log, Request, as_int
 
 LOADED_REPORTED = "reported"
 LOADED_NOT_REPORTED = "not_reported"
