@@ -7,6 +7,7 @@ as root; without them those tests skip and say why.  Everything else here runs a
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -163,21 +164,33 @@ def drive(runtime: str, out: Path, *extra: str) -> AgentSession:
     return AgentSession(runtime, out, json.loads(report_path.read_text(encoding="utf-8")))
 
 
-@pytest.fixture(scope="session")
-def claude_session(tmp_path_factory: pytest.TempPathFactory) -> AgentSession:
-    return drive("claude-code", tmp_path_factory.mktemp("claude") / "run", "--large")
+def _once(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str, runtime: str,
+          *extra: str) -> AgentSession:
+    """One drive.py run per test run, shared by every xdist worker (the first takes a lock and runs it,
+    the others wait and read its report)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if getattr(request.config, "workerinput", None) is not None else base
+    out = shared / f"coding-agents-{name}"
+    with open(shared / f"coding-agents-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (out / "report.json").exists():
+            return AgentSession(runtime, out, json.loads((out / "report.json").read_text(encoding="utf-8")))
+        return drive(runtime, out, *extra)
 
 
 @pytest.fixture(scope="session")
-def claude_file_session(tmp_path_factory: pytest.TempPathFactory) -> AgentSession:
-    return drive("claude-code", tmp_path_factory.mktemp("claude-file") / "run", "--large", "--raw-bodies", "file")
+def claude_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AgentSession:
+    """Claude Code, two turns, inline raw bodies, a 70 KB CLAUDE.md (over the 60 KB body cut), OTLP/HTTP."""
+    return _once(request, tmp_path_factory, "claude", "claude-code", "--large")
 
 
 @pytest.fixture(scope="session")
-def codex_session(tmp_path_factory: pytest.TempPathFactory) -> AgentSession:
-    return drive("codex", tmp_path_factory.mktemp("codex") / "run")
+def codex_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AgentSession:
+    """Codex CLI, two turns (exec, exec resume --last), OTLP/HTTP."""
+    return _once(request, tmp_path_factory, "codex", "codex")
 
 
 @pytest.fixture(scope="session")
-def gemini_session(tmp_path_factory: pytest.TempPathFactory) -> AgentSession:
-    return drive("gemini", tmp_path_factory.mktemp("gemini") / "run", "--protocol", "grpc")
+def gemini_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AgentSession:
+    """Gemini CLI, two turns (-p, --resume latest), OTLP/gRPC."""
+    return _once(request, tmp_path_factory, "gemini", "gemini", "--protocol", "grpc")

@@ -153,15 +153,9 @@ def test_each_gemini_prompt_is_one_attempt_with_routing_calls_auxiliary_and_gemi
     assert "--- Context from: " in gemini_md["loaded_detail"]
 
 
-@pytest.mark.parametrize("name", FIXTURES)
-def test_arrival_order_and_batching_do_not_change_the_rows(name: str, landed: dict[str, Landed], tmp_path: Path) -> None:
-    """The same records landed one request at a time in shuffled order give exactly the rows of the in-order landing."""
-    requests, _ = load(name)
-    assert land(tmp_path, requests, seed=7).everything() == landed[name].everything()
-
-
 def test_sessions_of_three_runtimes_interleaved_in_one_collector_keep_their_own_rows(landed: dict[str, Landed], tmp_path: Path) -> None:
-    """Five sessions of the three CLIs interleaved in one stream land exactly the rows each lands alone."""
+    """Five sessions of the three CLIs interleaved in one stream, one request at a time in shuffled order,
+    land exactly the rows each lands alone and in order: arrival order, batching and neighbours change nothing."""
     mixed = [r for name in FIXTURES for r in load(name)[0]]
     together = land(tmp_path, mixed, seed=3).everything()
     for table in ("agent_attempts", "agent_attempt_steps", "agent_attempt_inputs"):
