@@ -99,39 +99,37 @@ def delivered(runtime: str, f: InstructionFile, request: Request | None, runtime
     held = text[start:].encode("utf-8", "surrogatepass")
     piece = held[:f.size_bytes]
     if len(piece) == f.size_bytes and hashlib.sha256(piece).hexdigest() == f.sha256:
-        return DELIVERED_WHOLE, f"all {f.size_bytes:,} bytes, as at dispatch"
+        return DELIVERED_WHOLE, f"all {f.size_bytes} bytes, as at dispatch"
     if len(piece) < f.size_bytes and not request.whole:
-        return DELIVERED_PARTIAL, f"{len(piece):,} of {f.size_bytes:,} bytes before the recorded request ends{cut}"
+        return DELIVERED_PARTIAL, f"{len(piece)} of {f.size_bytes} bytes before the recorded request ends{cut}"
     return DELIVERED_DIFFERS, ("the request holds other bytes where this file goes: the file changed after the hook "
-                               f"saw it, or {runtime_label} shortened or rewrote it ({f.size_bytes:,} bytes at dispatch)")
+                               f"saw it, or {runtime_label} shortened or rewrote it ({f.size_bytes} bytes at dispatch)")
 
 
 def _cut_words(request: Request) -> str:
     got = len(request.text.encode("utf-8", "surrogatepass")) if request.text is not None else 0
-    total = f" of {request.length:,}" if request.length else ""
-    return f" (the record is cut at {got:,}{total} bytes)"
+    total = f" of {request.length}" if request.length else ""
+    return f" (the record is cut at {got}{total} bytes)"
 
 
 def from_hook_records(records: Sequence[Log]) -> list[InstructionFile]:
-    """One file per path of the hook's otel_inputs.instruction_file records (the latest record of a path
-    wins, ties broken by record order), in the hook's order."""
+    """One file per path of the hook's otel_inputs.instruction_file records, in the hook's order
+    (``otel_inputs.input.seq``, then time); a path listed twice keeps its latest record."""
     by_path: dict[str, InstructionFile] = {}
-    order: list[str] = []
-    for rec in sorted(records, key=lambda r: r.key()):
+    order: dict[str, tuple[int, int]] = {}
+    for rec in sorted(records, key=lambda r: (r.ts_ns, as_int(r.attrs.get(n.INPUT_SEQ)) or 0, r.attrs.get(n.INPUT_ID, ""))):
         a = rec.attrs
         path = a.get(n.INPUT_SOURCE_PATH)
         if not path:
             continue
-        f = InstructionFile(
+        by_path[path] = InstructionFile(
             path=path, input_id=a.get(n.INPUT_ID) or f"{a.get(n.HOOK_CAPTURE_ID)}#{path}",
             capture_attempt_id=a.get(n.HOOK_CAPTURE_ID), size_bytes=as_int(a.get(n.INPUT_SIZE_BYTES)),
             sha256=a.get(n.INPUT_SHA256), snapshot_ref=a.get(n.INPUT_SNAPSHOT_REF), media_type=a.get(n.INPUT_MEDIA_TYPE),
             preview_kind=a.get(n.INPUT_PREVIEW_KIND), capture_status=a.get(n.INPUT_CAPTURE_STATUS),
             artifact_status=a.get(n.INPUT_ARTIFACT_STATUS), detail=a.get(n.INPUT_DETAIL), captured_ns=rec.ts_ns)
-        if path not in by_path:
-            order.append(path)
-        by_path[path] = f
-    return [by_path[p] for p in order]
+        order.setdefault(path, (as_int(a.get(n.INPUT_SEQ)) or 0, rec.ts_ns))
+    return [by_path[p] for p in sorted(by_path, key=lambda p: (order[p][1], order[p][0], p))]
 
 
 def from_request(runtime: str, request: Request | None, turn_id: str) -> list[InstructionFile]:

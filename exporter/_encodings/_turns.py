@@ -8,7 +8,6 @@ which the writer turns into ``agent_attempts``, ``agent_attempt_steps`` and
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,9 +51,9 @@ class Log:
     body: str | None = None
 
     def key(self) -> tuple[Any, ...]:
-        """A stable order for records of the same time (arrival order is not stable)."""
-        return (self.ts_ns, self.event or "", self.attrs.get("event.sequence", ""), self.span_id,
-                json.dumps(sorted(self.attrs.items())))  # fmt: skip
+        """A stable order for records (arrival order is not stable): time, name, the runtime's own
+        event sequence, span."""
+        return (self.ts_ns, self.event or "", as_int(self.attrs.get("event.sequence")) or 0, self.trace_id, self.span_id)
 
 
 @dataclass

@@ -70,25 +70,25 @@ def _prompt(turn: Span, logs: Sequence[Log]) -> str | None:
 
 
 def prompt_id(turn: Span, logs: Sequence[Log]) -> str | None:
-    """The turn's prompt.id (every content event of the turn carries it), the key the hook's record has."""
+    """The turn's prompt.id (every content event of the turn carries it), the key the hook's record has:
+    the turn span's own user_prompt event's, else its earliest event's."""
     mine = [l for l in logs if l.trace_id == turn.trace_id and l.attrs.get("prompt.id")]
-    mine.sort(key=lambda l: (l.span_id != turn.span_id, l.event != EV_USER_PROMPT, l.key()))
+    mine.sort(key=lambda l: (l.span_id != turn.span_id or l.event != EV_USER_PROMPT, l.key()))
     return mine[0].attrs["prompt.id"] if mine else None
 
 
 def _pair(calls: list[Step], logs: Sequence[Log], event: str, turn_trace: str) -> dict[int, Log]:
-    """Each call's event of this name: inside the call's time (start .. end + slack), same trace first."""
+    """Each call's event of this name: one inside the call's time (start .. end + slack), of the turn's
+    own trace first (an event without trace context, such as the session-title call's, otherwise),
+    then the nearest to the call's start."""
     out: dict[int, Log] = {}
-    for log in sorted((l for l in logs if l.event == event), key=Log.key):
-        fits = [i for i, s in enumerate(calls) if i not in out and s.start_ns is not None and s.end_ns is not None
-                and s.start_ns <= log.ts_ns <= s.end_ns + PAIR_SLACK_NS]  # fmt: skip
-        if not fits:
+    mine = [l for l in logs if l.event == event]
+    for i, call in enumerate(calls):
+        if call.start_ns is None or call.end_ns is None:
             continue
-        fits.sort(key=lambda i: (log.trace_id != turn_trace or not log.trace_id, abs(log.ts_ns - (calls[i].start_ns or 0))))
-        if log.trace_id == "" and len(fits) > 1:
-            # No trace context (the session-title call): the call it fits best by start time.
-            fits.sort(key=lambda i: abs(log.ts_ns - (calls[i].start_ns or 0)))
-        out[fits[0]] = log
+        fits = [l for l in mine if call.start_ns <= l.ts_ns <= call.end_ns + PAIR_SLACK_NS]
+        if fits:
+            out[i] = min(fits, key=lambda l: (l.trace_id != turn_trace, abs(l.ts_ns - call.start_ns), l.key()))
     return out
 
 
@@ -103,15 +103,15 @@ def _request(body: Log | None, bodies_on: bool | None) -> Request:
         text = a["body"]
         cut = a.get("body_truncated") == "true"
         got = len(text.encode("utf-8", "surrogatepass"))
-        note = (f"inline in {LABEL}'s api_request_body event, cut at {got:,} of {length or 0:,} bytes: partial" if cut
-                else f"inline in {LABEL}'s api_request_body event, whole ({got:,} bytes)")
+        note = (f"inline in {LABEL}'s api_request_body event, cut at {got} of {length or 0} bytes: partial" if cut
+                else f"inline in {LABEL}'s api_request_body event, whole ({got} bytes)")
         req = Request(text=text, whole=not cut, length=length, note=note)
         if not cut:
             _messages(req)
         return req
     if a.get("body_ref"):
         return Request(length=length, note=(f"written whole by {LABEL} to {a['body_ref']} on the agent's machine "
-                                            f"({length or 0:,} bytes); the receiver does not open it"))
+                                            f"({length or 0} bytes); the receiver does not open it"))
     return Request(note=f"the api_request_body event of {LABEL} held neither body nor body_ref")
 
 

@@ -91,7 +91,7 @@ def test_a_request_body_cut_at_60_kb_is_partial_and_the_large_instruction_file_s
     assert claude_md["source_path"].endswith("/CLAUDE.md") and claude_md["size_bytes"] > 61_440
     assert (claude_md["loaded"], claude_md["delivered"], claude_md["delivery_mode"]) == ("reported", "partial", "inline")
     assert "memory_type Project, load_reason session_start" in claude_md["loaded_detail"]
-    assert f"of {claude_md['size_bytes']:,} bytes before the recorded request ends" in claude_md["delivered_detail"]
+    assert f"of {claude_md['size_bytes']} bytes before the recorded request ends" in claude_md["delivered_detail"]
     assert agents_md["source_path"].endswith("/AGENTS.md")
     assert agents_md["loaded"] == "not_reported" and "CLAUDE.md in the same folder" in agents_md["loaded_detail"]
     assert agents_md["delivered"] == "not_in_recorded_part"  # the cut request cannot say absent
