@@ -166,4 +166,12 @@ def status_of(raw: str | None) -> str | None:
     return raw.lower() if raw else None
 
 
+def messages_note(prompt: str | None, prompt_switch: str, request: Request | None, label: str = "") -> str:
+    """What a reader should know about a turn's messages: the prompt when not recorded (naming the
+    switch), and how the request was recorded (or why not)."""
+    notes = [] if prompt is not None else [f"prompt text: not recorded ({prompt_switch})"]
+    notes.append(f"request messages: {request.note if request is not None and request.note else 'not recorded'}")
+    return "; ".join(notes)
+
+
 HOOK_EVENTS = frozenset({n.HOOK_TURN_EVENT, n.INSTRUCTION_FILE_EVENT})

@@ -26,7 +26,9 @@ from typing import Any
 from otel_inputs import names as n
 
 from otel_inputs.exporter._encodings import _instructions as ins
-from otel_inputs.exporter._encodings._turns import Log, Request, Span, Step, Turn, as_int, first, status_of
+from otel_inputs.exporter._encodings._turns import (
+    Log, Request, Span, Step, Turn, as_int, first, messages_note, status_of,
+)  # fmt: skip
 
 RUNTIME = n.RUNTIME_CLAUDE_CODE
 SOURCE_FORMAT = "claude_code"
@@ -116,47 +118,27 @@ def _request(body: Log | None, bodies_on: bool | None) -> Request:
 
 
 def _messages(req: Request) -> None:
-    """System text and the messages (GenAI JSON) of a whole Anthropic Messages request body."""
+    """A whole Anthropic Messages request body: the messages are the body as recorded; the system text
+    is its ``system`` (a string, or the text of its text blocks)."""
+    req.messages_json = req.text
     try:
         doc = json.loads(req.text or "")
     except ValueError:
         return
-    if not isinstance(doc, dict):
-        return
-    system = doc.get("system")
+    system = doc.get("system") if isinstance(doc, dict) else None
     if isinstance(system, str):
         req.system = system
     elif isinstance(system, list):
-        req.system = "\n\n".join(b.get("text", "") for b in system if isinstance(b, dict) and b.get("type") == "text")
-    out: list[dict[str, Any]] = []
-    for m in doc.get("messages") or []:
-        if not isinstance(m, dict):
-            continue
-        content = m.get("content")
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-        parts: list[dict[str, Any]] = []
-        for b in blocks:
-            if not isinstance(b, dict):
-                continue
-            if b.get("type") == "text":
-                parts.append({"type": "text", "content": b.get("text")})
-            elif b.get("type") == "tool_use":
-                parts.append({"type": "tool_call", "id": b.get("id"), "name": b.get("name"), "arguments": b.get("input")})
-            elif b.get("type") == "tool_result":
-                parts.append({"type": "tool_call_response", "id": b.get("tool_use_id"), "response": b.get("content")})
-            else:
-                parts.append({"type": str(b.get("type"))})
-        out.append({"role": m.get("role"), "parts": parts})
-    req.messages_json = json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+        req.system = "\n\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict) and b.get("type") == "text")
 
 
 def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: Sequence[Log]) -> Turn:
     """One turn from its trace's spans, the Claude Code log records in and around it (its own trace, and
     the session's records without trace context inside its time) and the otel-inputs hook records."""
     session = turn_span.attrs.get("session.id")
-    own_logs = [l for l in logs if l.trace_id == turn_span.trace_id or
-                (not l.trace_id and l.attrs.get("session.id") == session
-                 and turn_span.start_ns <= l.ts_ns <= turn_span.end_ns + PAIR_SLACK_NS)]  # fmt: skip
+    own_logs = sorted((l for l in logs if l.trace_id == turn_span.trace_id or
+                       (not l.trace_id and l.attrs.get("session.id") == session
+                        and turn_span.start_ns <= l.ts_ns <= turn_span.end_ns + PAIR_SLACK_NS)), key=Log.key)  # fmt: skip
     turn = Turn(RUNTIME, SOURCE_FORMAT, turn_span.span_id, session, prompt_id(turn_span, own_logs), turn_span.trace_id,
                 turn_span.span_id, turn_span.start_ns, turn_span.end_ns, service_name=turn_span.service or None,
                 prompt=_prompt(turn_span, own_logs), agent_name=SERVICE, status=status_of(turn_span.status))  # fmt: skip
@@ -190,11 +172,7 @@ def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: S
     if main is not None:
         turn.provider_name, turn.request_model = main.provider_name, main.request_model
     _files(turn, hooks)
-    notes = [f"prompt text: not recorded by {LABEL} (set {SWITCH_PROMPTS})"] if turn.prompt is None else []
-    req = turn.request
-    if req.messages_json is None:
-        notes.append(f"request messages: {req.note}")
-    turn.messages_note = "; ".join(notes) or f"request messages: {req.note}"
+    turn.messages_note = messages_note(turn.prompt, SWITCH_PROMPTS, turn.request)
     return turn
 
 

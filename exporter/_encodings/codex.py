@@ -26,7 +26,9 @@ from typing import Any
 from otel_inputs import names as n
 
 from otel_inputs.exporter._encodings import _instructions as ins
-from otel_inputs.exporter._encodings._turns import Log, Request, Span, Step, Turn, as_int, first, status_of
+from otel_inputs.exporter._encodings._turns import (
+    Log, Request, Span, Step, Turn, as_int, first, messages_note, status_of,
+)  # fmt: skip
 
 RUNTIME = n.RUNTIME_CODEX
 SOURCE_FORMAT = "codex"
@@ -56,40 +58,33 @@ def is_record(service: str, span_name: str | None = None) -> bool:
 
 
 def _session(turn: Span, spans: Sequence[Span], logs: Sequence[Log]) -> str | None:
-    key = turn.attrs.get("turn.id")
-    return first([*(s.attrs.get("conversation.id") for s in spans if s.trace_id == turn.trace_id
-                    and (s.attrs.get("turn.id") == key or s.span_id == turn.parent)),
-                  *(l.attrs.get("conversation.id") for l in logs if l.trace_id == turn.trace_id)])  # fmt: skip
-
-
-def _descends(span: Span, turn: Span, parents: dict[str, str]) -> bool:
-    p, hops = span.parent, 0
-    while p and hops < 256:
-        if p == turn.span_id:
-            return True
-        p, hops = parents.get(p, ""), hops + 1
-    return False
+    """The conversation.id a span or event of the turn's trace carries (Codex puts it on some, all alike)."""
+    found = [v for v in (*(s.attrs.get("conversation.id") for s in spans if s.trace_id == turn.trace_id),
+                         *(l.attrs.get("conversation.id") for l in logs if l.trace_id == turn.trace_id)) if v]
+    return min(found) if found else None
 
 
 def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: Sequence[Log]) -> Turn:
     trace = [s for s in spans if s.trace_id == turn_span.trace_id]
-    own_logs = [l for l in logs if l.trace_id == turn_span.trace_id
-                and turn_span.start_ns <= l.ts_ns <= turn_span.end_ns]  # fmt: skip
+    own_logs = sorted((l for l in logs if l.trace_id == turn_span.trace_id
+                       and turn_span.start_ns <= l.ts_ns <= turn_span.end_ns), key=Log.key)  # fmt: skip
     prompt = first(l.attrs.get("prompt") for l in own_logs if l.event == EV_USER_PROMPT
                    and l.attrs.get("prompt") != REDACTED)  # fmt: skip
     turn = Turn(RUNTIME, SOURCE_FORMAT, turn_span.span_id, _session(turn_span, trace, logs),
                 turn_span.attrs.get("turn.id"), turn_span.trace_id, turn_span.span_id, turn_span.start_ns,
                 turn_span.end_ns, service_name=turn_span.service or None, prompt=prompt, agent_name="codex",
                 request_model=turn_span.attrs.get("model"), status=status_of(turn_span.status))  # fmt: skip
-    parents = {s.span_id: s.parent for s in trace}
-    results = {l.attrs.get("call_id"): l for l in own_logs if l.event == EV_TOOL_RESULT and l.attrs.get("call_id")}
+    results: dict[str, Log] = {}
+    for l in own_logs:
+        if l.event == EV_TOOL_RESULT and l.attrs.get("call_id"):
+            results.setdefault(l.attrs["call_id"], l)
     steps: list[Step] = []
     usage = {s.parent: s for s in trace if s.name == MODEL_SPAN and USAGE_IN in s.attrs}  # receiving_stream -> span
     streams = {s.span_id: s.parent for s in trace if s.span_id in usage}
     by_request = {req: usage[stream] for stream, req in streams.items()}
     for s in sorted(trace, key=lambda s: (s.start_ns, s.span_id)):
-        if not _descends(s, turn_span, parents):
-            continue
+        if not turn_span.start_ns <= s.start_ns <= turn_span.end_ns or s.span_id == turn_span.span_id:
+            continue  # a Codex turn's trace is its own: its steps are the trace's spans inside its time
         a = s.attrs
         if s.name == REQUEST_SPAN:
             done = by_request.get(s.span_id)
@@ -106,10 +101,7 @@ def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: S
                               status=status_of(s.status)))
     turn.steps = steps
     turn.request = Request(note=NO_REQUEST)
-    notes = [f"request messages: {NO_REQUEST}"]
-    if prompt is None:
-        notes.insert(0, f"prompt text: not recorded by {LABEL} (set log_user_prompt = true under [otel])")
-    turn.messages_note = "; ".join(notes)
+    turn.messages_note = messages_note(prompt, f"set log_user_prompt = true under [otel] for {LABEL}", turn.request)
     _files(turn, hooks)
     return turn
 

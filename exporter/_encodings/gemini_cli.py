@@ -26,7 +26,9 @@ from typing import Any
 from otel_inputs import names as n
 
 from otel_inputs.exporter._encodings import _instructions as ins
-from otel_inputs.exporter._encodings._turns import Log, Request, Span, Step, Turn, as_int, first, status_of
+from otel_inputs.exporter._encodings._turns import (
+    Log, Request, Span, Step, Turn, as_int, first, messages_note, status_of,
+)  # fmt: skip
 
 RUNTIME = n.RUNTIME_GEMINI_CLI
 SOURCE_FORMAT = "gemini_cli"
@@ -122,29 +124,40 @@ def _request(step: Step, logs: Sequence[Log]) -> Request:
                         *(l.attrs.get(n.GEN_AI_SYSTEM_INSTRUCTIONS) for l in same if l.event == EV_DETAILS)])
     if raw is None and system_raw is None:
         return Request(note=f"not recorded by {LABEL}: turn on {SWITCH_MESSAGES}")
-    messages = genai_messages(raw) if raw is not None else None
-    whole = raw is not None and messages is not None
+    whole = raw is not None and _is_list(raw)
     text = "\n".join(t for t in (raw, system_raw) if t is not None)
-    note = (f"from {where}, whole" if whole else
+    note = (f"from {where}, Gemini's own message shape, whole" if whole else
             f"from {where}, not parseable as a whole message list: partial" if raw is not None else
             f"only the system instructions were recorded by {LABEL} (turn on {SWITCH_MESSAGES} for the messages)")
     return Request(text=text, whole=whole, length=len(text.encode("utf-8", "surrogatepass")), note=note,
-                   system=system_text(system_raw), messages_json=messages)  # fmt: skip
+                   system=system_text(system_raw), messages_json=raw if whole else None)  # fmt: skip
+
+
+def _is_list(raw: str) -> bool:
+    try:
+        return isinstance(json.loads(raw), list)
+    except ValueError:
+        return False
 
 
 def derive(anchor: Log, until_ns: int | None, spans: Sequence[Span], logs: Sequence[Log], hooks: Sequence[Log]) -> Turn:
     """One turn: the user_prompt event ``anchor`` and the session's spans from it up to ``until_ns``
     (the session's next prompt; None: no later prompt landed)."""
     session = anchor.attrs.get("session.id")
+    logs = sorted(logs, key=Log.key)
     mine = sorted((s for s in spans if is_step_span(s) and session_of(s) == session and s.start_ns >= anchor.ts_ns
                    and (until_ns is None or s.start_ns < until_ns)), key=lambda s: (s.start_ns, s.span_id))  # fmt: skip
     prompt = anchor.attrs.get("prompt")
     turn = Turn(RUNTIME, SOURCE_FORMAT, attempt_id(session, anchor.ts_ns), session, str(anchor.ts_ns), None, None,
                 anchor.ts_ns, max([anchor.ts_ns, *(s.end_ns for s in mine)]), service_name=anchor.service or None,
                 prompt=prompt, agent_name=SERVICE)  # fmt: skip
-    roles = {(l.trace_id, l.span_id): l.attrs.get("role") for l in logs if l.event == EV_API_REQUEST and l.trace_id}
-    providers = {(l.trace_id, l.span_id): l.attrs.get("gen_ai.provider.name") for l in logs if l.event == EV_DETAILS
-                 and l.trace_id}  # fmt: skip
+    roles: dict[tuple[str, str], str | None] = {}
+    providers: dict[tuple[str, str], str | None] = {}
+    for l in sorted(logs, key=Log.key):
+        if l.trace_id and l.event == EV_API_REQUEST:
+            roles.setdefault((l.trace_id, l.span_id), l.attrs.get("role"))
+        elif l.trace_id and l.event == EV_DETAILS and l.attrs.get("gen_ai.provider.name"):
+            providers.setdefault((l.trace_id, l.span_id), l.attrs.get("gen_ai.provider.name"))
     steps: list[Step] = []
     for s in mine:
         a = s.attrs
@@ -173,10 +186,7 @@ def derive(anchor: Log, until_ns: int | None, spans: Sequence[Span], logs: Seque
         turn.trace_id, turn.span_id = main.trace_id, None
     statuses = [st.status for st in steps if st.auxiliary is None]
     turn.status = "error" if "error" in statuses else ("ok" if "ok" in statuses else "unset")
-    notes = [] if prompt else [f"prompt text: not recorded by {LABEL} (turn on telemetry.logPrompts)"]
-    if turn.request.messages_json is None:
-        notes.append(f"request messages: {turn.request.note}")
-    turn.messages_note = "; ".join(notes) or None
+    turn.messages_note = messages_note(prompt, f"turn on telemetry.logPrompts for {LABEL}", turn.request)
     _files(turn, anchor, hooks)
     return turn
 
