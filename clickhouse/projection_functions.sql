@@ -261,3 +261,47 @@ CREATE FUNCTION IF NOT EXISTS otel_inputs_input_events_rows AS (E, seqs, dup, ke
                 multiIf(NOT mapContains(e.3, 'otel_inputs.input.seq'), 'seq missing', s IS NULL, 'seq is not a non-negative integer',
                         d, concat('duplicate seq ', toString(s)), '')]), '; ')),
         E, seqs, dup, kept, arrayCumSum(arrayMap(k -> toInt64(NOT k), kept)));
+
+-- ===== Coding agents (exporter/_encodings/_instructions.py; docs/coding-agents.md) =====================
+-- A request as recorded (possibly cut, so not parsed) with its JSON string escapes undone: `\\` held
+-- aside first, then the one-character escapes, `\uXXXX` kept as is (_instructions.unescape).
+CREATE FUNCTION IF NOT EXISTS otel_inputs_coding_unescape AS (t) ->
+    replaceAll(replaceAll(replaceAll(replaceAll(replaceAll(replaceAll(replaceAll(replaceAll(replaceAll(t,
+        '\\\\', '\0'), '\\n', '\n'), '\\t', '\t'), '\\r', '\r'), '\\"', '"'), '\\/', '/'), '\\b', '\b'), '\\f', '\f'),
+        '\0', '\\');
+
+-- Where a file's content begins in the unescaped request (1-based; 0: the runtime's marker is not there):
+-- Claude Code writes "Contents of PATH (...):\n\n", Gemini CLI "--- Context from: PATH ---\n".
+CREATE FUNCTION IF NOT EXISTS otel_inputs_coding_content_start AS (runtime, text, path) ->
+    multiIf(runtime = 'claude-code',
+                if(position(text, concat('Contents of ', path, ' (')) = 0, 0,
+                   if(position(text, '):\n\n', position(text, concat('Contents of ', path, ' ('))) = 0, 0,
+                      position(text, '):\n\n', position(text, concat('Contents of ', path, ' ('))) + 4)),
+            runtime = 'gemini-cli',
+                if(position(text, concat('--- Context from: ', path, ' ---\n')) = 0, 0,
+                   position(text, concat('--- Context from: ', path, ' ---\n')) + length(concat('--- Context from: ', path, ' ---\n'))),
+            0);
+
+-- (delivered, detail) of one instruction file against the turn's recorded request (_instructions.delivered).
+CREATE FUNCTION IF NOT EXISTS otel_inputs_coding_delivered AS (runtime, label, raw, whole, total, note, path, size, sha) ->
+    if(raw IS NULL,
+       ('request_not_recorded', if(note IS NOT NULL AND note != '', note, concat('the request was not recorded by ', label))),
+       otel_inputs_coding_delivered_in(otel_inputs_coding_unescape(assumeNotNull(raw)),
+           otel_inputs_coding_content_start(runtime, otel_inputs_coding_unescape(assumeNotNull(raw)), path),
+           whole, if(whole, '', concat(' (the record is cut at ', toString(length(assumeNotNull(raw))),
+                                       if(coalesce(total, 0) > 0, concat(' of ', toString(total)), ''), ' bytes)')),
+           size, sha, label));
+
+CREATE FUNCTION IF NOT EXISTS otel_inputs_coding_delivered_in AS (text, start, whole, cut, size, sha, label) ->
+    multiIf(start = 0 AND whole, ('absent', 'the recorded request (whole) does not hold this file'),
+            start = 0, ('not_in_recorded_part', concat('not in the part of the request that was recorded', cut)),
+            sha IS NULL OR size IS NULL,
+                ('in_request', 'in the request; its bytes at dispatch were not recorded, so not compared'),
+            length(substring(text, start, assumeNotNull(size))) = size
+                AND lower(hex(SHA256(substring(text, start, assumeNotNull(size))))) = sha,
+                ('whole', concat('all ', toString(size), ' bytes, as at dispatch')),
+            length(substring(text, start, assumeNotNull(size))) < size AND NOT whole,
+                ('partial', concat(toString(length(substring(text, start, assumeNotNull(size)))), ' of ', toString(size),
+                                   ' bytes before the recorded request ends', cut)),
+            ('differs', concat('the request holds other bytes where this file goes: the file changed after the hook ',
+                               'saw it, or ', label, ' shortened or rewrote it (', toString(size), ' bytes at dispatch)')));

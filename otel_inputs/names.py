@@ -279,6 +279,62 @@ RUNTIMES = (RUNTIME_CLAUDE_CODE, RUNTIME_CODEX, RUNTIME_GEMINI_CLI)
 ENV_HOOK_ENDPOINT = "OTEL_INPUTS_HOOK_ENDPOINT"  # OTLP/HTTP base URL the hook worker sends to
 # === end of coding-agents block ==================================================================
 
+# === Coding agents' own telemetry, read (never written) by exporter/_encodings (docs/coding-agents.md) =====
+# Dotted names are in docs/wire.md ("Names read from coding agents") and the registry; the rest are the
+# runtimes' plain attribute and event names, kept here so no module spells them.
+EVENT_NAME_ATTR = "event.name"  # a log record's name when its EventName is empty or a source location
+EVENT_SEQUENCE_ATTR = "event.sequence"
+SOURCE_LOCATION_PREFIX = "event "  # Codex's EventName: "event otel/src/...rs:1234"
+# Claude Code (service claude-code)
+CLAUDE_SPAN_INTERACTION = "claude_code.interaction"
+CLAUDE_SPAN_LLM_REQUEST = "claude_code.llm_request"
+CLAUDE_SPAN_TOOL = "claude_code.tool"
+CLAUDE_PROMPT_ID = "prompt.id"
+CLAUDE_EVENT_USER_PROMPT = "user_prompt"
+CLAUDE_EVENT_API_REQUEST_BODY = "api_request_body"
+CLAUDE_EVENT_API_REQUEST = "api_request"
+CLAUDE_EVENT_TOOL_RESULT = "tool_result"
+CLAUDE_USER_PROMPT = "user_prompt"
+CLAUDE_PROMPT = "prompt"
+CLAUDE_QUERY_SOURCE = "query_source"
+CLAUDE_BODY = "body"
+CLAUDE_BODY_REF = "body_ref"
+CLAUDE_BODY_TRUNCATED = "body_truncated"
+CLAUDE_BODY_LENGTH = "body_length"
+CLAUDE_MODEL = "model"
+CLAUDE_INPUT_TOKENS = "input_tokens"
+CLAUDE_OUTPUT_TOKENS = "output_tokens"
+CLAUDE_TOOL_NAME = "tool_name"
+CLAUDE_TOOL_USE_ID = "tool_use_id"
+CLAUDE_TOOL_INPUT = "tool_input"
+CLAUDE_FILE_PATH = "file_path"
+# Codex CLI (services codex_exec, codex_*)
+CODEX_SPAN_TURN = "session_task.turn"
+CODEX_SPAN_REQUEST = "try_run_sampling_request"
+CODEX_SPAN_RESPONSE_EVENT = "handle_responses"
+CODEX_TURN_ID = "turn.id"
+CODEX_CONVERSATION_ID = "conversation.id"
+CODEX_TOOL_PHASE = "codex.tool.phase"
+CODEX_CALL_ID = "call_id"
+CODEX_TOOL_NAME = "tool_name"
+CODEX_MODEL = "model"
+CODEX_ARGUMENTS = "arguments"
+CODEX_PROMPT = "prompt"
+CODEX_EVENT_USER_PROMPT = "codex.user_prompt"
+CODEX_EVENT_TOOL_RESULT = "codex.tool_result"
+# Gemini CLI (service gemini-cli)
+GEMINI_EVENT_USER_PROMPT = "gemini_cli.user_prompt"
+GEMINI_EVENT_API_REQUEST = "gemini_cli.api_request"
+GEMINI_EVENT_TOOL_CALL = "gemini_cli.tool_call"
+GEMINI_TOOL_CALL_ID = "gen_ai.tool.call_id"  # Gemini's spelling; GenAI's is gen_ai.tool.call.id
+GEMINI_OPERATION_LLM_CALL = "llm_call"
+GEMINI_OPERATION_TOOL_CALL = "tool_call"
+GEMINI_ROLE = "role"
+GEMINI_REQUEST_TEXT = "request_text"
+GEMINI_FUNCTION_ARGS = "function_args"
+GEMINI_PROMPT = "prompt"
+# === end of coding agents' names ==================================================================
+
 # Local secret for the keyed digests of collector-config/vendor.yaml (read by the Collector).
 ENV_EXPORT_DIGEST_KEY = "OTEL_INPUTS_EXPORT_DIGEST_KEY"
 

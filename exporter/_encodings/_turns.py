@@ -16,8 +16,8 @@ from otel_inputs import names as n
 
 # Where a log record's own name is (docs/coding-agents.md): the EventName field, unless it is empty
 # or a Rust source location ("event otel/src/...:1234", Codex), then the event.name attribute.
-EVENT_NAME_ATTR = "event.name"
-SOURCE_LOCATION_PREFIX = "event "
+EVENT_NAME_ATTR = n.EVENT_NAME_ATTR
+SOURCE_LOCATION_PREFIX = n.SOURCE_LOCATION_PREFIX
 
 
 def event_name(event_field: str | None, attrs: Mapping[str, str]) -> str | None:
@@ -53,7 +53,7 @@ class Log:
     def key(self) -> tuple[Any, ...]:
         """A stable order for records (arrival order is not stable): time, name, the runtime's own
         event sequence, span."""
-        return (self.ts_ns, self.event or "", as_int(self.attrs.get("event.sequence")) or 0, self.trace_id, self.span_id)
+        return (self.ts_ns, self.event or "", as_int(self.attrs.get(n.EVENT_SEQUENCE_ATTR)) or 0, self.trace_id, self.span_id)
 
 
 @dataclass

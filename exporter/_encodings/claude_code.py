@@ -33,14 +33,14 @@ from otel_inputs.exporter._encodings._turns import (
 RUNTIME = n.RUNTIME_CLAUDE_CODE
 SOURCE_FORMAT = "claude_code"
 LABEL = "Claude Code"
-TURN_SPAN = "claude_code.interaction"
-MODEL_SPAN = "claude_code.llm_request"
-TOOL_SPAN = "claude_code.tool"
+TURN_SPAN = n.CLAUDE_SPAN_INTERACTION
+MODEL_SPAN = n.CLAUDE_SPAN_LLM_REQUEST
+TOOL_SPAN = n.CLAUDE_SPAN_TOOL
 SERVICE = "claude-code"
-EV_USER_PROMPT = "user_prompt"
-EV_BODY = "api_request_body"
-EV_API = "api_request"
-EV_TOOL_RESULT = "tool_result"
+EV_USER_PROMPT = n.CLAUDE_EVENT_USER_PROMPT
+EV_BODY = n.CLAUDE_EVENT_API_REQUEST_BODY
+EV_API = n.CLAUDE_EVENT_API_REQUEST
+EV_TOOL_RESULT = n.CLAUDE_EVENT_TOOL_RESULT
 MAIN_QUERY_SOURCES = ("sdk", "repl_main_thread")  # the turn's own calls (-p / interactive); sub-agents: agent*
 REDACTED = "<REDACTED>"
 PAIR_SLACK_NS = 5_000_000
@@ -60,23 +60,23 @@ def claims_span(attrs: Mapping[str, Any]) -> bool:
 
 def is_record(service: str, span_name: str | None = None) -> bool:
     """Whether a landed span or log record is Claude Code's (its turns are re-derived when one lands)."""
-    return service == SERVICE or (span_name or "").startswith("claude_code.")
+    return service == SERVICE or (span_name or "").startswith(n.CLAUDE_SPAN_INTERACTION.split(".")[0] + ".")
 
 
 def _prompt(turn: Span, logs: Sequence[Log]) -> str | None:
-    own = turn.attrs.get("user_prompt")
+    own = turn.attrs.get(n.CLAUDE_USER_PROMPT)
     if own and own != REDACTED:
         return own
-    return first(l.attrs.get("prompt") for l in logs if l.event == EV_USER_PROMPT and l.span_id == turn.span_id
-                 and l.attrs.get("prompt") != REDACTED)  # fmt: skip
+    return first(l.attrs.get(n.CLAUDE_PROMPT) for l in logs if l.event == EV_USER_PROMPT and l.span_id == turn.span_id
+                 and l.attrs.get(n.CLAUDE_PROMPT) != REDACTED)  # fmt: skip
 
 
 def prompt_id(turn: Span, logs: Sequence[Log]) -> str | None:
     """The turn's prompt.id (every content event of the turn carries it), the key the hook's record has:
     the turn span's own user_prompt event's, else its earliest event's."""
-    mine = [l for l in logs if l.trace_id == turn.trace_id and l.attrs.get("prompt.id")]
+    mine = [l for l in logs if l.trace_id == turn.trace_id and l.attrs.get(n.CLAUDE_PROMPT_ID)]
     mine.sort(key=lambda l: (l.span_id != turn.span_id or l.event != EV_USER_PROMPT, l.key()))
-    return mine[0].attrs["prompt.id"] if mine else None
+    return mine[0].attrs[n.CLAUDE_PROMPT_ID] if mine else None
 
 
 def _pair(calls: list[Step], logs: Sequence[Log], event: str, turn_trace: str) -> dict[int, Log]:
@@ -100,10 +100,10 @@ def _request(body: Log | None, bodies_on: bool | None) -> Request:
                 else f"not recorded: no api_request_body event of {LABEL} fell inside this call")
         return Request(note=note)
     a = body.attrs
-    length = as_int(a.get("body_length"))
-    if a.get("body") is not None:
-        text = a["body"]
-        cut = a.get("body_truncated") == "true"
+    length = as_int(a.get(n.CLAUDE_BODY_LENGTH))
+    if a.get(n.CLAUDE_BODY) is not None:
+        text = a[n.CLAUDE_BODY]
+        cut = a.get(n.CLAUDE_BODY_TRUNCATED) == "true"
         got = len(text.encode("utf-8", "surrogatepass"))
         note = (f"inline in {LABEL}'s api_request_body event, cut at {got} of {length or 0} bytes: partial" if cut
                 else f"inline in {LABEL}'s api_request_body event, whole ({got} bytes)")
@@ -111,8 +111,8 @@ def _request(body: Log | None, bodies_on: bool | None) -> Request:
         if not cut:
             _messages(req)
         return req
-    if a.get("body_ref"):
-        return Request(length=length, note=(f"written whole by {LABEL} to {a['body_ref']} on the agent's machine "
+    if a.get(n.CLAUDE_BODY_REF):
+        return Request(length=length, note=(f"written whole by {LABEL} to {a[n.CLAUDE_BODY_REF]} on the agent's machine "
                                             f"({length or 0} bytes); the receiver does not open it"))
     return Request(note=f"the api_request_body event of {LABEL} held neither body nor body_ref")
 
@@ -135,9 +135,9 @@ def _messages(req: Request) -> None:
 def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: Sequence[Log]) -> Turn:
     """One turn from its trace's spans, the Claude Code log records in and around it (its own trace, and
     the session's records without trace context inside its time) and the otel-inputs hook records."""
-    session = turn_span.attrs.get("session.id")
+    session = turn_span.attrs.get(n.OPENINFERENCE_SESSION_ID)
     own_logs = sorted((l for l in logs if l.trace_id == turn_span.trace_id or
-                       (not l.trace_id and l.attrs.get("session.id") == session
+                       (not l.trace_id and l.attrs.get(n.OPENINFERENCE_SESSION_ID) == session
                         and turn_span.start_ns <= l.ts_ns <= turn_span.end_ns + PAIR_SLACK_NS)), key=Log.key)  # fmt: skip
     turn = Turn(RUNTIME, SOURCE_FORMAT, turn_span.span_id, session, prompt_id(turn_span, own_logs), turn_span.trace_id,
                 turn_span.span_id, turn_span.start_ns, turn_span.end_ns, service_name=turn_span.service or None,
@@ -147,21 +147,21 @@ def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: S
     for s in sorted((s for s in spans if s.trace_id == turn_span.trace_id), key=lambda s: (s.start_ns, s.span_id)):
         if s.name == MODEL_SPAN:
             calls.append(Step(s, "model_call", s.span_id, s.trace_id, s.parent or None, s.start_ns, s.end_ns,
-                              span_name=s.name, provider_name=s.attrs.get("gen_ai.system"),
-                              request_model=first([s.attrs.get("gen_ai.request.model"), s.attrs.get("model")]),
-                              input_tokens=as_int(s.attrs.get("input_tokens")),
-                              output_tokens=as_int(s.attrs.get("output_tokens")), status=status_of(s.status)))
+                              span_name=s.name, provider_name=s.attrs.get(n.GEN_AI_SYSTEM),
+                              request_model=first([s.attrs.get(n.GEN_AI_REQUEST_MODEL), s.attrs.get(n.CLAUDE_MODEL)]),
+                              input_tokens=as_int(s.attrs.get(n.CLAUDE_INPUT_TOKENS)),
+                              output_tokens=as_int(s.attrs.get(n.CLAUDE_OUTPUT_TOKENS)), status=status_of(s.status)))
         elif s.name == TOOL_SPAN:
-            call_id = first([s.attrs.get("gen_ai.tool.call.id"), s.attrs.get("tool_use_id")])
+            call_id = first([s.attrs.get(n.GEN_AI_TOOL_CALL_ID), s.attrs.get(n.CLAUDE_TOOL_USE_ID)])
             tools.append(Step(s, "tool_call", s.span_id, s.trace_id, s.parent or None, s.start_ns, s.end_ns,
-                              span_name=s.name, tool_name=s.attrs.get("tool_name"), tool_call_id=call_id,
+                              span_name=s.name, tool_name=s.attrs.get(n.CLAUDE_TOOL_NAME), tool_call_id=call_id,
                               tool_arguments=_tool_arguments(s, own_logs, call_id), status=status_of(s.status)))
     bodies = _pair(calls, own_logs, EV_BODY, turn_span.trace_id)
     apis = _pair(calls, own_logs, EV_API, turn_span.trace_id)
     bodies_on = bool(bodies) or any(l.event == EV_BODY for l in own_logs)
     for i, call in enumerate(calls):
-        source = first([apis[i].attrs.get("query_source") if i in apis else None,
-                        bodies[i].attrs.get("query_source") if i in bodies else None])
+        source = first([apis[i].attrs.get(n.CLAUDE_QUERY_SOURCE) if i in apis else None,
+                        bodies[i].attrs.get(n.CLAUDE_QUERY_SOURCE) if i in bodies else None])
         if source and source not in MAIN_QUERY_SOURCES and not source.startswith("agent"):
             call.auxiliary = source
         call.request = _request(bodies.get(i), bodies_on)
@@ -178,12 +178,12 @@ def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: S
 
 def _tool_arguments(span: Span, logs: Sequence[Log], call_id: str | None) -> str | None:
     """The tool_result event's tool_input (OTEL_LOG_TOOL_DETAILS), else the span's file_path as {"file_path": …}."""
-    got = first(l.attrs.get("tool_input") for l in logs if l.event == EV_TOOL_RESULT and call_id
-                and l.attrs.get("tool_use_id") == call_id)  # fmt: skip
+    got = first(l.attrs.get(n.CLAUDE_TOOL_INPUT) for l in logs if l.event == EV_TOOL_RESULT and call_id
+                and l.attrs.get(n.CLAUDE_TOOL_USE_ID) == call_id)  # fmt: skip
     if got:
         return got
-    path = span.attrs.get("file_path")
-    return json.dumps({"file_path": path}, ensure_ascii=False) if path else None
+    path = span.attrs.get(n.CLAUDE_FILE_PATH)
+    return json.dumps({n.CLAUDE_FILE_PATH: path}, ensure_ascii=False) if path else None
 
 
 def _files(turn: Turn, hooks: Sequence[Log]) -> None:

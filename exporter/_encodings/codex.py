@@ -33,13 +33,13 @@ from otel_inputs.exporter._encodings._turns import (
 RUNTIME = n.RUNTIME_CODEX
 SOURCE_FORMAT = "codex"
 LABEL = "Codex"
-TURN_SPAN = "session_task.turn"
-REQUEST_SPAN = "try_run_sampling_request"  # one per model request (a retry is another)
-MODEL_SPAN = "handle_responses"  # one per stream event; the one with gen_ai.usage.* is the response's end
-USAGE_IN = "gen_ai.usage.input_tokens"
-USAGE_OUT = "gen_ai.usage.output_tokens"
-EV_USER_PROMPT = "codex.user_prompt"
-EV_TOOL_RESULT = "codex.tool_result"
+TURN_SPAN = n.CODEX_SPAN_TURN
+REQUEST_SPAN = n.CODEX_SPAN_REQUEST  # one per model request (a retry is another)
+MODEL_SPAN = n.CODEX_SPAN_RESPONSE_EVENT  # one per stream event; the one with gen_ai.usage.* is the response's end
+USAGE_IN = n.GEN_AI_USAGE_INPUT_TOKENS
+USAGE_OUT = n.GEN_AI_USAGE_OUTPUT_TOKENS
+EV_USER_PROMPT = n.CODEX_EVENT_USER_PROMPT
+EV_TOOL_RESULT = n.CODEX_EVENT_TOOL_RESULT
 REDACTED = "[REDACTED]"
 NO_REQUEST = f"not recorded by {LABEL}: no {LABEL} setting sends the request messages"
 
@@ -59,8 +59,8 @@ def is_record(service: str, span_name: str | None = None) -> bool:
 
 def _session(turn: Span, spans: Sequence[Span], logs: Sequence[Log]) -> str | None:
     """The conversation.id a span or event of the turn's trace carries (Codex puts it on some, all alike)."""
-    found = [v for v in (*(s.attrs.get("conversation.id") for s in spans if s.trace_id == turn.trace_id),
-                         *(l.attrs.get("conversation.id") for l in logs if l.trace_id == turn.trace_id)) if v]
+    found = [v for v in (*(s.attrs.get(n.CODEX_CONVERSATION_ID) for s in spans if s.trace_id == turn.trace_id),
+                         *(l.attrs.get(n.CODEX_CONVERSATION_ID) for l in logs if l.trace_id == turn.trace_id)) if v]
     return min(found) if found else None
 
 
@@ -68,16 +68,16 @@ def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: S
     trace = [s for s in spans if s.trace_id == turn_span.trace_id]
     own_logs = sorted((l for l in logs if l.trace_id == turn_span.trace_id
                        and turn_span.start_ns <= l.ts_ns <= turn_span.end_ns), key=Log.key)  # fmt: skip
-    prompt = first(l.attrs.get("prompt") for l in own_logs if l.event == EV_USER_PROMPT
-                   and l.attrs.get("prompt") != REDACTED)  # fmt: skip
+    prompt = first(l.attrs.get(n.CODEX_PROMPT) for l in own_logs if l.event == EV_USER_PROMPT
+                   and l.attrs.get(n.CODEX_PROMPT) != REDACTED)  # fmt: skip
     turn = Turn(RUNTIME, SOURCE_FORMAT, turn_span.span_id, _session(turn_span, trace, logs),
-                turn_span.attrs.get("turn.id"), turn_span.trace_id, turn_span.span_id, turn_span.start_ns,
+                turn_span.attrs.get(n.CODEX_TURN_ID), turn_span.trace_id, turn_span.span_id, turn_span.start_ns,
                 turn_span.end_ns, service_name=turn_span.service or None, prompt=prompt, agent_name="codex",
-                request_model=turn_span.attrs.get("model"), status=status_of(turn_span.status))  # fmt: skip
+                request_model=turn_span.attrs.get(n.CODEX_MODEL), status=status_of(turn_span.status))  # fmt: skip
     results: dict[str, Log] = {}
     for l in own_logs:
-        if l.event == EV_TOOL_RESULT and l.attrs.get("call_id"):
-            results.setdefault(l.attrs["call_id"], l)
+        if l.event == EV_TOOL_RESULT and l.attrs.get(n.CODEX_CALL_ID):
+            results.setdefault(l.attrs[n.CODEX_CALL_ID], l)
     steps: list[Step] = []
     usage = {s.parent: s for s in trace if s.name == MODEL_SPAN and USAGE_IN in s.attrs}  # receiving_stream -> span
     streams = {s.span_id: s.parent for s in trace if s.span_id in usage}
@@ -90,14 +90,14 @@ def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: S
             done = by_request.get(s.span_id)
             u = done.attrs if done is not None else {}
             steps.append(Step(s, "model_call", s.span_id, s.trace_id, s.parent or None, s.start_ns, s.end_ns,
-                              span_name=s.name, request_model=a.get("model"), input_tokens=as_int(u.get(USAGE_IN)),
+                              span_name=s.name, request_model=a.get(n.CODEX_MODEL), input_tokens=as_int(u.get(USAGE_IN)),
                               output_tokens=as_int(u.get(USAGE_OUT)), status=status_of(s.status),
                               request_record=NO_REQUEST, request=Request(note=NO_REQUEST)))
-        elif a.get("call_id") and a.get("tool_name") and a.get("codex.tool.phase"):
-            result = results.get(a["call_id"])
+        elif a.get(n.CODEX_CALL_ID) and a.get(n.CODEX_TOOL_NAME) and a.get(n.CODEX_TOOL_PHASE):
+            result = results.get(a[n.CODEX_CALL_ID])
             steps.append(Step(s, "tool_call", s.span_id, s.trace_id, s.parent or None, s.start_ns, s.end_ns,
-                              span_name=s.name, tool_name=a["tool_name"], tool_call_id=a["call_id"],
-                              tool_arguments=result.attrs.get("arguments") if result is not None else None,
+                              span_name=s.name, tool_name=a[n.CODEX_TOOL_NAME], tool_call_id=a[n.CODEX_CALL_ID],
+                              tool_arguments=result.attrs.get(n.CODEX_ARGUMENTS) if result is not None else None,
                               status=status_of(s.status)))
     turn.steps = steps
     turn.request = Request(note=NO_REQUEST)

@@ -119,12 +119,12 @@ def touched(tables: BatchTables) -> Touched:
                     out.hooks.append((a.get(n.HOOK_RUNTIME, ""), a.get(n.GEN_AI_CONVERSATION_ID, ""),
                                       a.get(n.HOOK_TURN_KEY, ""), a.get(n.HOOK_PROCESS_KEY, ""), t))  # fmt: skip
                 elif service == gemini_cli.SERVICE:
-                    if a.get("session.id"):
-                        _span_window(out.gemini, a["session.id"], t)
+                    if a.get(n.OPENINFERENCE_SESSION_ID):
+                        _span_window(out.gemini, a[n.OPENINFERENCE_SESSION_ID], t)
                 elif trace:
                     _span_window(out.traces, trace, t)
-                elif service == claude_code.SERVICE and a.get("session.id"):
-                    _span_window(out.claude_untraced, a["session.id"], t)
+                elif service == claude_code.SERVICE and a.get(n.OPENINFERENCE_SESSION_ID):
+                    _span_window(out.claude_untraced, a[n.OPENINFERENCE_SESSION_ID], t)
     return out
 
 
@@ -414,7 +414,7 @@ def derive_all(spans: Sequence[Span], logs: Sequence[Log]) -> list[Turn]:
     by_session: dict[str | None, list[Log]] = {}
     for l in logs:
         if l.event == gemini_cli.EV_USER_PROMPT and l.service == gemini_cli.SERVICE:
-            by_session.setdefault(l.attrs.get("session.id"), []).append(l)
+            by_session.setdefault(l.attrs.get(n.OPENINFERENCE_SESSION_ID), []).append(l)
     for anchors in by_session.values():
         anchors.sort(key=Log.key)
         for i, a in enumerate(anchors):

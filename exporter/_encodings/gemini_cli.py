@@ -34,12 +34,12 @@ RUNTIME = n.RUNTIME_GEMINI_CLI
 SOURCE_FORMAT = "gemini_cli"
 LABEL = "Gemini CLI"
 SERVICE = "gemini-cli"
-EV_USER_PROMPT = "gemini_cli.user_prompt"
-EV_API_REQUEST = "gemini_cli.api_request"
+EV_USER_PROMPT = n.GEMINI_EVENT_USER_PROMPT
+EV_API_REQUEST = n.GEMINI_EVENT_API_REQUEST
 EV_DETAILS = n.EVENT_INFERENCE_DETAILS
-EV_TOOL_CALL = "gemini_cli.tool_call"
-OP_MODEL = "llm_call"
-OP_TOOL = "tool_call"
+EV_TOOL_CALL = n.GEMINI_EVENT_TOOL_CALL
+OP_MODEL = n.GEMINI_OPERATION_LLM_CALL
+OP_TOOL = n.GEMINI_OPERATION_TOOL_CALL
 HOOK_MATCH_NS = 60_000_000_000
 SWITCH_MESSAGES = "telemetry.logPrompts and telemetry.traces"
 
@@ -118,7 +118,7 @@ def _request(step: Step, logs: Sequence[Log]) -> Request:
     raw = span.attrs.get(n.GEN_AI_INPUT_MESSAGES)
     where = "the llm_call span's gen_ai.input.messages"
     if raw is None:
-        raw = first(l.attrs.get("request_text") for l in same if l.event == EV_API_REQUEST)
+        raw = first(l.attrs.get(n.GEMINI_REQUEST_TEXT) for l in same if l.event == EV_API_REQUEST)
         where = "the api_request event's request_text"
     system_raw = first([span.attrs.get(n.GEN_AI_SYSTEM_INSTRUCTIONS),
                         *(l.attrs.get(n.GEN_AI_SYSTEM_INSTRUCTIONS) for l in same if l.event == EV_DETAILS)])
@@ -143,11 +143,11 @@ def _is_list(raw: str) -> bool:
 def derive(anchor: Log, until_ns: int | None, spans: Sequence[Span], logs: Sequence[Log], hooks: Sequence[Log]) -> Turn:
     """One turn: the user_prompt event ``anchor`` and the session's spans from it up to ``until_ns``
     (the session's next prompt; None: no later prompt landed)."""
-    session = anchor.attrs.get("session.id")
+    session = anchor.attrs.get(n.OPENINFERENCE_SESSION_ID)
     logs = sorted(logs, key=Log.key)
     mine = sorted((s for s in spans if is_step_span(s) and session_of(s) == session and s.start_ns >= anchor.ts_ns
                    and (until_ns is None or s.start_ns < until_ns)), key=lambda s: (s.start_ns, s.span_id))  # fmt: skip
-    prompt = anchor.attrs.get("prompt")
+    prompt = anchor.attrs.get(n.GEMINI_PROMPT)
     turn = Turn(RUNTIME, SOURCE_FORMAT, attempt_id(session, anchor.ts_ns), session, str(anchor.ts_ns), None, None,
                 anchor.ts_ns, max([anchor.ts_ns, *(s.end_ns for s in mine)]), service_name=anchor.service or None,
                 prompt=prompt, agent_name=SERVICE)  # fmt: skip
@@ -155,9 +155,9 @@ def derive(anchor: Log, until_ns: int | None, spans: Sequence[Span], logs: Seque
     providers: dict[tuple[str, str], str | None] = {}
     for l in sorted(logs, key=Log.key):
         if l.trace_id and l.event == EV_API_REQUEST:
-            roles.setdefault((l.trace_id, l.span_id), l.attrs.get("role"))
-        elif l.trace_id and l.event == EV_DETAILS and l.attrs.get("gen_ai.provider.name"):
-            providers.setdefault((l.trace_id, l.span_id), l.attrs.get("gen_ai.provider.name"))
+            roles.setdefault((l.trace_id, l.span_id), l.attrs.get(n.GEMINI_ROLE))
+        elif l.trace_id and l.event == EV_DETAILS and l.attrs.get(n.GEN_AI_PROVIDER_NAME):
+            providers.setdefault((l.trace_id, l.span_id), l.attrs.get(n.GEN_AI_PROVIDER_NAME))
     steps: list[Step] = []
     for s in mine:
         a = s.attrs
@@ -175,7 +175,7 @@ def derive(anchor: Log, until_ns: int | None, spans: Sequence[Span], logs: Seque
             step.request_record = step.request.note
         elif kind == "tool_call":
             step.tool_name = a.get(n.GEN_AI_TOOL_NAME)
-            step.tool_call_id = first([a.get("gen_ai.tool.call_id"), a.get(n.GEN_AI_TOOL_CALL_ID)])
+            step.tool_call_id = first([a.get(n.GEMINI_TOOL_CALL_ID), a.get(n.GEN_AI_TOOL_CALL_ID)])
             step.tool_arguments = _tool_arguments(s, logs)
         steps.append(step)
     turn.steps = steps
@@ -200,7 +200,7 @@ def _tool_arguments(span: Span, logs: Sequence[Log]) -> str | None:
             doc = None
         if isinstance(doc, dict) and "args" in doc:
             return json.dumps(doc["args"], ensure_ascii=False, separators=(",", ":"))
-    return first(l.attrs.get("function_args") for l in logs if l.event == EV_TOOL_CALL and l.trace_id == span.trace_id)
+    return first(l.attrs.get(n.GEMINI_FUNCTION_ARGS) for l in logs if l.event == EV_TOOL_CALL and l.trace_id == span.trace_id)
 
 
 def _hook_turn(anchor: Log, hooks: Sequence[Log]) -> Log | None:
@@ -208,10 +208,10 @@ def _hook_turn(anchor: Log, hooks: Sequence[Log]) -> Log | None:
     nearest in time within a minute."""
     import hashlib
 
-    prompt = anchor.attrs.get("prompt")
+    prompt = anchor.attrs.get(n.GEMINI_PROMPT)
     digest = hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest() if prompt else None
     near = [h for h in hooks if h.event == n.HOOK_TURN_EVENT and h.attrs.get(n.HOOK_RUNTIME) == RUNTIME
-            and h.attrs.get(n.GEN_AI_CONVERSATION_ID) == anchor.attrs.get("session.id")
+            and h.attrs.get(n.GEN_AI_CONVERSATION_ID) == anchor.attrs.get(n.OPENINFERENCE_SESSION_ID)
             and abs(h.ts_ns - anchor.ts_ns) <= HOOK_MATCH_NS
             and (digest is None or h.attrs.get(n.HOOK_PROMPT_SHA256) in (None, digest))]  # fmt: skip
     near.sort(key=lambda h: (abs(h.ts_ns - anchor.ts_ns), h.key()))
