@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from otel_inputs.exporter._encodings import genai, genai_logs, openinference, openllmetry, pydantic_ai, wire
+from otel_inputs.exporter._encodings import genai, genai_logs, openinference, openllmetry, pydantic_ai, vercel_ai, wire
 from otel_inputs.exporter._encodings._base import READING_FIELDS, Encoding, Messages, Reading
 from otel_inputs.exporter._spans import SpanRecord
 
@@ -24,6 +24,7 @@ ENCODINGS: tuple[Encoding, ...] = (
     openllmetry.ENCODING,
     pydantic_ai.ENCODING,
     openinference.ENCODING,
+    vercel_ai.ENCODING,
 )
 # Span events some encoding reads (besides the wire's own input and exchange-part events).
 CONTENT_EVENTS = genai.SPAN_EVENTS

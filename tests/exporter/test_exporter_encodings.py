@@ -312,3 +312,26 @@ def test_a_langgraph_run_is_one_attempt(tmp_path: Path, order: str) -> None:
     (m,) = query_dicts(db, "SELECT * FROM agent_attempt_messages")  # the root's input is not what a model was sent
     assert (m["system_prompt"], m["user_prompt"], m["messages_source"]) == ("Be careful.", "Summarise notes/handoff.md",
                                                                           "model_step")
+
+
+def test_a_vercel_ai_sdk_6_call_is_one_attempt(tmp_path: Path) -> None:
+    """The Vercel AI SDK's own ai.* spans (ai 6, experimental_telemetry) land: ai.generateText is the
+    attempt with its system and user text, session and agent; doGenerate spans are model calls and
+    ai.toolCall a tool call with its arguments."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clickhouse"))
+    from test_clickhouse_projection import vercel_run
+
+    tp, memory, _, _ = memory_providers()
+    vercel_run(tp.get_tracer("ai"))
+    db = tmp_path / "t.duckdb"
+    DuckDBWriter(db).write_spans([from_readable(s) for s in memory.get_finished_spans()])
+    a = {r["span_name"]: r for r in query_dicts(db, "SELECT * FROM agent_attempts")}
+    call = a["ai.generateText"]
+    assert (call["source_format"], call["session_id"], call["agent_name"], call["provider_name"]) == (
+        "vercel_ai", "sess-v", "coder", "fake.chat")
+    assert (call["system_prompt"], call["user_prompt"], call["input_tokens"]) == ("Be careful.", "Summarise notes/handoff.md", 22)
+    assert (a["ai.streamText"]["user_prompt"], a["ai.streamText"]["input_tokens"]) == ("just ask", 3)
+    steps = query(db, "SELECT step_kind, tool_name, tool_call_id, tool_arguments, input_tokens FROM agent_attempt_steps ORDER BY seq")
+    assert steps == [("model_call", None, None, None, 11), ("tool_call", "read_file", "call_1", '{"path":"notes/handoff.md"}', None)]
