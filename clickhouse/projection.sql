@@ -93,7 +93,7 @@ SELECT
              if(otel_inputs_openinference_recognises(A), otel_inputs_str(A, 'tool.name'), NULL),
              otel_inputs_vercel_ai_str(A, 'ai.toolCall.name')) AS tool_name,
     coalesce(otel_inputs_str(A, 'gen_ai.tool.call.id'), otel_inputs_vercel_ai_str(A, 'ai.toolCall.id')) AS tool_call_id,
-    coalesce(otel_inputs_str(A, 'gen_ai.tool.call.arguments'), otel_inputs_openinference_tool_arguments(A),
+    coalesce(otel_inputs_genai_tool_arguments(A, N, E), otel_inputs_openinference_tool_arguments(A),
              otel_inputs_vercel_ai_tool_arguments(A)) AS tool_arguments,
     -- The span's own messages: the first encoding that recorded any (exporter/_encodings/__init__.py read).
     tupleElement(msgs, 1) AS system_prompt,
@@ -258,14 +258,16 @@ up AS (
     SELECT trace_id, span_id, parent_span_id AS cur, 1 AS depth FROM t WHERE kind = 1 AND parent_span_id != ''
     UNION ALL
     SELECT up.trace_id, up.span_id, p.parent_span_id AS cur, up.depth + 1 AS depth
-    FROM up ANY INNER JOIN t p ON p.trace_id = up.trace_id AND p.span_id = up.cur
+    -- A plain join (t has one row per span): INNER ANY JOIN uses each right row once, so of two
+    -- siblings under one parent only one would climb on.
+    FROM up INNER JOIN t p ON p.trace_id = up.trace_id AND p.span_id = up.cur
     WHERE up.depth < 256 AND p.parent_span_id != ''
 ),
 anc AS (
     SELECT up.trace_id AS trace_id, up.span_id AS span_id,
            argMinIf(g.span_id, up.depth, g.kind = 2) AS nearest_packet, countIf(g.kind = 2) AS packets,
            argMaxIf(g.span_id, up.depth, g.kind > 0) AS topmost, countIf(g.kind > 0) AS genai
-    FROM up ANY LEFT JOIN t g ON g.trace_id = up.trace_id AND g.span_id = up.cur
+    FROM up LEFT JOIN t g ON g.trace_id = up.trace_id AND g.span_id = up.cur
     GROUP BY up.trace_id, up.span_id
 )
 SELECT s.trace_id AS trace_id, s.span_id AS span_id,

@@ -179,6 +179,22 @@ CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_messages_from AS (A, N, E, sys_r
                                                    CAST(A['gen_ai.prompt'], 'Nullable(String)'), CAST(NULL, 'Nullable(String)')),
             otel_inputs_no_messages());
 
+-- genai.py tool_arguments: gen_ai.tool.call.arguments, else (an execute_tool span) its gen_ai.tool.message
+-- event's content, else the arguments of the first tool_call part of its input messages.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_tool_arguments AS (A, N, E) ->
+    multiIf(mapContains(A, 'gen_ai.tool.call.arguments'), otel_inputs_str(A, 'gen_ai.tool.call.arguments'),
+            A['gen_ai.operation.name'] != 'execute_tool', NULL,
+            arrayExists((at, nm) -> nm = 'gen_ai.tool.message' AND mapContains(at, 'content'), E, N),
+            nullIf(arrayFirst((at, nm) -> nm = 'gen_ai.tool.message' AND mapContains(at, 'content'), E, N)['content'], ''),
+            otel_inputs_genai_call_part_arguments(otel_inputs_genai_field(A, N, E, 'gen_ai.input.messages')));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_call_part_arguments AS (in_raw) ->
+    if(in_raw IS NULL OR NOT isValidJSON(assumeNotNull(in_raw)) OR JSONType(assumeNotNull(in_raw)) != 'Array', NULL,
+       nullIf(JSONExtractRaw(arrayFirst(part -> JSONType(part) = 'Object' AND JSONType(part, 'type') = 'String'
+                                                AND JSONExtractString(part, 'type') = 'tool_call' AND JSONHas(part, 'arguments'),
+                                        arrayFlatten(arrayMap(msg -> if(JSONType(msg) = 'Object' AND JSONType(msg, 'parts') = 'Array',
+                                                                        JSONExtractArrayRaw(msg, 'parts'), CAST([], 'Array(String)')),
+                                                              JSONExtractArrayRaw(assumeNotNull(in_raw))))), 'arguments'), ''));
+
 -- --- openllmetry (exporter/_encodings/openllmetry.py) -------------------------------------------
 CREATE FUNCTION IF NOT EXISTS otel_inputs_openllmetry_recognises AS (A) ->
     mapContains(A, 'llm.request.type') OR (mapContains(A, 'gen_ai.system') AND (

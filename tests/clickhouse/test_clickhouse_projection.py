@@ -100,6 +100,13 @@ def _single_spans(spans: SpanFactory) -> list[Any]:
         spans.span(chat, [(n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_SYSTEM_INSTRUCTIONS: json.dumps([{"type": "text", "content": "sys"}])}),
                           (n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_INPUT_MESSAGES: _text("the ask")}),
                           (n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_OUTPUT_MESSAGES: "[]"})], name="split details"),
+        # An executed tool's arguments on its gen_ai.tool.message event (Strands), or in a tool_call part.
+        spans.span({n.GEN_AI_OPERATION_NAME: n.OPERATION_EXECUTE_TOOL, n.GEN_AI_TOOL_NAME: "read_file"},
+                   [(n.EVENT_TOOL_MESSAGE, {n.EVENT_CONTENT_KEY: '{"path": "notes/a.md"}', "role": "tool"})], name="tool event"),
+        spans.span({n.GEN_AI_OPERATION_NAME: n.OPERATION_EXECUTE_TOOL, n.GEN_AI_TOOL_NAME: "read_file"},
+                   [(n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "tool", "parts": [
+                       {"type": "tool_call", "name": "read_file", "id": "c1", "arguments": {"path": "notes/b.md"}}]}])})],
+                   name="tool call part"),
         spans.span({"http.method": "GET"}, name="GET /health"),
         spans.span({n.GEN_AI_SYSTEM: "openai"}, name="gen_ai-like"),  # GenAI-looking, yet no known encoding
     ]
@@ -143,6 +150,12 @@ def _traces() -> tuple[list[Any], list[Any]]:
         log.emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "log text"})
     langgraph_run(tracer)
     vercel_run(tracer)
+    # Strands' shape: invoke_agent > event-loop cycle > (chat, execute_tool) siblings, two levels down.
+    with tracer.start_as_current_span("invoke_agent s", attributes={n.GEN_AI_OPERATION_NAME: "invoke_agent"}):
+        with tracer.start_as_current_span("cycle", attributes={n.GEN_AI_OPERATION_NAME: "execute_event_loop_cycle"}):
+            for name, op in (("chat a", "chat"), ("tool a", n.OPERATION_EXECUTE_TOOL), ("chat b", "chat")):
+                with tracer.start_as_current_span(name, attributes={n.GEN_AI_OPERATION_NAME: op}):
+                    pass
     log.emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "orphan"})  # no trace context: joins nothing
     return [from_readable(s) for s in memory.get_finished_spans()], list(logs.get_finished_logs())
 

@@ -335,3 +335,15 @@ def test_a_vercel_ai_sdk_6_call_is_one_attempt(tmp_path: Path) -> None:
     assert (a["ai.streamText"]["user_prompt"], a["ai.streamText"]["input_tokens"]) == ("just ask", 3)
     steps = query(db, "SELECT step_kind, tool_name, tool_call_id, tool_arguments, input_tokens FROM agent_attempt_steps ORDER BY seq")
     assert steps == [("model_call", None, None, None, 11), ("tool_call", "read_file", "call_1", '{"path":"notes/handoff.md"}', None)]
+
+
+def test_an_executed_tools_arguments_from_its_events(spans: SpanFactory) -> None:
+    """An execute_tool span without gen_ai.tool.call.arguments gives its arguments from its
+    gen_ai.tool.message event (Strands' default) or from the tool_call part of its input messages
+    (Strands with gen_ai_latest_experimental)."""
+    tool = {n.GEN_AI_OPERATION_NAME: n.OPERATION_EXECUTE_TOOL, n.GEN_AI_TOOL_NAME: "read_file"}
+    on_event = _row(spans, tool, [(n.EVENT_TOOL_MESSAGE, {n.EVENT_CONTENT_KEY: '{"path": "a.md"}', "role": "tool"})])
+    assert on_event["tool_arguments"] == '{"path": "a.md"}'
+    part = [{"role": "tool", "parts": [{"type": "tool_call", "name": "read_file", "id": "c1", "arguments": {"path": "b.md"}}]}]
+    in_part = _row(spans, tool, [(n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_INPUT_MESSAGES: json.dumps(part)})])
+    assert in_part["tool_arguments"] == '{"path":"b.md"}'
