@@ -131,6 +131,40 @@ def check_runs(db: Path, case: Case, observed: bool) -> list[dict[str, Any]]:
     return attempts
 
 
+FIRST_TURN = "No earlier turn of this session was recorded: this is its first recorded turn."
+
+
+def check_page(db: Path, attempts: list[dict[str, Any]], case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turn 2's attempt page (AppTest): its task and this dispatch are the recorded messages, never
+    "not recorded" while section 6 shows them; with a session it names turn 1 and never claims to be
+    the first recorded turn; this dispatch is turn 2's own instruction."""
+    from landed import page_strings, shows
+    from streamlit.testing.v1 import AppTest
+
+    from otel_inputs import names
+    from otel_inputs.viewer import _queries as q
+
+    first, second = attempts
+    with q.open_backend(db) as con:
+        bundle = q.load_attempt(con, second["attempt_id"])
+    assert bundle is not None and bundle.dispatch is not None
+    assert bundle.dispatch.user_prompt is not None and TASKS[1] in bundle.dispatch.user_prompt
+    assert TASKS[0] not in bundle.dispatch.user_prompt, bundle.dispatch
+    if case.session:
+        assert bundle.previous_turn_id == first["attempt_id"]
+    monkeypatch.setenv(names.ENV_DB, str(db))
+    monkeypatch.delenv(names.ENV_CLICKHOUSE, raising=False)
+    at = AppTest.from_file(str(HERE.parents[1] / "viewer" / "app.py"), default_timeout=90)
+    at.query_params["attempt"] = second["attempt_id"]
+    at.run()
+    assert not at.exception, at.exception
+    strings = page_strings(at)
+    assert not any("exact user message was not recorded" in t or "exact current message was not recorded" in t
+                   for t in strings), strings  # fmt: skip
+    if case.session:
+        assert shows(at, first["attempt_id"]) and not shows(at, FIRST_TURN)
+
+
 def check_parity(db: Path, tmp: Path, sess: Any, database: str) -> None:
     """The ClickHouse projection gives the same rows for the same otel_traces / otel_logs rows."""
     from ch_corpus import export_parquet, load_chdb
@@ -154,7 +188,7 @@ def check_parity(db: Path, tmp: Path, sess: Any, database: str) -> None:
 @pytest.mark.parametrize("observed", [False, True], ids=["bare", "observed"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_framework_lands_one_attempt_per_run(name: str, observed: bool, tmp_path: Path, fake: FakeOpenAI,
-                                             chdb_sess: Any) -> None:  # fmt: skip
+                                             chdb_sess: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """The framework's two runs of one session land as two attempts (its own root span bare, the
     observer's packet when wrapped), each with its task and system message, a model step and the
     read_file tool step with its arguments; ClickHouse gives the same rows."""
@@ -162,7 +196,9 @@ def test_framework_lands_one_attempt_per_run(name: str, observed: bool, tmp_path
     if (why := _missing(case.module)) is not None:
         pytest.skip(why)
     db, _ = run_script(case, tmp_path, fake, observed)
-    check_runs(db, case, observed)
+    attempts = check_runs(db, case, observed)
+    if not observed:
+        check_page(db, attempts, case, monkeypatch)
     check_parity(db, tmp_path, chdb_sess, "fw_" + name.replace("-", "_") + ("_obs" if observed else ""))
 
 
@@ -175,7 +211,8 @@ def _node_missing() -> str | None:
 
 
 @pytest.mark.parametrize("version", ["6", "7"])
-def test_vercel_ai_sdk_lands_one_attempt_per_call(version: str, tmp_path: Path, fake: FakeOpenAI, chdb_sess: Any) -> None:
+def test_vercel_ai_sdk_lands_one_attempt_per_call(version: str, tmp_path: Path, fake: FakeOpenAI, chdb_sess: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The Vercel AI SDK (6 with its own ai.* spans, 7 with @ai-sdk/otel), exporting OTLP to
     otel-inputs collect, lands one attempt per generateText call with its task, system message,
     model steps and the read_file tool step; ClickHouse gives the same rows."""
@@ -194,5 +231,6 @@ def test_vercel_ai_sdk_lands_one_attempt_per_call(version: str, tmp_path: Path, 
         collector.stop()
     assert out.returncode == 0, out.stderr[-4000:]
     case = Case("vercel.mjs", "", session=version == "6")  # @ai-sdk/otel does not send the telemetry metadata
-    check_runs(tmp_path / "fw.duckdb", case, observed=False)
+    attempts = check_runs(tmp_path / "fw.duckdb", case, observed=False)
+    check_page(tmp_path / "fw.duckdb", attempts, case, monkeypatch)
     check_parity(tmp_path / "fw.duckdb", tmp_path, chdb_sess, f"fw_vercel_{version}")
