@@ -42,13 +42,16 @@ WITH s AS (
         -- What each encoding recorded (projection_functions.sql, one section per encoding), merged
         -- field by field in the registry's order (exporter/_encodings/__init__.py read).
         multiIf(source_format = 'gen_ai', A['gen_ai.operation.name'], source_format = 'openllmetry', otel_inputs_openllmetry_operation(A),
-                source_format = 'openinference', otel_inputs_openinference_operation(A), 'invoke_agent') AS op,
+                source_format = 'openinference', otel_inputs_openinference_operation(A),
+                source_format = 'vercel_ai', otel_inputs_vercel_ai_operation(A), 'invoke_agent') AS op,
         otel_inputs_genai_messages(A, N, E) AS m_genai,
         otel_inputs_openllmetry_messages(A) AS m_openllmetry,
         otel_inputs_pydantic_ai_messages(A) AS m_pydantic_ai,
         otel_inputs_openinference_messages(A) AS m_openinference,
+        otel_inputs_vercel_ai_messages(A) AS m_vercel_ai,
         multiIf(NOT otel_inputs_messages_empty(m_genai), m_genai, NOT otel_inputs_messages_empty(m_openllmetry), m_openllmetry,
-                NOT otel_inputs_messages_empty(m_pydantic_ai), m_pydantic_ai, m_openinference) AS msgs,
+                NOT otel_inputs_messages_empty(m_pydantic_ai), m_pydantic_ai,
+                NOT otel_inputs_messages_empty(m_openinference), m_openinference, m_vercel_ai) AS msgs,
         -- Coverage settled (exporter/_rows.py finish_coverage) from the span's own input events.
         otel_inputs_input_events(`Events.Name`, `Events.Timestamp`, `Events.Attributes`) AS ins,
         length(ins) AS input_count, arrayCount(x -> x.5 != '', ins) AS malformed,
@@ -71,23 +74,27 @@ SELECT
     TraceId AS trace_id, SpanId AS span_id, source_format, source_format = 'otel_inputs' AS packet,
     Timestamp AS started_at, Timestamp + toIntervalNanosecond(Duration) AS ended_at,
     nullIf(ParentSpanId, '') AS parent_span_id, nullIf(SpanName, '') AS span_name,
-    coalesce(otel_inputs_str(A, 'gen_ai.conversation.id'), otel_inputs_str(A, 'session.id')) AS session_id,
-    otel_inputs_str(A, 'gen_ai.agent.name') AS agent_name,
+    coalesce(otel_inputs_str(A, 'gen_ai.conversation.id'), otel_inputs_str(A, 'session.id'),
+             otel_inputs_vercel_ai_str(A, 'ai.telemetry.metadata.sessionId')) AS session_id,
+    coalesce(otel_inputs_str(A, 'gen_ai.agent.name'), otel_inputs_vercel_ai_str(A, 'ai.telemetry.functionId')) AS agent_name,
     coalesce(otel_inputs_wire_provider(A), otel_inputs_genai_provider(A), otel_inputs_str(A, 'gen_ai.system'),
-             otel_inputs_openinference_provider(A)) AS provider_name,
-    coalesce(otel_inputs_str(A, 'gen_ai.request.model'), otel_inputs_str(A, 'llm.model_name')) AS request_model,
+             otel_inputs_openinference_provider(A), otel_inputs_vercel_ai_str(A, 'ai.model.provider')) AS provider_name,
+    coalesce(otel_inputs_str(A, 'gen_ai.request.model'), otel_inputs_str(A, 'llm.model_name'),
+             otel_inputs_vercel_ai_str(A, 'ai.model.id')) AS request_model,
     otel_inputs_str(A, 'gen_ai.operation.name') AS operation_name,
     multiIf(source_format = 'otel_inputs', 'agent', op IN ('chat', 'text_completion', 'generate_content', 'embeddings'), 'model_call',
             op = 'execute_tool', 'tool_call', op = 'invoke_agent', 'agent', op = 'container', 'container', 'other') AS step_kind,
-    otel_inputs_str(A, 'gen_ai.response.model') AS response_model,
+    coalesce(otel_inputs_str(A, 'gen_ai.response.model'), otel_inputs_vercel_ai_str(A, 'ai.response.model')) AS response_model,
     coalesce(otel_inputs_count(A, 'gen_ai.usage.input_tokens'), otel_inputs_count(A, 'gen_ai.usage.prompt_tokens'),
-             otel_inputs_count(A, 'llm.token_count.prompt')) AS input_tokens,
+             otel_inputs_count(A, 'llm.token_count.prompt'), otel_inputs_vercel_ai_input_tokens(A)) AS input_tokens,
     coalesce(otel_inputs_count(A, 'gen_ai.usage.output_tokens'), otel_inputs_count(A, 'gen_ai.usage.completion_tokens'),
-             otel_inputs_count(A, 'llm.token_count.completion')) AS output_tokens,
+             otel_inputs_count(A, 'llm.token_count.completion'), otel_inputs_vercel_ai_output_tokens(A)) AS output_tokens,
     coalesce(otel_inputs_str(A, 'gen_ai.tool.name'),
-             if(otel_inputs_openinference_recognises(A), otel_inputs_str(A, 'tool.name'), NULL)) AS tool_name,
-    otel_inputs_str(A, 'gen_ai.tool.call.id') AS tool_call_id,
-    coalesce(otel_inputs_str(A, 'gen_ai.tool.call.arguments'), otel_inputs_openinference_tool_arguments(A)) AS tool_arguments,
+             if(otel_inputs_openinference_recognises(A), otel_inputs_str(A, 'tool.name'), NULL),
+             otel_inputs_vercel_ai_str(A, 'ai.toolCall.name')) AS tool_name,
+    coalesce(otel_inputs_str(A, 'gen_ai.tool.call.id'), otel_inputs_vercel_ai_str(A, 'ai.toolCall.id')) AS tool_call_id,
+    coalesce(otel_inputs_genai_tool_arguments(A, N, E), otel_inputs_openinference_tool_arguments(A),
+             otel_inputs_vercel_ai_tool_arguments(A)) AS tool_arguments,
     -- The span's own messages: the first encoding that recorded any (exporter/_encodings/__init__.py read).
     tupleElement(msgs, 1) AS system_prompt,
     tupleElement(msgs, 2) AS user_prompt,
@@ -251,14 +258,16 @@ up AS (
     SELECT trace_id, span_id, parent_span_id AS cur, 1 AS depth FROM t WHERE kind = 1 AND parent_span_id != ''
     UNION ALL
     SELECT up.trace_id, up.span_id, p.parent_span_id AS cur, up.depth + 1 AS depth
-    FROM up ANY INNER JOIN t p ON p.trace_id = up.trace_id AND p.span_id = up.cur
+    -- A plain join (t has one row per span): INNER ANY JOIN uses each right row once, so of two
+    -- siblings under one parent only one would climb on.
+    FROM up INNER JOIN t p ON p.trace_id = up.trace_id AND p.span_id = up.cur
     WHERE up.depth < 256 AND p.parent_span_id != ''
 ),
 anc AS (
     SELECT up.trace_id AS trace_id, up.span_id AS span_id,
            argMinIf(g.span_id, up.depth, g.kind = 2) AS nearest_packet, countIf(g.kind = 2) AS packets,
            argMaxIf(g.span_id, up.depth, g.kind > 0) AS topmost, countIf(g.kind > 0) AS genai
-    FROM up ANY LEFT JOIN t g ON g.trace_id = up.trace_id AND g.span_id = up.cur
+    FROM up LEFT JOIN t g ON g.trace_id = up.trace_id AND g.span_id = up.cur
     GROUP BY up.trace_id, up.span_id
 )
 SELECT s.trace_id AS trace_id, s.span_id AS span_id,

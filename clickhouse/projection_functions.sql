@@ -179,6 +179,22 @@ CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_messages_from AS (A, N, E, sys_r
                                                    CAST(A['gen_ai.prompt'], 'Nullable(String)'), CAST(NULL, 'Nullable(String)')),
             otel_inputs_no_messages());
 
+-- genai.py tool_arguments: gen_ai.tool.call.arguments, else (an execute_tool span) its gen_ai.tool.message
+-- event's content, else the arguments of the first tool_call part of its input messages.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_tool_arguments AS (A, N, E) ->
+    multiIf(mapContains(A, 'gen_ai.tool.call.arguments'), otel_inputs_str(A, 'gen_ai.tool.call.arguments'),
+            A['gen_ai.operation.name'] != 'execute_tool', NULL,
+            arrayExists((at, nm) -> nm = 'gen_ai.tool.message' AND mapContains(at, 'content'), E, N),
+            nullIf(arrayFirst((at, nm) -> nm = 'gen_ai.tool.message' AND mapContains(at, 'content'), E, N)['content'], ''),
+            otel_inputs_genai_call_part_arguments(otel_inputs_genai_field(A, N, E, 'gen_ai.input.messages')));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_genai_call_part_arguments AS (in_raw) ->
+    if(in_raw IS NULL OR NOT isValidJSON(assumeNotNull(in_raw)) OR JSONType(assumeNotNull(in_raw)) != 'Array', NULL,
+       nullIf(JSONExtractRaw(arrayFirst(part -> JSONType(part) = 'Object' AND JSONType(part, 'type') = 'String'
+                                                AND JSONExtractString(part, 'type') = 'tool_call' AND JSONHas(part, 'arguments'),
+                                        arrayFlatten(arrayMap(msg -> if(JSONType(msg) = 'Object' AND JSONType(msg, 'parts') = 'Array',
+                                                                        JSONExtractArrayRaw(msg, 'parts'), CAST([], 'Array(String)')),
+                                                              JSONExtractArrayRaw(assumeNotNull(in_raw))))), 'arguments'), ''));
+
 -- --- openllmetry (exporter/_encodings/openllmetry.py) -------------------------------------------
 CREATE FUNCTION IF NOT EXISTS otel_inputs_openllmetry_recognises AS (A) ->
     mapContains(A, 'llm.request.type') OR (mapContains(A, 'gen_ai.system') AND (
@@ -218,6 +234,38 @@ CREATE FUNCTION IF NOT EXISTS otel_inputs_openinference_messages AS (A) ->
 CREATE FUNCTION IF NOT EXISTS otel_inputs_openinference_tool_arguments AS (A) ->
     if(A['openinference.span.kind'] = 'TOOL', otel_inputs_str(A, 'input.value'), NULL);
 
+-- --- vercel_ai (exporter/_encodings/vercel_ai.py) -----------------------------------------------
+CREATE FUNCTION IF NOT EXISTS otel_inputs_vercel_ai_recognises AS (A) -> startsWith(A['ai.operationId'], 'ai.');
+CREATE FUNCTION IF NOT EXISTS otel_inputs_vercel_ai_operation AS (A) ->
+    multiIf(endsWith(A['ai.operationId'], '.doGenerate') OR endsWith(A['ai.operationId'], '.doStream'), 'chat',
+            endsWith(A['ai.operationId'], '.doEmbed'), 'embeddings', A['ai.operationId'] = 'ai.toolCall', 'execute_tool',
+            A['ai.operationId'] IN ('ai.generateText', 'ai.streamText', 'ai.generateObject', 'ai.streamObject'), 'invoke_agent', 'other');
+CREATE FUNCTION IF NOT EXISTS otel_inputs_vercel_ai_str AS (A, k) -> if(otel_inputs_vercel_ai_recognises(A), otel_inputs_str(A, k), NULL);
+CREATE FUNCTION IF NOT EXISTS otel_inputs_vercel_ai_input_tokens AS (A) ->
+    if(NOT otel_inputs_vercel_ai_recognises(A), NULL,
+       if(mapContains(A, 'ai.usage.inputTokens'), otel_inputs_count(A, 'ai.usage.inputTokens'), otel_inputs_count(A, 'ai.usage.promptTokens')));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_vercel_ai_output_tokens AS (A) ->
+    if(NOT otel_inputs_vercel_ai_recognises(A), NULL,
+       if(mapContains(A, 'ai.usage.outputTokens'), otel_inputs_count(A, 'ai.usage.outputTokens'), otel_inputs_count(A, 'ai.usage.completionTokens')));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_vercel_ai_tool_arguments AS (A) ->
+    if(NOT otel_inputs_vercel_ai_recognises(A), NULL,
+       if(mapContains(A, 'ai.toolCall.args'), otel_inputs_str(A, 'ai.toolCall.args'), otel_inputs_str(A, 'ai.toolCall.input')));
+-- vercel_ai.py call_messages: a call's ai.prompt {"system": …, "prompt": … | "messages": […]}, kept as sent.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_vercel_ai_call_messages AS (prompt_raw) ->
+    if(NOT isValidJSON(prompt_raw), tuple(CAST(NULL, 'Nullable(String)'), CAST(prompt_raw, 'Nullable(String)'), CAST(prompt_raw, 'Nullable(String)'), CAST(NULL, 'Nullable(String)')),
+       if(JSONType(prompt_raw) != 'Object',
+          tuple(CAST(NULL, 'Nullable(String)'), otel_inputs_messages_text(prompt_raw, 'user'), CAST(prompt_raw, 'Nullable(String)'), CAST(NULL, 'Nullable(String)')),
+          tuple(if(JSONType(prompt_raw, 'system') = 'String', JSONExtractString(prompt_raw, 'system'), NULL),
+                multiIf(JSONType(prompt_raw, 'prompt') = 'String', JSONExtractString(prompt_raw, 'prompt'),
+                        JSONType(prompt_raw, 'messages') = 'Array', otel_inputs_messages_text(JSONExtractRaw(prompt_raw, 'messages'), 'user'),
+                        JSONType(prompt_raw, 'prompt') = 'Array', otel_inputs_messages_text(JSONExtractRaw(prompt_raw, 'prompt'), 'user'), NULL),
+                CAST(prompt_raw, 'Nullable(String)'), CAST(NULL, 'Nullable(String)'))));
+CREATE FUNCTION IF NOT EXISTS otel_inputs_vercel_ai_messages AS (A) ->
+    multiIf(NOT otel_inputs_vercel_ai_recognises(A), otel_inputs_no_messages(),
+            mapContains(A, 'ai.prompt.messages'), otel_inputs_messages_of_input(A['ai.prompt.messages'], NULL),
+            mapContains(A, 'ai.prompt'), otel_inputs_vercel_ai_call_messages(A['ai.prompt']),
+            otel_inputs_no_messages());
+
 -- exporter/_encodings/__init__.py source_format: the first encoding that recognises the span (NULL:
 -- an ordinary span).  One definition for the GenAI-span materialized view and the ownership one.
 -- A span a coding agent's turn encoding claims is read with its turn, never per span (exporter/_encodings
@@ -230,6 +278,7 @@ CREATE FUNCTION IF NOT EXISTS otel_inputs_source_format AS (A) ->
             otel_inputs_genai_recognises(A), 'gen_ai',
             otel_inputs_openllmetry_recognises(A), 'openllmetry',
             otel_inputs_openinference_recognises(A), 'openinference',
+            otel_inputs_vercel_ai_recognises(A), 'vercel_ai',
             NULL);
 
 -- exporter/_rows.py input_rows on one span's events: per input event (pos, captured_at, attributes,

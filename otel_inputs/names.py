@@ -222,6 +222,24 @@ OPENINFERENCE_STEP_KINDS = ("TOOL", "EMBEDDING", "RETRIEVER", "RERANKER")
 OPENINFERENCE_KIND_CHAIN = "CHAIN"
 # pydantic-ai: the agent-run span's whole conversation (inputs and outputs), GenAI message JSON.
 PYDANTIC_AI_ALL_MESSAGES = "pydantic_ai.all_messages"
+# The Vercel AI SDK's own telemetry (experimental_telemetry, ai <= 6): exporter/_encodings/vercel_ai.py.
+VERCEL_OPERATION_ID = "ai.operationId"
+VERCEL_TOOL_CALL_OPERATION = "ai.toolCall"  # also the span name
+VERCEL_PROMPT = "ai.prompt"
+VERCEL_PROMPT_MESSAGES = "ai.prompt.messages"
+VERCEL_MODEL_ID = "ai.model.id"
+VERCEL_MODEL_PROVIDER = "ai.model.provider"
+VERCEL_RESPONSE_MODEL = "ai.response.model"
+VERCEL_USAGE_INPUT_TOKENS = "ai.usage.inputTokens"
+VERCEL_USAGE_OUTPUT_TOKENS = "ai.usage.outputTokens"
+VERCEL_USAGE_PROMPT_TOKENS = "ai.usage.promptTokens"  # ai <= 4
+VERCEL_USAGE_COMPLETION_TOKENS = "ai.usage.completionTokens"  # ai <= 4
+VERCEL_TOOL_CALL_NAME = "ai.toolCall.name"
+VERCEL_TOOL_CALL_ID = "ai.toolCall.id"
+VERCEL_TOOL_CALL_ARGS = "ai.toolCall.args"
+VERCEL_TOOL_CALL_INPUT = "ai.toolCall.input"
+VERCEL_FUNCTION_ID = "ai.telemetry.functionId"
+VERCEL_METADATA_SESSION_ID = "ai.telemetry.metadata.sessionId"
 # === end of foreign-encodings block =============================================================
 
 # === GenAI conventions, log events and backend compatibility (issue 11, agentside) ===========

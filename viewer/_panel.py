@@ -8,6 +8,8 @@ Every input item appears in exactly one group; groups keep ``seq`` order; unknow
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 
 from otel_inputs import names
@@ -32,7 +34,7 @@ from otel_inputs.viewer._previews import has_preview, unavailable_reason
 from otel_inputs.viewer._queries import AttemptBundle, AttemptRecord, InputRecord, PartRecord
 from otel_inputs.viewer._reads import ReadTools, find_reads, load_read_tools
 from otel_inputs.viewer._retries import OperationLink, operation_summary
-from otel_inputs.viewer._steps import StepsSection, exact_messages, steps_section
+from otel_inputs.viewer._steps import MESSAGE_SOURCE_TEXT, StepsSection, exact_messages, steps_section
 
 SECTION_TITLES = (
     "Task instructions",
@@ -401,11 +403,22 @@ def coverage_model(attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) -> C
     )
 
 
+def _recorded_messages(bundle: AttemptBundle) -> tuple[AttemptRecord, str | None]:
+    """The attempt with the exact messages section 6 shows (the C2 row: the attempt span, its log event or
+    its first model step), and where they came from when not from the attempt span itself."""
+    a, m = bundle.attempt, bundle.messages
+    if m is None or a.user_prompt is not None or m.user_prompt is None:
+        return a, None
+    source = MESSAGE_SOURCE_TEXT.get(m.messages_source or "", value_text(m.messages_source))
+    return dataclasses.replace(a, user_prompt=m.user_prompt), f"The exact user message is {source} (section 6)."
+
+
 def _task_section(bundle: AttemptBundle, prior: PriorTurns) -> TaskSection:
     a = bundle.attempt
     if a.is_legacy:
-        lt = legacy_task(a, prior, bundle.recovery_prompts)
-        notes = [names.SENTENCE_LEGACY_TASK, lt.note] + [n for n in (withheld_of(bundle).task,) if n]
+        shown, source = _recorded_messages(bundle)
+        lt = legacy_task(shown, prior, bundle.recovery_prompts)
+        notes = [names.SENTENCE_LEGACY_TASK, lt.note] + [n for n in (source, withheld_of(bundle).task) if n]
         provenance = [("Source", "derived from the exact user message" if lt.derived else "the exact user message")]
         if lt.template:
             provenance.append(("Known template", lt.template))
@@ -451,15 +464,24 @@ def _dispatch_section(bundle: AttemptBundle, by_mode: dict[str | None, ItemGroup
         added = "Added on this send: " + ", ".join(parts) + "."
         if cov.coverage != Coverage.COMPLETE.value:
             added += f" Coverage is {cov.coverage}, so the counts may be incomplete."
+    current = a.user_prompt
+    if bundle.dispatch is not None and (bundle.dispatch.user_prompt is not None or current is None):
+        current = bundle.dispatch.user_prompt
+        notes.extend(n for n in (bundle.dispatch.note,) if n)
+    if current is not None and a.user_prompt is None:
+        notes.extend(n for n in (_recorded_messages(bundle)[1],) if n)
+    turn = count_text(a.turn_index)
+    if a.turn_index is None and bundle.inferred_turn_index is not None:
+        turn = f"{bundle.inferred_turn_index} (from the order of the session's recorded attempts; not recorded)"
     return DispatchSection(
         send_kind=send_kind,
-        turn_index=count_text(a.turn_index),
+        turn_index=turn,
         retry_of=a.retry_of_attempt_id,
         previous_turn=bundle.previous_turn_id,
         added_summary=added,
         coverage=cov,
         groups=_groups(by_mode, DeliveryMode.INLINE.value),
-        current_message=a.user_prompt,
+        current_message=current,
         notes=tuple(notes),
         parts=parts_model(bundle.parts, withheld_of(bundle).parts),
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_inputs.exporter._encodings import (
-    claude_code, codex, gemini_cli, genai, genai_logs, openinference, openllmetry, pydantic_ai, wire,
+    claude_code, codex, gemini_cli, genai, genai_logs, openinference, openllmetry, pydantic_ai, vercel_ai, wire,
 )  # fmt: skip
 from otel_inputs.exporter._encodings._base import READING_FIELDS, Encoding, Messages, Reading
 from otel_inputs.exporter._spans import SpanRecord
@@ -26,6 +26,7 @@ ENCODINGS: tuple[Encoding, ...] = (
     openllmetry.ENCODING,
     pydantic_ai.ENCODING,
     openinference.ENCODING,
+    vercel_ai.ENCODING,
 )
 # Coding agents (docs/coding-agents.md) are read per user turn, not per span: their modules derive a
 # turn from all its records (exporter/_encodings/coding_agents.py settles them after each batch).  A

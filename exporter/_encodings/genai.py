@@ -17,6 +17,7 @@ The GenAI content *log* records are read by ``genai_logs``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -69,10 +70,41 @@ def span_messages(span: SpanRecord) -> Messages | None:
     return None
 
 
+def _call_part_arguments(input_raw: Any) -> str | None:
+    """The arguments of the first ``tool_call`` part of the input messages, compact JSON (Strands with
+    ``gen_ai_latest_experimental`` records an executed tool's call this way)."""
+    raw = text(input_raw)
+    try:
+        doc = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return None
+    for message in doc if isinstance(doc, list) else ():
+        parts = message.get("parts") if isinstance(message, Mapping) else None
+        for part in parts if isinstance(parts, list) else ():
+            if isinstance(part, Mapping) and part.get("type") == "tool_call" and "arguments" in part:
+                return json.dumps(part["arguments"], ensure_ascii=False, separators=(",", ":"))
+    return None
+
+
+def tool_arguments(span: SpanRecord) -> str | None:
+    """An executed tool's arguments: ``gen_ai.tool.call.arguments``, else the span's
+    ``gen_ai.tool.message`` event content (Strands' default), else the tool-call part of its input
+    messages (Strands with ``gen_ai_latest_experimental``)."""
+    attrs = span.attributes
+    if n.GEN_AI_TOOL_CALL_ARGUMENTS in attrs:
+        return text(attrs[n.GEN_AI_TOOL_CALL_ARGUMENTS])
+    if string(attrs, n.GEN_AI_OPERATION_NAME) != n.OPERATION_EXECUTE_TOOL:
+        return None
+    for event in span.events:
+        if event.name == n.EVENT_TOOL_MESSAGE and n.EVENT_CONTENT_KEY in event.attributes:
+            return text(event.attributes[n.EVENT_CONTENT_KEY])
+    return _call_part_arguments(_first(attrs, span.events, n.GEN_AI_INPUT_MESSAGES))
+
+
 def read(span: SpanRecord) -> Reading:
     attrs = span.attributes
     operation = string(attrs, n.GEN_AI_OPERATION_NAME)
-    arguments = text(attrs.get(n.GEN_AI_TOOL_CALL_ARGUMENTS))
+    arguments = tool_arguments(span)
     return Reading(
         operation=operation,
         operation_name=operation,
