@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Collector
+from agents_support import Collector
 from corpus import load, replay
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clickhouse"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import AgentSession
+from agents_support import AgentSession
 
 from otel_inputs.store import ArtifactStore
 

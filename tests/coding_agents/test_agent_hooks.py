@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import ENTRY, Collector, run_hook, wait_queue_empty
+from agents_support import ENTRY, Collector, run_hook, wait_queue_empty
 
 from otel_inputs import names as n
 from otel_inputs.hooks import worker

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Collector
+from agents_support import Collector
 from corpus import Request, load, replay
 
 FIXTURES = ("claude-code-inline", "claude-code-title-call", "claude-code-file-bodies", "codex", "gemini")
