@@ -28,6 +28,10 @@ LEGACY_RECOVERY_LOOKBACK = 20
 # --------------------------------------------------------------------------------------------
 # Records
 # --------------------------------------------------------------------------------------------
+# source_format of a coding agent's turn -> the runtime's name (exporter/_encodings/coding_agents.py)
+CODING_RUNTIMES = {"claude_code": "Claude Code", "codex": "Codex", "gemini_cli": "Gemini CLI"}
+
+
 @dataclass(frozen=True)
 class AttemptRecord:
     """One row of ``agent_attempts`` with its timestamps as epoch nanoseconds."""
@@ -74,6 +78,11 @@ class AttemptRecord:
     def is_legacy(self) -> bool:
         return self.input_packet_version is None
 
+    @property
+    def coding_runtime(self) -> str | None:
+        """The coding agent whose own telemetry this turn is (docs/coding-agents.md), else ``None``."""
+        return CODING_RUNTIMES.get(self.source_format or "")
+
 
 @dataclass(frozen=True)
 class InputRecord:
@@ -96,6 +105,14 @@ class InputRecord:
     detail: str | None = None
     captured_ns: int | None = None
     row_problem: str | None = None
+    loaded: str | None = None
+    """A coding agent's instruction file: the runtime's own report of loading it (docs/coding-agents.md)."""
+    loaded_detail: str | None = None
+    delivered: str | None = None
+    """A coding agent's instruction file: its bytes found in the recorded request."""
+    delivered_detail: str | None = None
+    capture_attempt_id: str | None = None
+    """The store attempt holding the snapshot when it is not this attempt's own (a coding agent's hook)."""
     store_artifact_status: str | None = None
     store_status_reason: str | None = None
     placement: str | None = None
@@ -166,6 +183,10 @@ class StepRecord:
     tool_arguments: str | None = None
     """Content: the tool call's JSON arguments, present only when the span carried them."""
     status: str | None = None
+    auxiliary: str | None = None
+    """A coding agent's call that is not the turn's own (session title, model routing): why."""
+    request_record: str | None = None
+    """A coding agent's call: how its request was recorded, or that it was not."""
 
 
 @dataclass(frozen=True)
@@ -650,7 +671,7 @@ def run_coverage(db: Backend, run_id: str | None) -> list[dict[str, Any]]:
 _STEP_SELECT = (
     "attempt_id, span_id, seq, step_kind, operation_name, span_name, provider_name, request_model, "
     "response_model, epoch_ns(started_at) AS started_ns, epoch_ns(ended_at) AS ended_ns, input_tokens, "
-    "output_tokens, tool_name, tool_call_id, tool_arguments, status"
+    "output_tokens, tool_name, tool_call_id, tool_arguments, status, auxiliary, request_record"
 )
 
 
