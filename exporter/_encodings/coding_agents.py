@@ -91,17 +91,33 @@ def _coding_rows(table: pa.Table) -> pa.Table | None:
     return picked if picked.num_rows else None
 
 
+# Codex sends some 460 internal spans per turn; only these can change a turn's rows (codex.derive), so a
+# batch of the others re-derives nothing.
+_CODEX_SPANS = pa.array([n.CODEX_SPAN_TURN, n.CODEX_SPAN_REQUEST, n.CODEX_SPAN_RESPONSE_EVENT])
+_CODEX_KEYS = (n.CODEX_CONVERSATION_ID, n.CODEX_CALL_ID)
+
+
+def _lookup(maps: pa.ChunkedArray, key: str) -> pa.ChunkedArray:
+    return pc.map_lookup(maps, pa.scalar(key), "first")
+
+
 def touched(tables: BatchTables) -> Touched:
-    """Which coding-agent turns a batch's spans and log records may change (cheap when it has none)."""
+    """Which coding-agent turns a batch's spans and log records may change (cheap when it has none:
+    attribute maps are read column-wise, and only for the rows that need them)."""
     out = Touched()
     if tables.traces is not None and tables.traces.num_rows:
-        spans = _coding_rows(tables.traces.select(["TraceId", "ServiceName", "Timestamp", "SpanAttributes"]))
+        spans = _coding_rows(tables.traces.select(["TraceId", "ServiceName", "Timestamp", "SpanName", "SpanAttributes"]))
         if spans is not None:
-            ts = spans.column("Timestamp").cast(pa.int64()).to_pylist()
-            for trace, service, t, attrs in zip(spans.column("TraceId").to_pylist(), spans.column("ServiceName").to_pylist(),
-                                                ts, spans.column("SpanAttributes").to_pylist()):  # fmt: skip
+            services = spans.column("ServiceName")
+            codex_rows = pc.starts_with(services, "codex")
+            relevant = pc.or_(pc.invert(codex_rows), pc.is_in(spans.column("SpanName"), _CODEX_SPANS))
+            for key in _CODEX_KEYS:
+                relevant = pc.or_(relevant, pc.is_valid(_lookup(spans.column("SpanAttributes"), key)))
+            spans = spans.filter(pc.fill_null(relevant, False))
+            sessions = _lookup(spans.column("SpanAttributes"), n.GEN_AI_CONVERSATION_ID).to_pylist()
+            for trace, service, t, session in zip(spans.column("TraceId").to_pylist(), spans.column("ServiceName").to_pylist(),
+                                                  spans.column("Timestamp").cast(pa.int64()).to_pylist(), sessions):  # fmt: skip
                 if service == gemini_cli.SERVICE:
-                    session = dict(attrs or ()).get(n.GEN_AI_CONVERSATION_ID)
                     if session:
                         _span_window(out.gemini, session, t)
                 elif trace:
@@ -109,22 +125,24 @@ def touched(tables: BatchTables) -> Touched:
     if tables.logs is not None and tables.logs.num_rows:
         logs = _coding_rows(tables.logs.select(["TraceId", "ServiceName", "Timestamp", "EventName", "LogAttributes"]))
         if logs is not None:
+            attrs = logs.column("LogAttributes")
             ts = logs.column("Timestamp").cast(pa.int64()).to_pylist()
-            for trace, service, t, ev, attrs in zip(logs.column("TraceId").to_pylist(), logs.column("ServiceName").to_pylist(),
-                                                    ts, logs.column("EventName").to_pylist(),
-                                                    logs.column("LogAttributes").to_pylist()):  # fmt: skip
-                a = dict(attrs or ())
-                name = event_name(ev, a)
+            looked = {k: _lookup(attrs, k).to_pylist() for k in (n.EVENT_NAME_ATTR, n.OPENINFERENCE_SESSION_ID,
+                      n.HOOK_RUNTIME, n.GEN_AI_CONVERSATION_ID, n.HOOK_TURN_KEY, n.HOOK_PROCESS_KEY)}  # fmt: skip
+            for i, (trace, service, ev) in enumerate(zip(logs.column("TraceId").to_pylist(), logs.column("ServiceName").to_pylist(),
+                                                         logs.column("EventName").to_pylist())):  # fmt: skip
+                name = event_name(ev, {n.EVENT_NAME_ATTR: looked[n.EVENT_NAME_ATTR][i] or ""})
+                session = looked[n.OPENINFERENCE_SESSION_ID][i]
                 if name in HOOK_EVENTS:
-                    out.hooks.append((a.get(n.HOOK_RUNTIME, ""), a.get(n.GEN_AI_CONVERSATION_ID, ""),
-                                      a.get(n.HOOK_TURN_KEY, ""), a.get(n.HOOK_PROCESS_KEY, ""), t))  # fmt: skip
+                    out.hooks.append((looked[n.HOOK_RUNTIME][i] or "", looked[n.GEN_AI_CONVERSATION_ID][i] or "",
+                                      looked[n.HOOK_TURN_KEY][i] or "", looked[n.HOOK_PROCESS_KEY][i] or "", ts[i]))  # fmt: skip
                 elif service == gemini_cli.SERVICE:
-                    if a.get(n.OPENINFERENCE_SESSION_ID):
-                        _span_window(out.gemini, a[n.OPENINFERENCE_SESSION_ID], t)
+                    if session:
+                        _span_window(out.gemini, session, ts[i])
                 elif trace:
-                    _span_window(out.traces, trace, t)
-                elif service == claude_code.SERVICE and a.get(n.OPENINFERENCE_SESSION_ID):
-                    _span_window(out.claude_untraced, a[n.OPENINFERENCE_SESSION_ID], t)
+                    _span_window(out.traces, trace, ts[i])
+                elif service == claude_code.SERVICE and session:
+                    _span_window(out.claude_untraced, session, ts[i])
     return out
 
 

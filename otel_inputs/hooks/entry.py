@@ -23,12 +23,20 @@ still be written.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import signal
 import sys
 import time
+
+# The interpreter's own C modules: ``hashlib`` loads OpenSSL and ``signal`` imports ``enum``, which
+# together cost twice an interpreter start; these two cost nothing measurable.
+try:
+    from _sha256 import sha256  # CPython <= 3.11
+except ImportError:  # pragma: no cover - CPython 3.12+ (or another interpreter)
+    try:
+        from _sha2 import sha256  # type: ignore[no-redef]
+    except ImportError:
+        from hashlib import sha256  # type: ignore[no-redef]
+import _signal as signal
 
 VERSION = 1
 MAX_STDIN = 1 << 20  # bytes of hook input read; more is a gap (never a crash, never a hang)
@@ -49,6 +57,60 @@ class _Deadline(Exception):
     pass
 
 
+class _ScanContext:
+    """What the C JSON scanner reads from its decoder (the ``json`` package imports ``re``, ``enum`` and
+    more, several times the cost of everything else this hook does)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = float
+    memo: dict[str, str] = {}
+
+
+def loads(text: str) -> object:
+    """``json.loads`` by the interpreter's C scanner (``json`` itself only where there is no ``_json``)."""
+    try:
+        import _json
+    except ImportError:  # pragma: no cover - not CPython
+        import json
+
+        return json.loads(text)
+    start = len(text) - len(text.lstrip())
+    try:
+        doc, end = _json.make_scanner(_ScanContext())(text, start)  # type: ignore[attr-defined]
+    except (StopIteration, SystemError, ValueError):  # the C scanner's error path expects a real decoder
+        raise ValueError("not JSON") from None
+    if text[end:].strip():
+        raise ValueError("extra data after the JSON value")
+    return doc
+
+
+def dumps(value: object) -> str:
+    """A job as JSON text, ASCII only (a path's undecodable bytes survive as \\udcXX escapes)."""
+    try:
+        from _json import encode_basestring_ascii as quote
+    except ImportError:  # pragma: no cover - not CPython
+        import json
+
+        return json.dumps(value)
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return quote(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(quote(str(k)) + ":" + dumps(v) for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(dumps(v) for v in value) + "]"
+    return quote(str(value))
+
+
 def _on_alarm(signum: int, frame: object) -> None:
     raise _Deadline()
 
@@ -65,8 +127,8 @@ def read_stdin(stream: object) -> tuple[bytes, str | None]:
 def parse_input(data: bytes) -> tuple[dict[str, object], str | None]:
     """The kept fields of the hook's JSON object; a gap for anything that is not one."""
     try:
-        doc = json.loads(data.decode("utf-8")) if data.strip() else {}
-    except (ValueError, UnicodeDecodeError):
+        doc = loads(data.decode("utf-8")) if data.strip() else {}
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return {}, "hook input is not JSON"
     if not isinstance(doc, dict):
         return {}, "hook input is not a JSON object"
@@ -74,7 +136,7 @@ def parse_input(data: bytes) -> tuple[dict[str, object], str | None]:
     prompt = doc.get("prompt")
     if isinstance(prompt, str):
         encoded = prompt.encode("utf-8", "surrogatepass")
-        kept["prompt_sha256"] = hashlib.sha256(encoded).hexdigest()
+        kept["prompt_sha256"] = sha256(encoded).hexdigest()
         kept["prompt_length"] = len(prompt)
     return kept, None
 
@@ -143,7 +205,7 @@ def describe_file(path: str, role: str, budget: list[int]) -> dict[str, object]:
         entry["error"] = f"unreadable: {exc.strerror or type(exc).__name__}"
         return entry
     budget[0] -= len(data)
-    entry.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    entry.update(size=len(data), sha256=sha256(data).hexdigest())
     return entry
 
 
@@ -203,14 +265,14 @@ def agent_process_key() -> str | None:
 
 
 def write_job(queue: str, job: dict[str, object]) -> str:
-    """Write the job aside, fsync, rename into the queue (a reader never sees half a job)."""
+    """Write the job aside, then rename it into the queue (a reader never sees half a job).  Not fsynced:
+    the agent waits for the hook, and a job lost to a power cut reads as no hook record (a gap)."""
     os.makedirs(queue, mode=0o700, exist_ok=True)
     name = f"{time.time_ns():020d}-{os.getpid()}.json"
     tmp = os.path.join(queue, "." + name + ".tmp")  # not *.json: a worker never takes half a job
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.write(fd, json.dumps(job, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
-        os.fsync(fd)
+        os.write(fd, dumps(job).encode("ascii"))
     finally:
         os.close(fd)
     os.rename(tmp, os.path.join(queue, name))
