@@ -30,6 +30,7 @@ LEGACY_RECOVERY_LOOKBACK = 20
 # --------------------------------------------------------------------------------------------
 # source_format of a coding agent's turn -> the runtime's name (exporter/_encodings/coding_agents.py)
 CODING_RUNTIMES = {"claude_code": "Claude Code", "codex": "Codex", "gemini_cli": "Gemini CLI"}
+HOOK_SERVICE = "otel-inputs-hook"  # service.name of the otel-inputs hooks' records (otel_inputs/hooks/worker.py)
 
 
 @dataclass(frozen=True)
@@ -535,6 +536,9 @@ def services_without_attempts(db: Backend) -> tuple[ServiceRecords, ...]:
     logs = dict(db.rows('SELECT "ServiceName", count(*) FROM otel_logs GROUP BY "ServiceName"', [])) \
         if db.has("otel_logs") else {}
     mapped = {r[0] for r in db.rows("SELECT DISTINCT service_name FROM agent_attempts", [])}
+    if db.rows(f"SELECT 1 FROM agent_attempts WHERE source_format IN ({', '.join(repr(f) for f in CODING_RUNTIMES)}) LIMIT 1",
+               []):
+        mapped.add(HOOK_SERVICE)  # the otel-inputs hook's records are read with the coding agents' turns
     out = [ServiceRecords(name or None, int(spans.get(name, 0)), int(logs.get(name, 0)))
            for name in sorted(set(spans) | set(logs), key=lambda x: x or "")
            if (name or None) not in mapped]  # fmt: skip

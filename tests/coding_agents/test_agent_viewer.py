@@ -104,3 +104,39 @@ def test_a_real_claude_code_turns_instruction_file_opens_with_its_facts_and_veri
     assert has(strings, "Loaded: reported — Claude Code reported it loaded (InstructionsLoaded: memory_type Project")
     assert has(strings, "Delivered: partial")
     assert has(strings, "# Project rules (CLAUDE.md)")  # the preview, read from the store and verified
+
+
+def test_a_claude_code_version_whose_names_differ_lands_unmapped_and_the_runs_page_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code telemetry whose turn span is renamed (a version with other names) derives no attempt, keeps every record, and the runs page counts them per service instead of saying nothing was recorded."""
+    from corpus import Request
+
+    from otel_inputs.exporter._otlp import parse_protobuf
+
+    renamed = []
+    for r in load("claude-code-inline")[0]:
+        if r.signal == "traces":
+            req = parse_protobuf(r.body)
+            for rs in req.resource_spans:
+                for ss in rs.scope_spans:
+                    for sp in ss.spans:
+                        sp.name = sp.name.replace("claude_code.interaction", "claude_code.turn_v3")
+            r = Request(r.path, r.content_type, req.SerializeToString())
+        renamed.append(r)
+    c = Collector(tmp_path / "t.duckdb", tmp_path / "store").start()
+    try:
+        replay(c.endpoint, renamed)
+    finally:
+        c.stop()
+    assert c.rows("SELECT count(*) FROM agent_attempts") == [(0,)]
+    spans, logs = c.rows("SELECT (SELECT count(*) FROM otel_traces), (SELECT count(*) FROM otel_logs "
+                         "WHERE \"ServiceName\" = 'claude-code')")[0]  # fmt: skip
+    monkeypatch.setenv(names.ENV_DB, str(c.db))
+    monkeypatch.delenv(names.ENV_CLICKHOUSE, raising=False)
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    assert not at.exception, at.exception
+    shown = [str(t.value) for t in at.text]
+    assert any(t.startswith(f"claude-code: {spans + logs} records ({spans} spans, {logs} log records), no attempts")
+               for t in shown), shown
+    assert "No attempts recorded yet." not in shown
