@@ -29,7 +29,7 @@ SIDECAR_SUFFIX = ".otel-inputs-setup.json"
 HOOK_MARK = "otel_inputs/hooks/entry.py"
 TOML_BEGIN = "# >>> otel-inputs setup codex (managed block: `otel-inputs setup codex --undo` removes it)"
 TOML_END = "# <<< otel-inputs setup codex"
-CLAUDE_HOOK_EVENTS = ("UserPromptSubmit", "InstructionsLoaded")
+CLAUDE_HOOK_EVENTS = ("UserPromptSubmit", "InstructionsLoaded", "Stop")
 CODEX_HOOK_EVENTS = ("UserPromptSubmit",)
 GEMINI_HOOK_EVENTS = ("BeforeAgent",)
 RUNTIME_NAMES = {"claude-code": n.RUNTIME_CLAUDE_CODE, "codex": n.RUNTIME_CODEX, "gemini": n.RUNTIME_GEMINI_CLI}
@@ -75,10 +75,17 @@ def entry_path() -> Path:
     return Path(spec.origin).parent / "entry.py"
 
 
+def bodies_dir(opts: Options) -> Path:
+    """Where Claude Code writes whole request bodies with --raw-bodies file (beside the store)."""
+    return opts.store.parent / "claude-code-bodies"
+
+
 def hook_command(opts: Options) -> str:
     """The command a runtime runs: the stdlib-only entry, by path, in isolated mode without site."""
     parts = [opts.python, "-I", "-S", str(entry_path()), "--runtime", RUNTIME_NAMES[opts.runtime],
              "--store", str(opts.store), "--endpoint", opts.endpoint, "--python", opts.python]  # fmt: skip
+    if opts.runtime == "claude-code" and opts.raw_bodies == "file":
+        parts += ["--bodies-dir", str(bodies_dir(opts))]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -208,13 +215,14 @@ def claude_plan(opts: Options, undo: bool = False) -> Plan:
         plan.switches.append(("OTEL_LOG_RAW_API_BODIES=1", "every model request and response body, cut at 60 KB "
                               "(a longer request is recorded as partial)"))
     elif opts.raw_bodies == "file":
-        bodies = opts.store.parent / "claude-code-bodies"
+        bodies = bodies_dir(opts)
         env["OTEL_LOG_RAW_API_BODIES"] = f"file:{bodies}"
         plan.switches.append((f"OTEL_LOG_RAW_API_BODIES=file:{bodies}", "every model request and response body, "
                               "whole, written to that directory (the event carries its path, not the body)"))
     _json_setup(path, plan, env, "env", CLAUDE_HOOK_EVENTS, hook_command(opts), 10)
-    plan.notes.append("hooks: UserPromptSubmit and InstructionsLoaded run the otel-inputs hook "
-                      "(instruction-file snapshots; Claude Code's own report of which files it loaded)")
+    plan.notes.append("hooks: UserPromptSubmit, InstructionsLoaded and Stop run the otel-inputs hook "
+                      "(instruction-file snapshots; Claude Code's own report of which files it loaded; with "
+                      "--raw-bodies file, the turn's request bodies read into the store at its end)")
     return plan
 
 

@@ -290,6 +290,12 @@ HOOK_GAP = "otel_inputs.hook.gap"  # what the hook could not do, one line per ga
 INSTRUCTION_DISCOVERY = "otel_inputs.instruction.discovery"  # why the hook listed the file
 INSTRUCTION_MEMORY_TYPE = "otel_inputs.instruction.memory_type"  # Claude Code's InstructionsLoaded report
 INSTRUCTION_LOAD_REASON = "otel_inputs.instruction.load_reason"  # Claude Code's InstructionsLoaded report
+# Claude Code with OTEL_LOG_RAW_API_BODIES=file:DIR: the worker reads each request body of the turn (agent-side)
+# into the store at its end (Stop) and says, per instruction file, whether its bytes are in it.
+REQUEST_BODY_EVENT = "otel_inputs.request_body"
+REQUEST_BODY_REF = "otel_inputs.request_body.ref"  # the body's path exactly as the runtime's body_ref names it
+INSTRUCTION_DELIVERED = "otel_inputs.instruction.delivered"  # per file, in a request_body record's order
+INSTRUCTION_DELIVERED_DETAIL = "otel_inputs.instruction.delivered_detail"
 RUNTIME_CLAUDE_CODE = "claude-code"
 RUNTIME_CODEX = "codex"
 RUNTIME_GEMINI_CLI = "gemini-cli"

@@ -66,6 +66,7 @@ class Request:
     note: str | None = None  # how it was recorded, or why it was not (names the switch)
     system: str | None = None
     messages_json: str | None = None
+    deliveries: list[Log] | None = None  # Claude Code file: bodies read agent-side (otel_inputs.request_body)
 
 
 @dataclass
@@ -174,4 +175,4 @@ def messages_note(prompt: str | None, prompt_switch: str, request: Request | Non
     return "; ".join(notes)
 
 
-HOOK_EVENTS = frozenset({n.HOOK_TURN_EVENT, n.INSTRUCTION_FILE_EVENT})
+HOOK_EVENTS = frozenset({n.HOOK_TURN_EVENT, n.INSTRUCTION_FILE_EVENT, n.REQUEST_BODY_EVENT})

@@ -94,7 +94,18 @@ def _pair(calls: list[Step], logs: Sequence[Log], event: str, turn_trace: str) -
     return out
 
 
-def _request(body: Log | None, bodies_on: bool | None) -> Request:
+def _read_agent_side(hooks: Sequence[Log]) -> dict[str, list[Log]]:
+    """The otel-inputs hook's request_body records by body path: a file: body read agent-side at the
+    turn's end, with each instruction file found in it or not."""
+    out: dict[str, list[Log]] = {}
+    for h in sorted((h for h in hooks if h.event == n.REQUEST_BODY_EVENT), key=Log.key):
+        ref = h.attrs.get(n.REQUEST_BODY_REF)
+        if ref:
+            out.setdefault(ref, []).append(h)
+    return out
+
+
+def _request(body: Log | None, bodies_on: bool | None, read_bodies: dict[str, list[Log]] | None = None) -> Request:
     if body is None:
         note = (f"not recorded by {LABEL}: set {SWITCH_BODIES}" if not bodies_on
                 else f"not recorded: no api_request_body event of {LABEL} fell inside this call")
@@ -112,7 +123,15 @@ def _request(body: Log | None, bodies_on: bool | None) -> Request:
             _messages(req)
         return req
     if a.get(n.CLAUDE_BODY_REF):
-        return Request(length=length, note=(f"written whole by {LABEL} to {a[n.CLAUDE_BODY_REF]} on the agent's machine "
+        ref = a[n.CLAUDE_BODY_REF]
+        read = (read_bodies or {}).get(ref)
+        if read:
+            r = read[0].attrs
+            return Request(length=length, deliveries=read, note=(
+                f"written whole by {LABEL} to {ref}; read agent-side into the store by the otel-inputs hook at the "
+                f"turn's end ({r.get(n.PART_SIZE_BYTES)} bytes, sha256 {r.get(n.PART_SHA256)}, "
+                f"{r.get(n.PART_CAPTURE)})"))
+        return Request(length=length, note=(f"written whole by {LABEL} to {ref} on the agent's machine "
                                             f"({length or 0} bytes); the receiver does not open it"))
     return Request(note=f"the api_request_body event of {LABEL} held neither body nor body_ref")
 
@@ -159,12 +178,13 @@ def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: S
     bodies = _pair(calls, own_logs, EV_BODY, turn_span.trace_id)
     apis = _pair(calls, own_logs, EV_API, turn_span.trace_id)
     bodies_on = bool(bodies) or any(l.event == EV_BODY for l in own_logs)
+    read_bodies = _read_agent_side(hooks)
     for i, call in enumerate(calls):
         source = first([apis[i].attrs.get(n.CLAUDE_QUERY_SOURCE) if i in apis else None,
                         bodies[i].attrs.get(n.CLAUDE_QUERY_SOURCE) if i in bodies else None])
         if source and source not in MAIN_QUERY_SOURCES and not source.startswith("agent"):
             call.auxiliary = source
-        call.request = _request(bodies.get(i), bodies_on)
+        call.request = _request(bodies.get(i), bodies_on, read_bodies)
         call.request_record = call.request.note
     turn.steps = sorted(calls + tools, key=lambda s: (s.start_ns or 0, s.span_id))
     main = next((c for c in calls if c.auxiliary is None), None)
@@ -224,6 +244,11 @@ def _files(turn: Turn, hooks: Sequence[Log]) -> None:
     for f in files:
         if f.loaded == ins.LOADED_NOT_REPORTED and f.path.endswith("/AGENTS.md") and f.path.rsplit("/", 1)[0] in loaded_dirs:
             f.loaded_detail += " (the CLAUDE.md in the same folder was reported loaded)"
+    for rec in (turn.request.deliveries if turn.request is not None else None) or []:
+        for f in files:  # the body read agent-side says it (the receiver never opens it)
+            if rec.attrs.get(n.INPUT_SOURCE_PATH) == f.path and rec.attrs.get(n.INSTRUCTION_DELIVERED):
+                f.delivered = rec.attrs[n.INSTRUCTION_DELIVERED]
+                f.delivered_detail = rec.attrs.get(n.INSTRUCTION_DELIVERED_DETAIL)
     ins.settle_delivery(RUNTIME, files, turn.request, LABEL)
     turn.files = files
     turn.hook_process_key = process

@@ -215,6 +215,8 @@ def list_files(runtime: str, fields: dict[str, object], env: dict[str, str]) -> 
     home = env.get("HOME") or os.path.expanduser("~")
     wanted: list[tuple[str, str]] = []
     reported = fields.get("file_path")
+    if fields.get("hook_event_name") == "Stop":
+        return []  # the turn's end: its request bodies are the worker's to read (``bodies_dir``)
     if isinstance(reported, str) and fields.get("hook_event_name") == "InstructionsLoaded":
         wanted.append((reported, "reported_loaded"))
     else:
@@ -310,6 +312,11 @@ def run(argv: list[str], stdin: object, env: dict[str, str]) -> dict[str, object
         job["input"] = fields
         job["process_key"] = agent_process_key()
         job["files"] = list_files(runtime, fields, env)
+        # Claude Code writes each request body whole here (setup passes the directory it configured; Claude
+        # Code does not hand its settings' env to hooks).
+        bodies = args.get("--bodies-dir") or env.get("OTEL_LOG_RAW_API_BODIES", "").partition("file:")[2]
+        if fields.get("hook_event_name") == "Stop" and bodies:
+            job["bodies_dir"] = bodies
     except _Deadline:
         gaps.append(f"the hook stopped at its {DEADLINE_S} s bound before it listed every file")
     except Exception as exc:  # noqa: BLE001 - a hook never breaks the agent: the failure becomes a gap

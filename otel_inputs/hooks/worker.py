@@ -40,6 +40,8 @@ SEND_TIMEOUT_S = 3.0
 STALE_CLAIM_S = 120.0
 WORKER_BUDGET_S = 30.0
 MAX_FILE_BYTES = 4 << 20
+MAX_BODY_BYTES = 16 << 20
+MAX_BODIES = 64  # newest request bodies looked at per turn end
 SCOPE = "otel_inputs.hooks"
 SERVICE = "otel-inputs-hook"
 _EVENT_TURN = {"UserPromptSubmit", "BeforeAgent"}
@@ -146,6 +148,111 @@ def capture_files(store: ArtifactStore | None, job: Mapping[str, Any], cid: str,
     return got
 
 
+def _state_path(store: Path, runtime: str, session: str) -> Path:
+    key = hashlib.sha256(f"{runtime}\0{session}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return store / "hooks" / "state" / f"{key}.json"
+
+
+def remember_turn(store: Path, job: Mapping[str, Any], cid: str, files: Sequence[Mapping[str, Any]]) -> None:
+    """The session's latest prompt and its files' digests, for the turn's end (Stop) to check bodies against."""
+    fields = job.get("input") or {}
+    if not fields.get("session_id"):
+        return
+    path = _state_path(store, str(job.get("runtime")), str(fields["session_id"]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"capture_id": cid, "turn_key": fields.get("prompt_id") or fields.get("turn_id"),
+           "files": [{"path": f.get("path"), "size": f.get("size"), "sha256": f.get("sha256")} for f in files]}
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc), encoding="utf-8", errors="surrogateescape")
+    os.replace(tmp, path)
+
+
+_UNESCAPES = (("\\n", "\n"), ("\\t", "\t"), ("\\r", "\r"), ('\\"', '"'), ("\\/", "/"), ("\\b", "\b"), ("\\f", "\f"))
+
+
+def _unescape(text: str) -> str:
+    """The receiver's rule (exporter/_encodings/_instructions.py): JSON escapes undone in place."""
+    out = text.replace("\\\\", "\0")
+    for escaped, plain in _UNESCAPES:
+        out = out.replace(escaped, plain)
+    return out.replace("\0", "\\")
+
+
+def delivered_in_body(body: str, path: str, size: Any, sha: Any) -> tuple[str, str]:
+    """Whether a file's bytes are in a whole Claude Code request body, by its ``Contents of PATH (…):`` marker."""
+    text = _unescape(body)
+    at = text.find(f"Contents of {path} (")
+    end = text.find("):\n\n", at) if at >= 0 else -1
+    if end < 0:
+        return "absent", "the request body (whole, read agent-side) does not hold this file"
+    if not isinstance(size, int) or not isinstance(sha, str):
+        return "in_request", "in the request; its bytes at dispatch were not recorded, so not compared"
+    piece = text[end + 4:].encode("utf-8", "surrogatepass")[:size]
+    if len(piece) == size and hashlib.sha256(piece).hexdigest() == sha:
+        return "whole", f"all {size} bytes, as at dispatch (the request body read agent-side)"
+    return "differs", ("the request holds other bytes where this file goes: the file changed after the hook saw it, "
+                       f"or Claude Code shortened or rewrote it ({size} bytes at dispatch)")
+
+
+def _body_session(data: bytes) -> str | None:
+    try:
+        doc = json.loads(data)
+        user = json.loads(doc["metadata"]["user_id"])
+        return user.get("session_id") if isinstance(user, dict) else None
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def capture_bodies(store: ArtifactStore | None, store_root: Path, job: Mapping[str, Any],
+                   gaps: list[str]) -> list[dict[str, Any]]:
+    """At a Claude Code turn's end: each request body of this session not yet captured, read whole from the
+    body directory into the store, with each of the turn's instruction files found in it or not."""
+    fields = job.get("input") or {}
+    session, folder = fields.get("session_id"), job.get("bodies_dir")
+    if not session or not folder or store is None:
+        return []
+    try:
+        state = json.loads(_state_path(store_root, str(job.get("runtime")), str(session)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        state = {"files": []}
+    try:
+        bodies = sorted(Path(str(folder)).glob("*.request.json"), key=lambda p: p.stat().st_mtime_ns)[-MAX_BODIES:]
+    except OSError as exc:
+        gaps.append(f"request bodies unreadable: {exc.strerror or type(exc).__name__}")
+        return []
+    out: list[dict[str, Any]] = []
+    for body in bodies:
+        cid = f"{job.get('runtime')}:body:{body.name}"
+        if store.attempt(cid) is not None:
+            continue  # captured at an earlier turn's end
+        try:
+            data = body.read_bytes()[:MAX_BODY_BYTES + 1]
+        except OSError:
+            continue
+        if len(data) > MAX_BODY_BYTES or _body_session(data) != session:
+            continue
+        try:
+            staging = store.begin_attempt(cid)
+            blob = staging.put_bytes(data)
+            item = CatalogItem(attempt_id=cid, input_id=f"{cid}#0", seq=0, label=body.name, source_path=str(body),
+                               snapshot_ref=blob.snapshot_ref, media_type="application/json", preview_kind="text",
+                               size_bytes=len(data), sha256=blob.sha256, capture_status=CaptureStatus.CAPTURED.value,
+                               artifact_status=ArtifactStatus.AVAILABLE.value, captured_at_ns=time.time_ns())
+            staging.commit(AttemptRecord(attempt_id=cid, run_id=session, session_id=session, state="ended",
+                                         coverage="complete", decision="admitted", committed_at_ns=time.time_ns(),
+                                         ended_at_ns=time.time_ns(), items=(item,)))
+            captured = True
+        except (StoreError, OSError):
+            captured, blob = False, None
+        text = data.decode("utf-8", "surrogateescape")
+        out.append({"ref": str(body), "capture_id": cid, "turn_key": state.get("turn_key"), "size": len(data),
+                    "sha256": hashlib.sha256(data).hexdigest(), "captured": captured,
+                    "deliveries": [(f.get("path"), *delivered_in_body(text, str(f.get("path")), f.get("size"),
+                                                                      f.get("sha256")))
+                                   for f in state.get("files") or [] if f.get("path")]})  # fmt: skip
+    return out
+
+
 def input_id(cid: str, index: int) -> str:
     return f"{cid}#{index}"
 
@@ -190,7 +297,7 @@ def records(job: Mapping[str, Any], cid: str, files: Sequence[Mapping[str, Any]]
     }
     ts = str(job.get("time_ns") or time.time_ns())
     out: list[dict[str, Any]] = []
-    if event in _EVENT_TURN or not files:
+    if event in _EVENT_TURN or (event != "Stop" and not files):
         turn = dict(common)
         turn.update({n.HOOK_PROMPT_SHA256: fields.get("prompt_sha256"), n.HOOK_PROMPT_LENGTH: fields.get("prompt_length"),
                      n.HOOK_FILE_COUNT: len(files), n.HOOK_GAP: "\n".join(gaps) or None})  # fmt: skip
@@ -219,6 +326,16 @@ def records(job: Mapping[str, Any], cid: str, files: Sequence[Mapping[str, Any]]
         })
         out.append({"timeUnixNano": ts, "observedTimeUnixNano": ts, "eventName": n.INSTRUCTION_FILE_EVENT,
                     "attributes": _attrs(attrs)})  # fmt: skip
+    for b in job.get("bodies") or []:
+        attrs = dict(common)
+        attrs.update({n.HOOK_TURN_KEY: b.get("turn_key"), n.HOOK_CAPTURE_ID: b.get("capture_id"),
+                      n.REQUEST_BODY_REF: b.get("ref"), n.PART_SIZE_BYTES: b.get("size"), n.PART_SHA256: b.get("sha256"),
+                      n.PART_CAPTURE: "captured" if b.get("captured") else "not_captured"})  # fmt: skip
+        for path, state, detail in b.get("deliveries") or [[None, None, None]]:
+            one = dict(attrs, **{n.INPUT_SOURCE_PATH: path, n.INSTRUCTION_DELIVERED: state,
+                                 n.INSTRUCTION_DELIVERED_DETAIL: detail})
+            out.append({"timeUnixNano": ts, "observedTimeUnixNano": ts, "eventName": n.REQUEST_BODY_EVENT,
+                        "attributes": _attrs(one)})  # fmt: skip
     return out
 
 
@@ -258,7 +375,10 @@ def process(path: Path, store: ArtifactStore | None, dirs: Dirs, default_endpoin
     gaps = [str(g) for g in job.get("gaps") or []]
     if "captured" not in job:
         job["captured"] = capture_files(store, job, cid, gaps)
+        job["bodies"] = capture_bodies(store, dirs.queue.parents[1], job, gaps)
         job["capture_id"], job["gaps"] = cid, gaps
+        if (job.get("input") or {}).get("hook_event_name") in _EVENT_TURN:
+            remember_turn(dirs.queue.parents[1], job, cid, job["captured"])
     body = request_body(records(job, cid, job["captured"], gaps))
     if send(str(job.get("endpoint") or default_endpoint), body):
         path.unlink(missing_ok=True)

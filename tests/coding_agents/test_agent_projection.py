@@ -108,14 +108,16 @@ def test_claude_codes_session_title_call_is_an_auxiliary_step_never_an_attempt(l
     assert len(got.attempts()) == 2
 
 
-def test_claude_file_bodies_are_named_not_opened(landed: dict[str, Landed]) -> None:
-    """With OTEL_LOG_RAW_API_BODIES=file:DIR the request is named by its path on the agent's machine and not read by the receiver, so delivery reads request not recorded, with the path."""
+def test_claude_file_bodies_are_read_agent_side_and_never_opened_by_the_receiver(landed: dict[str, Landed]) -> None:
+    """With OTEL_LOG_RAW_API_BODIES=file:DIR the hook reads each request body into the store at the turn's end, so the 70 KB CLAUDE.md reads delivered whole and AGENTS.md absent, while the receiver only matched the body's path."""
     got = landed["claude-code-file-bodies"]
     first = got.attempts()[0]
     record = got.steps(first["attempt_id"])[0]["request_record"]
-    assert "written whole by Claude Code to " in record and "receiver does not open it" in record
-    claude_md = got.inputs(first["attempt_id"])[0]
-    assert claude_md["delivered"] == "request_not_recorded" and ".request.json" in claude_md["delivered_detail"]
+    assert "written whole by Claude Code to " in record and "read agent-side into the store by the otel-inputs hook" in record
+    claude_md, agents_md = got.inputs(first["attempt_id"])
+    assert (claude_md["loaded"], claude_md["delivered"]) == ("reported", "whole")
+    assert claude_md["delivered_detail"] == f"all {claude_md['size_bytes']} bytes, as at dispatch (the request body read agent-side)"
+    assert (agents_md["loaded"], agents_md["delivered"]) == ("not_reported", "absent")
 
 
 def test_each_codex_turn_is_one_attempt_and_what_codex_never_sends_says_so(landed: dict[str, Landed]) -> None:

@@ -43,12 +43,15 @@ def test_claude_setup_keeps_the_users_settings_and_undo_restores_them(tmp_path: 
 
 
 def test_claude_setup_with_file_bodies_names_the_body_directory(tmp_path: Path) -> None:
-    """--raw-bodies file sets OTEL_LOG_RAW_API_BODIES=file:<dir beside the store> and says what it sends."""
+    """--raw-bodies file sets OTEL_LOG_RAW_API_BODIES=file:<dir beside the store>, says what it sends, and hands the directory to the Stop hook."""
     done = setup(tmp_path, "claude-code", "--user", "--store", str(tmp_path / "s" / "store"), "--raw-bodies", "file")
     assert done.returncode == 0, done.stderr
     env = json.loads((tmp_path / ".claude" / "settings.json").read_text(encoding="utf-8"))["env"]
     assert env["OTEL_LOG_RAW_API_BODIES"] == f"file:{tmp_path / 's' / 'claude-code-bodies'}"
     assert "whole, written to that directory" in done.stdout
+    hooks = json.loads((tmp_path / ".claude" / "settings.json").read_text(encoding="utf-8"))["hooks"]
+    stop = hooks["Stop"][0]["hooks"][0]["command"]  # the turn's end reads its bodies into the store
+    assert stop.endswith(f"--bodies-dir {tmp_path / 's' / 'claude-code-bodies'}")
 
 
 def test_codex_setup_adds_one_managed_block_and_undo_removes_only_it(tmp_path: Path) -> None:
