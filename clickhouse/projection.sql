@@ -303,7 +303,16 @@ SELECT ts, event, A, seq, trace_id, span_id, A['otel_inputs.hook.runtime'] AS ru
        A['gen_ai.conversation.id'] AS session_id, A['otel_inputs.hook.turn_key'] AS turn_key,
        A['otel_inputs.hook.process_key'] AS process_key, A['otel_inputs.hook.capture_id'] AS capture_id
 FROM otel_inputs_coding_logs
-WHERE service = 'otel-inputs-hook' AND event IN ('otel_inputs.hook.turn', 'otel_inputs.instruction_file');
+WHERE service = 'otel-inputs-hook' AND event IN ('otel_inputs.hook.turn', 'otel_inputs.instruction_file', 'otel_inputs.request_body');
+
+-- Claude Code file: bodies read agent-side (otel_inputs.request_body): per body path, the first record's facts.
+CREATE VIEW IF NOT EXISTS otel_inputs_coding_read_bodies AS
+SELECT A['otel_inputs.request_body.ref'] AS ref,
+       argMin((A['otel_inputs.part.size_bytes'], A['otel_inputs.part.sha256'], A['otel_inputs.part.capture']),
+              (ts, event, seq, trace_id, span_id)) AS facts
+FROM otel_inputs_coding_hooks
+WHERE event = 'otel_inputs.request_body' AND A['otel_inputs.request_body.ref'] != ''
+GROUP BY ref;
 
 -- Claude Code: a turn is a claude_code.interaction span; its records are its trace's and the session's
 -- records without trace context inside its time (the session-title call's).
@@ -380,13 +389,19 @@ SELECT c.attempt_id AS attempt_id, c.turn_trace AS turn_trace, c.span_id AS span
                tupleElement(p.body, 1),
                    concat('inline in Claude Code''s api_request_body event, whole (', toString(length(tupleElement(p.body, 2))),
                           ' bytes)'),
+               tupleElement(p.body, 5) != '' AND rb.ref != '',
+                   concat('written whole by Claude Code to ', tupleElement(p.body, 5), '; read agent-side into the store by the ',
+                          'otel-inputs hook at the turn''s end (', tupleElement(rb.facts, 1), ' bytes, sha256 ',
+                          tupleElement(rb.facts, 2), ', ', tupleElement(rb.facts, 3), ')'),
                tupleElement(p.body, 5) != '',
                    concat('written whole by Claude Code to ', tupleElement(p.body, 5), ' on the agent''s machine (',
                           toString(coalesce(toUInt64OrNull(tupleElement(p.body, 4)), 0)), ' bytes); the receiver does not open it'),
                'the api_request_body event of Claude Code held neither body nor body_ref') AS req_note
+       , if(has_body AND NOT tupleElement(p.body, 1), nullIf(tupleElement(p.body, 5), ''), NULL) AS req_ref
 FROM c
 LEFT JOIN p ON p.attempt_id = c.attempt_id AND p.span_id = c.span_id
-LEFT JOIN otel_inputs_claude_turn_facts AS f ON f.attempt_id = c.attempt_id;
+LEFT JOIN otel_inputs_claude_turn_facts AS f ON f.attempt_id = c.attempt_id
+LEFT JOIN otel_inputs_coding_read_bodies AS rb ON rb.ref = tupleElement(p.body, 5);
 
 CREATE VIEW IF NOT EXISTS otel_inputs_claude_steps AS
 SELECT attempt_id, span_id, trace_id, parent_span_id, 'model_call' AS step_kind, CAST(NULL, 'Nullable(String)') AS operation_name,
@@ -438,16 +453,16 @@ SELECT t.attempt_id AS attempt_id, 'claude-code' AS runtime, 'claude_code' AS so
                        arrayFilter(b -> JSONExtractString(b, 'type') = 'text', JSONExtractArrayRaw(assumeNotNull(req_text), 'system'))),
                        '\n\n'), NULL) AS req_system,
        if(req_whole, req_text, NULL) AS req_messages,
-       'OTEL_LOG_USER_PROMPTS=1' AS prompt_switch
+       'OTEL_LOG_USER_PROMPTS=1' AS prompt_switch, if(has_main, tupleElement(m.main, 7), NULL) AS req_ref
 FROM otel_inputs_claude_turns AS t
 LEFT JOIN otel_inputs_claude_turn_facts AS f ON f.attempt_id = t.attempt_id
 LEFT JOIN (
     SELECT attempt_id, countIf(auxiliary IS NULL) AS n,
-           argMinIf((provider_name, request_model, req_text, req_whole, req_length, req_note), (started_at, span_id),
+           argMinIf((provider_name, request_model, req_text, req_whole, req_length, req_note, req_ref), (started_at, span_id),
                     auxiliary IS NULL) AS main
     FROM (SELECT attempt_id, span_id, started_at, auxiliary, nullIf(SA['gen_ai.system'], '') AS provider_name,
                  coalesce(nullIf(SA['gen_ai.request.model'], ''), nullIf(SA['model'], '')) AS request_model,
-                 req_text, req_whole, req_length, req_note
+                 req_text, req_whole, req_length, req_note, req_ref
           FROM otel_inputs_claude_calls)
     GROUP BY attempt_id
 ) AS m ON m.attempt_id = t.attempt_id;
@@ -473,7 +488,7 @@ SELECT t.attempt_id AS attempt_id, 'codex' AS runtime, 'codex' AS source_format,
        CAST(NULL, 'Nullable(String)') AS req_text, false AS req_whole, CAST(NULL, 'Nullable(UInt64)') AS req_length,
        'not recorded by Codex: no Codex setting sends the request messages' AS req_note,
        CAST(NULL, 'Nullable(String)') AS req_system, CAST(NULL, 'Nullable(String)') AS req_messages,
-       'set log_user_prompt = true under [otel] for Codex' AS prompt_switch
+       'set log_user_prompt = true under [otel] for Codex' AS prompt_switch, CAST(NULL, 'Nullable(String)') AS req_ref
 FROM otel_inputs_codex_turns AS t
 LEFT JOIN (SELECT TraceId, minIf(SpanAttributes['conversation.id'], SpanAttributes['conversation.id'] != '') AS v
            FROM otel_inputs_spans GROUP BY TraceId) AS sess ON sess.TraceId = t.trace_id
@@ -623,7 +638,7 @@ SELECT t.attempt_id AS attempt_id, 'gemini-cli' AS runtime, 'gemini_cli' AS sour
        if(has_main AND tupleElement(m.main, 3) IS NOT NULL, toUInt64(length(assumeNotNull(tupleElement(m.main, 3)))), NULL) AS req_length,
        if(has_main, tupleElement(m.main, 5), 'no model call of the turn was recorded') AS req_note,
        if(has_main, tupleElement(m.main, 6), NULL) AS req_system, if(has_main, tupleElement(m.main, 8), NULL) AS req_messages,
-       'turn on telemetry.logPrompts for Gemini CLI' AS prompt_switch
+       'turn on telemetry.logPrompts for Gemini CLI' AS prompt_switch, CAST(NULL, 'Nullable(String)') AS req_ref
 FROM otel_inputs_gemini_turns AS t
 LEFT JOIN (
     SELECT attempt_id, countIf(step_kind = 'model_call' AND auxiliary IS NULL) AS n, max(ended_at) AS last_end,
@@ -636,17 +651,17 @@ LEFT JOIN (
 CREATE VIEW IF NOT EXISTS otel_inputs_coding_turn_rows AS
 SELECT attempt_id, runtime, source_format, label, trace_id, span_id, session_id, turn_key, started_at, ended_at, service_name,
        status, prompt, agent_name, provider_name, request_model, req_text, req_whole, req_length, req_note, req_system,
-       req_messages, prompt_switch
+       req_messages, prompt_switch, req_ref
 FROM otel_inputs_claude_turn_rows
 UNION ALL
 SELECT attempt_id, runtime, source_format, label, trace_id, span_id, session_id, turn_key, started_at, ended_at, service_name,
        status, prompt, agent_name, provider_name, request_model, req_text, req_whole, req_length, req_note, req_system,
-       req_messages, prompt_switch
+       req_messages, prompt_switch, req_ref
 FROM otel_inputs_codex_turn_rows
 UNION ALL
 SELECT attempt_id, runtime, source_format, label, trace_id, span_id, session_id, turn_key, started_at, ended_at, service_name,
        status, prompt, agent_name, provider_name, request_model, req_text, req_whole, req_length, req_note, req_system,
-       req_messages, prompt_switch
+       req_messages, prompt_switch, req_ref
 FROM otel_inputs_gemini_turn_rows;
 
 -- The coding-agent rows are settled by refreshable materialized views (every 10 s, each stage after the one it
@@ -745,7 +760,7 @@ WITH f AS (
     SELECT f.attempt_id AS attempt_id, f.seq AS seq, f.part AS part, f.path AS path, f.F AS F, f.captured_at AS captured_at,
            f.report AS report, t.runtime AS runtime, t.label AS label, t.req_text AS req_text, t.req_whole AS req_whole,
            t.req_length AS req_length, t.req_note AS req_note, t.started_at AS attempt_started_at,
-           t.attempt_id IN (SELECT attempt_id FROM otel_inputs_coding_turn_hooks) AS hooked,
+           t.attempt_id IN (SELECT attempt_id FROM otel_inputs_coding_turn_hooks) AS hooked, t.req_ref AS req_ref,
            nullIf(F['otel_inputs.input.sha256'], '') AS sha, toInt64OrNull(F['otel_inputs.input.size_bytes']) AS size
     FROM otel_inputs_coding_files AS f
     JOIN otel_inputs_coding_turn_table AS t ON t.attempt_id = f.attempt_id
@@ -770,7 +785,7 @@ d AS (
     SELECT f.attempt_id AS attempt_id, f.seq AS seq, f.part AS part, f.path AS path, f.F AS F, f.captured_at AS captured_at,
            f.runtime AS runtime, f.label AS label, f.req_text AS req_text, f.req_whole AS req_whole, f.req_length AS req_length,
            f.req_note AS req_note, f.attempt_started_at AS attempt_started_at, f.hooked AS hooked, f.sha AS sha, f.size AS size,
-           coalesce(r.paths, []) AS loaded_paths, coalesce(r.words, []) AS loaded_words,
+           coalesce(r.paths, []) AS loaded_paths, coalesce(r.words, []) AS loaded_words, ad.pair AS agent_side,
            otel_inputs_coding_delivered(f.runtime, f.label, f.req_text, f.req_whole, f.req_length, f.req_note, f.path, f.size, f.sha)
                AS delivered_pair,
            multiIf(f.runtime = 'codex',
@@ -792,6 +807,13 @@ d AS (
                        ('not_reported', 'present at dispatch; not in Gemini CLI''s recorded request (no --- Context from: block)'),
                    ('not_recorded', 'Gemini CLI''s report of loaded files was not recorded')) AS loaded_pair
     FROM f LEFT JOIN loaded_reports AS r ON r.attempt_id = f.attempt_id
+    -- A Claude Code file: body read agent-side says whether the file is in it (the last record of a path wins).
+    LEFT JOIN (SELECT A['otel_inputs.request_body.ref'] AS ref, A['otel_inputs.input.source_path'] AS path,
+                      argMax((A['otel_inputs.instruction.delivered'], A['otel_inputs.instruction.delivered_detail']),
+                             (ts, event, seq, trace_id, span_id)) AS pair
+               FROM otel_inputs_coding_hooks
+               WHERE event = 'otel_inputs.request_body' AND A['otel_inputs.instruction.delivered'] != ''
+               GROUP BY ref, path) AS ad ON ad.ref = f.req_ref AND ad.path = f.path
 )
 SELECT if(part = 2, concat(attempt_id, '#request:', path), coalesce(nullIf(F['otel_inputs.input.id'], ''),
           concat(F['otel_inputs.hook.capture_id'], '#', path))) AS input_id,
@@ -806,8 +828,8 @@ SELECT if(part = 2, concat(attempt_id, '#request:', path), coalesce(nullIf(F['ot
        if(part = 2, 'named in the request; no otel-inputs hook recorded it at dispatch', nullIf(F['otel_inputs.input.detail'], ''))
            AS detail,
        if(part = 2, NULL, captured_at) AS captured_at, CAST(NULL, 'Nullable(String)') AS row_problem, attempt_started_at,
-       if(runtime = 'codex', ('request_not_recorded', 'the request was not recorded by Codex: no Codex setting sends the request messages'),
-          delivered_pair) AS delivered,
+       multiIf(runtime = 'codex', ('request_not_recorded', 'the request was not recorded by Codex: no Codex setting sends the request messages'),
+               tupleElement(agent_side, 1) != '', agent_side, delivered_pair) AS delivered,
        tupleElement(loaded_pair, 1) AS loaded, tupleElement(loaded_pair, 2) AS loaded_detail,
        tupleElement(delivered, 1) AS delivered_state, tupleElement(delivered, 2) AS delivered_detail,
        if(part = 2, NULL, nullIf(F['otel_inputs.hook.capture_id'], '')) AS capture_attempt_id
