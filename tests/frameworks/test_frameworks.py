@@ -227,7 +227,7 @@ def test_vercel_ai_sdk_lands_one_attempt_per_call(version: str, tmp_path: Path, 
         pytest.skip(why)
     interop = importlib.util.spec_from_file_location("interop_conftest", HERE.parent / "interop" / "conftest.py")
     assert interop is not None and interop.loader is not None
-    module = importlib.util.module_from_spec(interop)
+    module = sys.modules.setdefault("interop_conftest", importlib.util.module_from_spec(interop))
     interop.loader.exec_module(module)  # tests/interop's otel-inputs collect process
     Collector, free_port = module.Collector, module.free_port
     collector = Collector(tmp_path / "fw.duckdb", tmp_path / "store", free_port(), None).start()
