@@ -24,6 +24,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def claim_port(port: int) -> int:
+    """``port`` if it can be bound on 127.0.0.1 now (0: a free one); else a clear error with the way out."""
+    if port == 0:
+        return free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds it
+        try:
+            s.bind((HOST, port))
+        except OSError as exc:
+            raise click.ClickException(
+                f"port {port} on {HOST} is in use ({exc.strerror}); another viewer may be running there. "
+                "Choose another with --port N (make demo PORT=N), or --port 0 for a free one.") from exc
+    return port
+
+
 def streamlit_command(port: int) -> list[str]:
     """The Streamlit server command line for the app, bound to loopback only, headless."""
     return [
@@ -199,7 +214,7 @@ def view(db: Path | None, clickhouse: str | None, store: Path | None, objects_ro
     roots = objects_roots_option(objects_roots)
     if roots and store is not None:
         raise click.UsageError("give --store DIR (one machine) or --objects-root URL (a fleet), not both")
-    port = port or free_port()
+    port = claim_port(port)
     secrets_text = auth_secrets(port, auth_metadata_url, auth_client_id, auth_client_secret, auth_cookie_secret,
                                 auth_redirect_uri)
     source: Path | str
@@ -235,12 +250,13 @@ def demo(out: Path, no_serve: bool, port: int) -> None:
     """Record a realistic multi-phase agent session into OUT, then serve the viewer on it."""
     from otel_inputs.viewer._demo import record_demo
 
+    if not no_serve:
+        port = claim_port(port)  # before recording: a busy port is said at once
     paths = record_demo(out)
     click.echo(f"recorded demo session: database {paths.db_path}, store {paths.store_path}", err=True)
     if no_serve:
         click.echo(f"serve it with: otel-inputs view --db {paths.db_path} --store {paths.store_path}", err=True)
         return
-    port = port or free_port()
     ids = getattr(paths, "attempt_ids", None) or {}
     first = next(iter(ids.values()), None)
     click.echo(f"open the viewer: {url_for(port)}")
