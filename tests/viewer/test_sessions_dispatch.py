@@ -141,3 +141,14 @@ def test_tool_arguments_from_the_model_call_that_asked(tmp_path: Path) -> None:
     assert steps is not None
     (tool,) = [s for s in steps if s.step_kind == "tool_call"]
     assert (tool.tool_arguments, tool.arguments_from) == ('{"path":"notes/handoff.md"}', model.span_id)
+
+
+def test_health_counts_records_without_attempts() -> None:
+    """The health indicator is never "ok" while records landed from which no attempt was derived; it counts them."""
+    from otel_inputs.viewer._health import HealthState, health_model
+    from otel_inputs.viewer._queries import HealthRow
+
+    rows = [HealthRow("sink", "spans_written", 30, None)]
+    assert health_model(rows).state is HealthState.OK
+    m = health_model(rows, unmapped=29)
+    assert m.state is HealthState.UNMAPPED and "29 record(s)" in m.summary
