@@ -35,7 +35,7 @@ MESSAGE_EVENTS = {n.EVENT_SYSTEM_MESSAGE: "system", n.EVENT_USER_MESSAGE: "user"
 SPAN_EVENTS = frozenset({n.EVENT_INFERENCE_DETAILS, n.EVENT_CONTENT_PROMPT, *MESSAGE_EVENTS})
 
 
-def recognises(attrs: Mapping[str, Any]) -> bool:
+def recognises(attrs: Mapping[str, Any], span_name: str = "") -> bool:
     return n.GEN_AI_OPERATION_NAME in attrs
 
 
