@@ -266,9 +266,9 @@ CREATE FUNCTION IF NOT EXISTS otel_inputs_vercel_ai_messages AS (A) ->
             mapContains(A, 'ai.prompt'), otel_inputs_vercel_ai_call_messages(A['ai.prompt']),
             otel_inputs_no_messages());
 
--- exporter/_encodings/__init__.py source_format: the first encoding that recognises the span (NULL:
--- an ordinary span).  One definition for the GenAI-span materialized view and the ownership one.
-CREATE FUNCTION IF NOT EXISTS otel_inputs_source_format AS (A) ->
+-- exporter/_encodings/__init__.py source_format: the first encoding that recognises the span by its
+-- attributes (A) or name (NAME) (NULL: an ordinary span).  One definition for every view.
+CREATE FUNCTION IF NOT EXISTS otel_inputs_source_format AS (A, NAME) ->
     multiIf(otel_inputs_wire_recognises(A), 'otel_inputs',
             otel_inputs_genai_recognises(A), 'gen_ai',
             otel_inputs_openllmetry_recognises(A), 'openllmetry',
