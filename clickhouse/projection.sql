@@ -35,7 +35,7 @@ ORDER BY (trace_id, span_id);
 CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_genai_span_rows_mv TO otel_inputs_genai_span_rows AS
 WITH s AS (
     SELECT *, SpanAttributes AS A, `Events.Name` AS N, `Events.Attributes` AS E,
-        otel_inputs_source_format(A) AS source_format,
+        otel_inputs_source_format(A, SpanName) AS source_format,
         -- A packet's attributes (an empty map on any other span), read without a per-column if: a
         -- guarded branch would copy the wide map for each column it guards.
         if(source_format = 'otel_inputs', A, map()) AS PA,
@@ -176,7 +176,7 @@ ORDER BY (trace_id, span_id, pos);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_part_rows_mv TO otel_inputs_part_rows AS
 WITH ev AS (
-    SELECT TraceId, SpanId, Timestamp, otel_inputs_source_format(SpanAttributes) AS source_format,
+    SELECT TraceId, SpanId, Timestamp, otel_inputs_source_format(SpanAttributes, SpanName) AS source_format,
            coalesce(nullIf(otel_inputs_attr(SpanAttributes, 'otel_inputs.attempt.id'), ''), SpanId) AS packet_attempt_id,
            ev.1 AS pos, ev.2 AS recorded_at, ev.3 AS at,
            otel_inputs_int(at['otel_inputs.part.size_bytes'], 9223372036854775807) AS size_bytes,
@@ -228,7 +228,7 @@ ORDER BY (trace_id, span_id);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_span_links_mv TO otel_inputs_span_links AS
 SELECT TraceId AS trace_id, SpanId AS span_id, ParentSpanId AS parent_span_id,
-       multiIf(otel_inputs_source_format(SpanAttributes) IS NULL, 0, otel_inputs_source_format(SpanAttributes) = 'otel_inputs', 2, 1) AS kind
+       multiIf(otel_inputs_source_format(SpanAttributes, SpanName) IS NULL, 0, otel_inputs_source_format(SpanAttributes, SpanName) = 'otel_inputs', 2, 1) AS kind
 FROM otel_traces;
 
 -- Which attempt each GenAI span belongs to (exporter/_steps.py): a packet span is always an attempt;
@@ -250,7 +250,7 @@ WITH RECURSIVE t AS (
         WHERE trace_id IN (SELECT TraceId FROM otel_traces)
         UNION ALL
         SELECT TraceId, SpanId, ParentSpanId,
-               multiIf(otel_inputs_source_format(SpanAttributes) IS NULL, 0, otel_inputs_source_format(SpanAttributes) = 'otel_inputs', 2, 1)
+               multiIf(otel_inputs_source_format(SpanAttributes, SpanName) IS NULL, 0, otel_inputs_source_format(SpanAttributes, SpanName) = 'otel_inputs', 2, 1)
         FROM otel_traces)
     GROUP BY trace_id, span_id
 ),

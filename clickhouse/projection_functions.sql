@@ -266,13 +266,13 @@ CREATE FUNCTION IF NOT EXISTS otel_inputs_vercel_ai_messages AS (A) ->
             mapContains(A, 'ai.prompt'), otel_inputs_vercel_ai_call_messages(A['ai.prompt']),
             otel_inputs_no_messages());
 
--- exporter/_encodings/__init__.py source_format: the first encoding that recognises the span (NULL:
--- an ordinary span).  One definition for the GenAI-span materialized view and the ownership one.
+-- exporter/_encodings/__init__.py source_format: the first encoding that recognises the span by its
+-- attributes (A) or name (NAME) (NULL: an ordinary span).  One definition for every view.
 -- A span a coding agent's turn encoding claims is read with its turn, never per span (exporter/_encodings
 -- TURN_ENCODINGS): Gemini CLI's spans, gen_ai.agent.name = gemini-cli (docs/coding-agents.md).
 CREATE FUNCTION IF NOT EXISTS otel_inputs_coding_claims AS (A) -> A['gen_ai.agent.name'] = 'gemini-cli';
 
-CREATE FUNCTION IF NOT EXISTS otel_inputs_source_format AS (A) ->
+CREATE FUNCTION IF NOT EXISTS otel_inputs_source_format AS (A, NAME) ->
     multiIf(otel_inputs_coding_claims(A), NULL,
             otel_inputs_wire_recognises(A), 'otel_inputs',
             otel_inputs_genai_recognises(A), 'gen_ai',

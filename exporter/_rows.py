@@ -92,7 +92,7 @@ class SpanRows:
 
 def span_messages(span: SpanRecord) -> Messages:
     """The messages the span itself records, merged across the encodings (docs/encodings.md)."""
-    source = source_format(span.attributes)
+    source = source_format(span.attributes, span.name)
     return read_encodings(span, source or "").messages
 
 
@@ -193,10 +193,10 @@ def part_rows(span: SpanRecord, attempt_id: str) -> list[dict[str, Any]]:
 # --- the attempt -----------------------------------------------------------------------------------
 
 
-def attempt_kind(attrs: Mapping[str, Any]) -> str | None:
+def attempt_kind(attrs: Mapping[str, Any], span_name: str = "") -> str | None:
     """Which encoding makes this span an attempt (or a step, once nested under one), or ``None`` for
     an ordinary span (exporter/_encodings)."""
-    return source_format(attrs)
+    return source_format(attrs, span_name)
 
 
 def step_kind(operation: str | None, kind: str) -> str:
@@ -216,7 +216,7 @@ def step_kind(operation: str | None, kind: str) -> str:
 
 def derive(span: SpanRecord) -> SpanRows:
     """The agent_attempts row and agent_attempt_inputs rows one span contributes (maybe none)."""
-    kind = attempt_kind(span.attributes)
+    kind = attempt_kind(span.attributes, span.name)
     if kind is None:
         return SpanRows()
     row = attempt_row(span, kind)

@@ -9,10 +9,12 @@ can write between refreshes.  A missing, locked, unreachable or newer-schema dat
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from otel_inputs.exporter import output_tool_calls
 from otel_inputs.viewer._backend import Backend, DbUnavailable, open_backend, read_only
 from otel_inputs.viewer._dispatch import Dispatch, this_dispatch
 from otel_inputs.viewer._lineage import inferred_turn_index, previous_turn_id, prior_turns
@@ -188,6 +190,8 @@ class StepRecord:
     """A coding agent's call that is not the turn's own (session title, model routing): why."""
     request_record: str | None = None
     """A coding agent's call: how its request was recorded, or that it was not."""
+    arguments_from: str | None = None
+    """The model step whose tool call gave the arguments, when the tool span carried none (ADK)."""
 
 
 @dataclass(frozen=True)
@@ -532,7 +536,9 @@ UNMAPPED_DOC_NOTE = ("Which encodings otel-inputs reads, and what it reads from 
 def services_without_attempts(db: Backend) -> tuple[ServiceRecords, ...]:
     """Each service whose spans or log records landed while no attempt was derived from its spans:
     telemetry of an encoding that is not read, never shown as "nothing recorded"."""
-    spans = dict(db.rows('SELECT "ServiceName", count(*) FROM otel_traces GROUP BY "ServiceName"', []))
+    # Spans by id: a retried Collector export stores a span twice on ClickHouse, and it is one span.
+    spans = dict(db.rows('SELECT "ServiceName", count(DISTINCT "TraceId" || "SpanId") FROM otel_traces '
+                         'GROUP BY "ServiceName"', []))
     logs = dict(db.rows('SELECT "ServiceName", count(*) FROM otel_logs GROUP BY "ServiceName"', [])) \
         if db.has("otel_logs") else {}
     mapped = {r[0] for r in db.rows("SELECT DISTINCT service_name FROM agent_attempts", [])}
@@ -686,7 +692,32 @@ def get_steps(db: Backend, attempt_id: str, started_ns: int | None = None,
         return None  # older schema: steps were not recorded (not "no steps")
     sql, params = db.by_attempt("agent_attempt_steps", _STEP_SELECT, attempt_id, started_ns, trace_id,
                                 "seq NULLS LAST, started_ns NULLS LAST, span_id")
-    return tuple(StepRecord(**row) for row in db.dicts(sql, params))
+    steps = tuple(StepRecord(**row) for row in db.dicts(sql, params))
+    return _arguments_from_model_calls(db, steps, trace_id)
+
+
+def _arguments_from_model_calls(db: Backend, steps: tuple[StepRecord, ...], trace_id: str | None) -> tuple[StepRecord, ...]:
+    """A tool step that recorded no arguments takes them from the tool call of the model step that asked
+    for it (same call id in that step's ``gen_ai.output.messages``, on its span or its log record), and
+    says which step: ADK with content on log events leaves them only there (docs/encodings.md)."""
+    from otel_inputs import names
+
+    wanted = {s.tool_call_id for s in steps if s.step_kind == "tool_call" and s.tool_arguments is None and s.tool_call_id}
+    models = sorted({s.span_id for s in steps if s.step_kind == "model_call"})
+    if not wanted or not models or not trace_id or not db.has("otel_traces"):
+        return steps
+    found: dict[str, tuple[str, str]] = {}
+    sources = [("otel_traces", '"SpanAttributes"')] + ([("otel_logs", '"LogAttributes"')] if db.has("otel_logs") else [])
+    span_in = db.in_list('"SpanId"')
+    for table, column in sources:
+        rows = db.rows(f'SELECT "SpanId", {column}[?] FROM {table} WHERE "TraceId" = ? AND {span_in}',
+                       [names.GEN_AI_OUTPUT_MESSAGES, trace_id, models])
+        for span_id, raw in rows:
+            for call_id, args in output_tool_calls(raw if isinstance(raw, str) and raw else None).items():
+                found.setdefault(call_id, (args, span_id))
+    return tuple(dataclasses.replace(s, tool_arguments=found[s.tool_call_id][0], arguments_from=found[s.tool_call_id][1])
+                 if s.step_kind == "tool_call" and s.tool_arguments is None and s.tool_call_id in found else s
+                 for s in steps)  # fmt: skip
 
 
 def get_messages(db: Backend, attempt_id: str, trace_id: str | None = None) -> MessagesRecord | None:

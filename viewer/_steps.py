@@ -75,7 +75,8 @@ def step_row(s: StepRecord) -> StepRow:
         duration=ms_text(s.started_ns, s.ended_ns),
         tokens=tokens_text(s.input_tokens, s.output_tokens) if s.step_kind == "model_call" else "",
         tool_name=s.tool_name,
-        arguments=s.tool_arguments,
+        arguments=(s.tool_arguments if s.arguments_from is None or s.tool_arguments is None
+                   else f"{s.tool_arguments} (from the tool call of model step {s.arguments_from})"),
         status=status_text(s.status),
         record=s,
     )

@@ -97,7 +97,8 @@ def go_home() -> None:
 # --------------------------------------------------------------------------------------------
 def _health(con: Any) -> None:
     """A small indicator (ok / spilled / dropped / unknown) with the counters on demand."""
-    m = health_model(q.exporter_health(con), backend=con.label)
+    unmapped = sum(s.spans + s.log_records for s in q.services_without_attempts(con))
+    m = health_model(q.exporter_health(con), backend=con.label, unmapped=unmapped)
     icon, color, word = BADGE[m.state]
     left, right = st.columns([4, 1], vertical_alignment="center")
     with left:

@@ -55,12 +55,12 @@ class SpanReading:
     messages: Messages
 
 
-def source_format(attrs: Mapping[str, Any]) -> str | None:
+def source_format(attrs: Mapping[str, Any], span_name: str = "") -> str | None:
     """The first encoding that recognises the span, or ``None`` for an ordinary span (one a coding
     agent's turn encoding claims is read with its turn, not here)."""
     if any(m.claims_span(attrs) for m in TURN_ENCODINGS):
         return None
-    return next((e.name for e in ENCODINGS if e.recognises(attrs)), None)
+    return next((e.name for e in ENCODINGS if e.recognises(attrs, span_name)), None)
 
 
 def _present(value: Any) -> bool:

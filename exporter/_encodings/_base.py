@@ -4,8 +4,8 @@ An *encoding* is one way a producer spells an agent run on its spans: the projec
 (docs/wire.md), the GenAI conventions, OpenInference, OpenLLMetry, pydantic-ai, the Vercel AI SDK.
 Each lives in one module of this package and exposes one :class:`Encoding`:
 
-- ``recognises(attrs)``: whether the span is a GenAI span of this encoding (an attempt, or a step of
-  one once nested under one), from its attributes alone;
+- ``recognises(attrs, span_name)``: whether the span is a GenAI span of this encoding (an attempt, or
+  a step of one once nested under one), from its attributes and name alone;
 - ``read(span)``: a :class:`Reading` of what this encoding recorded on the span: the operation it
   performed (which decides the step kind), session, agent, provider and models, token counts, tool
   name / call id / arguments, the messages it sent, and (the wire only) the task.
@@ -74,7 +74,7 @@ class Encoding:
     """One encoding: its name (the ``source_format`` of the spans it recognises first) and its two functions."""
 
     name: str
-    recognises: Callable[[Mapping[str, Any]], bool]
+    recognises: Callable[[Mapping[str, Any], str], bool]  # (attributes, span name)
     read: Callable[[SpanRecord], Reading]
 
 

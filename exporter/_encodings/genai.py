@@ -35,7 +35,7 @@ MESSAGE_EVENTS = {n.EVENT_SYSTEM_MESSAGE: "system", n.EVENT_USER_MESSAGE: "user"
 SPAN_EVENTS = frozenset({n.EVENT_INFERENCE_DETAILS, n.EVENT_CONTENT_PROMPT, *MESSAGE_EVENTS})
 
 
-def recognises(attrs: Mapping[str, Any]) -> bool:
+def recognises(attrs: Mapping[str, Any], span_name: str = "") -> bool:
     return n.GEN_AI_OPERATION_NAME in attrs
 
 
@@ -123,3 +123,24 @@ def read(span: SpanRecord) -> Reading:
 
 
 ENCODING = Encoding(NAME, recognises, read)
+
+
+def output_tool_calls(raw: Any) -> dict[str, str]:
+    """call id -> arguments (compact JSON) of the ``tool_call`` parts of a model call's
+    ``gen_ai.output.messages``: where ADK (content on log events) leaves an executed tool's
+    arguments, on the model call that asked for it."""
+    out: dict[str, str] = {}
+    value = text(raw)
+    try:
+        doc = json.loads(value) if value is not None else None
+    except ValueError:
+        return out
+    for message in doc if isinstance(doc, list) else ():
+        parts = message.get("parts") if isinstance(message, Mapping) else None
+        for part in parts if isinstance(parts, list) else ():
+            if (isinstance(part, Mapping) and part.get("type") == "tool_call" and isinstance(part.get("id"), str)
+                    and "arguments" in part):  # fmt: skip
+                args = part["arguments"]
+                out.setdefault(part["id"], args if isinstance(args, str)
+                               else json.dumps(args, ensure_ascii=False, separators=(",", ":")))
+    return out

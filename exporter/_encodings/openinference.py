@@ -40,7 +40,7 @@ def _kind(attrs: Mapping[str, Any]) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def recognises(attrs: Mapping[str, Any]) -> bool:
+def recognises(attrs: Mapping[str, Any], span_name: str = "") -> bool:
     return _kind(attrs) in _KINDS
 
 

@@ -21,7 +21,7 @@ _MARKERS = tuple(f"{prefix}.0.{field}" for prefix in (n.OPENLLMETRY_PROMPT_PREFI
 _PROMPT = re.compile(re.escape(n.OPENLLMETRY_PROMPT_PREFIX) + r"\.(\d+)\.(role|content)$")
 
 
-def recognises(attrs: Mapping[str, Any]) -> bool:
+def recognises(attrs: Mapping[str, Any], span_name: str = "") -> bool:
     return n.OPENLLMETRY_REQUEST_TYPE in attrs or (n.GEN_AI_SYSTEM in attrs and any(k in attrs for k in _MARKERS))
 
 

@@ -15,7 +15,7 @@ NAME = "pydantic_ai"
 ALL_MESSAGES_NOTE = "from pydantic_ai.all_messages: the whole agent run, its replies and tool results included"
 
 
-def recognises(attrs: Mapping[str, Any]) -> bool:
+def recognises(attrs: Mapping[str, Any], span_name: str = "") -> bool:
     return False  # its spans carry gen_ai.operation.name: the GenAI encoding recognises them
 
 

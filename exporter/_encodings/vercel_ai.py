@@ -32,7 +32,7 @@ def _operation_id(attrs: Mapping[str, Any]) -> str | None:
     return value if value and value.startswith("ai.") else None
 
 
-def recognises(attrs: Mapping[str, Any]) -> bool:
+def recognises(attrs: Mapping[str, Any], span_name: str = "") -> bool:
     return _operation_id(attrs) is not None
 
 

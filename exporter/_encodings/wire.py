@@ -17,7 +17,7 @@ from otel_inputs.exporter._spans import SpanRecord
 NAME = "otel_inputs"
 
 
-def recognises(attrs: Mapping[str, Any]) -> bool:
+def recognises(attrs: Mapping[str, Any], span_name: str = "") -> bool:
     return n.PACKET_VERSION_ATTR in attrs
 
 

@@ -112,3 +112,43 @@ def test_telemetry_without_attempts_is_named_on_the_runs_page(tmp_path: Path, mo
     shown = texts(run_app())
     assert any(t.startswith("claude-code: 1 records") and "no attempts derived" in t for t in shown), shown
     assert "No attempts recorded yet." not in shown
+
+
+def test_tool_arguments_from_the_model_call_that_asked(tmp_path: Path) -> None:
+    """A tool step without arguments (ADK with content on log events) shows those of the tool call with
+    its call id in the preceding model step's gen_ai.output.messages log record, naming that step."""
+    tp, memory, lp, logs = memory_providers()
+    tracer = tp.get_tracer("adk")
+    output = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": "read_file",
+                                               "arguments": {"path": "notes/handoff.md"}}]}]  # fmt: skip
+    with tracer.start_as_current_span("invoke_agent", attributes={n.GEN_AI_OPERATION_NAME: "invoke_agent"}):
+        with tracer.start_as_current_span("generate_content", attributes={n.GEN_AI_OPERATION_NAME: "generate_content"}):
+            lp.get_logger("adk").emit(event_name=n.EVENT_INFERENCE_DETAILS, attributes={n.GEN_AI_OUTPUT_MESSAGES: output})
+        with tracer.start_as_current_span("execute_tool read_file", attributes={
+                n.GEN_AI_OPERATION_NAME: n.OPERATION_EXECUTE_TOOL, n.GEN_AI_TOOL_NAME: "read_file",
+                n.GEN_AI_TOOL_CALL_ID: "call_1"}):  # fmt: skip
+            pass
+    db = tmp_path / "t.duckdb"
+    spans = [from_readable(s) for s in memory.get_finished_spans()]
+    DuckDBWriter(db).write_spans(spans)
+    exporter = DuckDBLogExporter(db)
+    exporter.export(list(logs.get_finished_logs()))
+    exporter.shutdown()
+    root = next(s for s in spans if s.name == "invoke_agent")
+    model = next(s for s in spans if s.name == "generate_content")
+    with q.open_backend(db) as con:
+        steps = q.get_steps(con, root.span_id, None, root.trace_id)
+    assert steps is not None
+    (tool,) = [s for s in steps if s.step_kind == "tool_call"]
+    assert (tool.tool_arguments, tool.arguments_from) == ('{"path":"notes/handoff.md"}', model.span_id)
+
+
+def test_health_counts_records_without_attempts() -> None:
+    """The health indicator is never "ok" while records landed from which no attempt was derived; it counts them."""
+    from otel_inputs.viewer._health import HealthState, health_model
+    from otel_inputs.viewer._queries import HealthRow
+
+    rows = [HealthRow("sink", "spans_written", 30, None)]
+    assert health_model(rows).state is HealthState.OK
+    m = health_model(rows, unmapped=29)
+    assert m.state is HealthState.UNMAPPED and "29 record(s)" in m.summary

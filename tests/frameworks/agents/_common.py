@@ -69,9 +69,7 @@ def guard_network() -> None:
 guard_network()
 # Frameworks that would otherwise reach out at import or run time, told not to (the guard stays on).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("STRANDS_DISABLE_TELEMETRY", "1")
 
 from opentelemetry import trace  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402

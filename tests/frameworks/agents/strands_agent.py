@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 from _common import SYSTEM, config, finish, providers, run_two_turns
 
 cfg = config()
-if cfg.get("latest"):
-    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
-tp = providers(cfg)
+tp = providers(cfg)  # sets the config's env (e.g. OTEL_SEMCONV_STABILITY_OPT_IN) before Strands reads it
 
 from strands import Agent, tool  # noqa: E402
 from strands.models.openai import OpenAIModel  # noqa: E402
