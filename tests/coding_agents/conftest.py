@@ -41,6 +41,12 @@ def claude_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 
 
 @pytest.fixture(scope="session")
+def claude_file_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AgentSession:
+    """Claude Code, two turns, request bodies written whole to files (``file:``), the same 70 KB CLAUDE.md."""
+    return _once(request, tmp_path_factory, "claude-file", "claude-code", "--large", "--raw-bodies", "file")
+
+
+@pytest.fixture(scope="session")
 def codex_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AgentSession:
     """Codex CLI, two turns (exec, exec resume --last), OTLP/HTTP."""
     return _once(request, tmp_path_factory, "codex", "codex")

@@ -60,6 +60,19 @@ def test_claude_code_offline_session_lands_one_attempt_per_turn_with_its_instruc
     _preview_is_the_file(claude_session, agents_md)
 
 
+def test_claude_code_file_bodies_are_read_agent_side_and_the_large_claude_md_reads_delivered_whole(
+        claude_file_session: AgentSession) -> None:
+    """With OTEL_LOG_RAW_API_BODIES=file: set by otel-inputs setup, the Stop hook reads Claude Code's request bodies into the store, so the 70 KB CLAUDE.md reads delivered whole and the messages come from the stored body."""
+    first, second = _two_turns(claude_file_session, "claude_code")
+    claude_md, agents_md = _inputs(claude_file_session, first["attempt_id"])
+    assert (claude_md["loaded"], claude_md["delivered"]) == ("reported", "whole")
+    assert (agents_md["loaded"], agents_md["delivered"]) == ("not_reported", "absent")
+    _preview_is_the_file(claude_file_session, claude_md)
+    notes = claude_file_session.rows("SELECT request_record FROM agent_attempt_steps WHERE attempt_id = ? AND "
+                                     "step_kind = 'model_call'", [second["attempt_id"]])
+    assert notes and all(n and "read agent-side into the store" in n for (n,) in notes), notes
+
+
 def test_codex_offline_session_lands_one_attempt_per_turn_and_says_what_codex_does_not_send(codex_session: AgentSession) -> None:
     """Codex CLI 0.171.0's exec and exec resume --last land as two linked attempts; AGENTS.md is present at dispatch with loading and delivery not reported by Codex."""
     first, _ = _two_turns(codex_session, "codex")
