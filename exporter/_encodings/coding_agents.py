@@ -85,7 +85,7 @@ class Touched:
 
 def _coding_rows(table: pa.Table) -> pa.Table | None:
     services = table.column("ServiceName")
-    mask = pc.or_(pc.is_in(services, pa.array([claude_code.SERVICE, gemini_cli.SERVICE, HOOK_SERVICE])),
+    mask = pc.or_(pc.is_in(services, pa.array([claude_code.SERVICE, gemini_cli.SERVICE, HOOK_SERVICE], pa.string())),
                   pc.starts_with(services, "codex"))  # fmt: skip
     picked = table.filter(pc.fill_null(mask, False))
     return picked if picked.num_rows else None
@@ -93,12 +93,13 @@ def _coding_rows(table: pa.Table) -> pa.Table | None:
 
 # Codex sends some 460 internal spans per turn; only these can change a turn's rows (codex.derive), so a
 # batch of the others re-derives nothing.
-_CODEX_SPANS = pa.array([n.CODEX_SPAN_TURN, n.CODEX_SPAN_REQUEST, n.CODEX_SPAN_RESPONSE_EVENT])
+_CODEX_SPANS = (n.CODEX_SPAN_TURN, n.CODEX_SPAN_REQUEST, n.CODEX_SPAN_RESPONSE_EVENT)  # a list, not pa.array: no
+# pyarrow call at import (its first builds the pandas shim the sink skips; test_sink_process_never_imports_pandas)
 _CODEX_KEYS = (n.CODEX_CONVERSATION_ID, n.CODEX_CALL_ID)
 
 
 def _lookup(maps: pa.ChunkedArray, key: str) -> pa.ChunkedArray:
-    return pc.map_lookup(maps, pa.scalar(key), "first")
+    return pc.map_lookup(maps, pa.scalar(key, pa.string()), "first")
 
 
 def touched(tables: BatchTables) -> Touched:
@@ -110,7 +111,7 @@ def touched(tables: BatchTables) -> Touched:
         if spans is not None:
             services = spans.column("ServiceName")
             codex_rows = pc.starts_with(services, "codex")
-            relevant = pc.or_(pc.invert(codex_rows), pc.is_in(spans.column("SpanName"), _CODEX_SPANS))
+            relevant = pc.or_(pc.invert(codex_rows), pc.is_in(spans.column("SpanName"), pa.array(_CODEX_SPANS, pa.string())))
             for key in _CODEX_KEYS:
                 relevant = pc.or_(relevant, pc.is_valid(_lookup(spans.column("SpanAttributes"), key)))
             spans = spans.filter(pc.fill_null(relevant, False))
