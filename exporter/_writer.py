@@ -32,6 +32,7 @@ from otel_inputs.exporter._db import WRITER_SETTINGS, LockTimeout, connect_with_
 from otel_inputs.exporter._artifacts import artifacts_table
 from otel_inputs.exporter._schema import migrate
 from otel_inputs.exporter._spans import SpanRecord
+from otel_inputs.exporter._encodings.coding_agents import settle as settle_coding_agents
 from otel_inputs.exporter._messages import settle_for_logs as settle_log_messages
 from otel_inputs.exporter._steps import resolve as resolve_steps, step_trace_ids
 from otel_inputs.exporter._tables import INGEST_PROGRESS, TABLES, sha256_key_sql
@@ -533,6 +534,7 @@ def _insert(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:
             resolve_steps(con, *step_trace_ids(tables.traces, tables.attempts))
         if tables.logs is not None:
             settle_log_messages(con, tables.logs)  # GenAI log records that came after their attempt
+        settle_coding_agents(con, tables)  # Claude Code, Codex CLI, Gemini CLI turns (docs/coding-agents.md)
     except duckdb.Error:
         raise  # the transaction is aborted: retry or spill the batch as any failed write
     except Exception:  # noqa: BLE001 - a projection defect must never cost the spans: they land as they are

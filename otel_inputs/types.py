@@ -16,6 +16,7 @@ class SourceKind(_StrEnum):
     PREVIOUS_ENVELOPE = "previous_envelope"
     CONTEXT_HANDOFF = "context_handoff"
     EXPLICIT_ATTACHMENT = "explicit_attachment"
+    INSTRUCTION_FILE = "instruction_file"  # a coding agent's CLAUDE.md / AGENTS.md / GEMINI.md (hooks)
 
 
 class TaskSourceKind(_StrEnum):

@@ -158,7 +158,9 @@ def read_input(ev: Evidence, item: InputRecord, max_bytes: int | None) -> ReadRe
     """An input's bytes through the reader (permission, retention, digest, revocation re-checked)."""
     if ev.reader is None:
         return ReadResult(ReadbackOutcome(ev.problem_outcome), ev.problem or NO_STORE)
-    return ev.reader.read(ev.viewer, item.attempt_id, item.input_id, max_bytes=max_bytes)
+    # A coding agent's instruction file is held by its hook's store attempt, not by the turn's id.
+    store_attempt = item.capture_attempt_id or item.attempt_id
+    return ev.reader.read(ev.viewer, store_attempt, item.input_id, max_bytes=max_bytes)
 
 
 def read_part(ev: Evidence, part: PartRecord) -> ReadResult:
@@ -281,8 +283,17 @@ def overlay_store(bundle: AttemptBundle, ev: Evidence) -> tuple[AttemptBundle, t
     """The bundle with the store's current input status and part receipts, plus owner notes."""
     a = bundle.attempt
     notes: list[str] = []
-    inputs, found = _overlay_inputs(ev, a.attempt_id, a.run_id, bundle.inputs)
-    notes.extend(found)
+    # Inputs held by another store attempt (a coding agent's hook capture) are asked of that attempt.
+    by_store: dict[str, list[int]] = {}
+    for i, item in enumerate(bundle.inputs):
+        by_store.setdefault(item.capture_attempt_id or a.attempt_id, []).append(i)
+    overlaid: list[InputRecord] = list(bundle.inputs)
+    for store_attempt, places in by_store.items():
+        got, found = _overlay_inputs(ev, store_attempt, a.run_id, tuple(bundle.inputs[i] for i in places))
+        for i, item in zip(places, got):
+            overlaid[i] = item
+        notes.extend(n for n in found if n not in notes)
+    inputs = tuple(overlaid)
     previous = bundle.previous_inputs
     if previous and bundle.previous_turn_id:
         previous, _ = _overlay_inputs(ev, bundle.previous_turn_id, a.run_id, previous)

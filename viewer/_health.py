@@ -32,6 +32,7 @@ METRIC_TEXT = {
 
 class HealthState(str, Enum):
     OK = "ok"
+    UNMAPPED = "unmapped"  # nothing lost, but records landed from which no attempt was derived
     SPILLED = "spilled"
     DROPPED = "dropped"
     UNKNOWN = "unknown"
@@ -39,6 +40,7 @@ class HealthState(str, Enum):
 
 BADGE = {
     HealthState.OK: (":material/check_circle:", "green", "Exporter health: ok"),
+    HealthState.UNMAPPED: (":material/help:", "orange", "Exporter health: records without attempts"),
     HealthState.SPILLED: (":material/schedule:", "orange", "Exporter health: spilled"),
     HealthState.DROPPED: (":material/error:", "red", "Exporter health: dropped"),
     HealthState.UNKNOWN: (":material/help:", "gray", "Exporter health: unknown"),
@@ -52,9 +54,21 @@ class HealthModel:
     details: tuple[dict[str, object], ...]
 
 
-def health_model(rows: Sequence[HealthRow] | None, backend: str = "this backend") -> HealthModel:
+def health_model(rows: Sequence[HealthRow] | None, backend: str = "this backend", unmapped: int = 0) -> HealthModel:
     """``rows`` is ``None`` where the backend keeps no exporter counters (the stock ClickHouse
-    exporter writes none): unknown, and said so, never "ok"."""
+    exporter writes none): unknown, and said so, never "ok".  ``unmapped`` counts the records of
+    services from which no attempt was derived (docs/encodings.md): never "ok" while there are any."""
+    model = _counters_model(rows, backend)
+    if unmapped and model.state is HealthState.OK:
+        return HealthModel(HealthState.UNMAPPED, f"Nothing dropped or waiting, but {unmapped} record(s) landed from "
+                           "which no attempt was derived (the runs page names their services).", model.details)
+    if unmapped:
+        return HealthModel(model.state, f"{model.summary} {unmapped} record(s) landed from which no attempt was "
+                           "derived.", model.details)
+    return model
+
+
+def _counters_model(rows: Sequence[HealthRow] | None, backend: str) -> HealthModel:
     if rows is None:
         return HealthModel(HealthState.UNKNOWN, f"Exporter counters: not recorded on this backend ({backend} has "
                            "no exporter_health table; the Collector's own metrics say what its exporter dropped).", ())
