@@ -9,7 +9,7 @@ record the database has not landed.
 
 ONE writer thread parses each queued request again, converts it to Arrow (``decode_chunk_spans``
 spans at a time, see :mod:`otel_inputs.exporter._columns`) and owns every DuckDB write (and the
-periodic landing of store manifests); the write-ahead position is committed in the same
+periodic landing of the store catalog's artifact status); the write-ahead position is committed in the same
 transaction as the rows, then the landed log segments are deleted.  A write that fails stays in
 the queue and the log and is retried on a reopened database; while it fails the queue fills and
 senders are told to retry.  Memory is bounded in bytes at both ends: request bodies being read or
@@ -42,7 +42,7 @@ from otel_inputs.exporter._db import SINK_WRITER_SETTINGS
 from otel_inputs.exporter._grpc import GRPCServer
 from otel_inputs.exporter._http import LOGS_PATH, TRACES_PATH, HTTPServer
 from otel_inputs.exporter._logs import check_logs, logs_batch, logs_response, parse_logs_json, parse_logs_protobuf
-from otel_inputs.exporter._manifests import ManifestScanner
+from otel_inputs.exporter._artifacts import CatalogScanner
 from otel_inputs.exporter._otlp import (
     DecodeError, check_request, iter_valid, parse_json, parse_protobuf, record_of, response_body,
 )  # fmt: skip
@@ -312,7 +312,7 @@ class OTLPSink:
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._accepting = False
-        self._scanner = ManifestScanner(self.store) if self.store is not None else None
+        self._scanner = CatalogScanner(self.store) if self.store is not None else None
         self._stop_lock = threading.Lock()
         self._order_lock = threading.Lock()  # log order == queue order, so a landed mark covers all before it
         self._in_flight = 0
@@ -600,15 +600,15 @@ class OTLPSink:
         if self._scanner is None or self.writer is None:
             return
         try:
-            manifests, stat_keys = self._scanner.changed()
-            if manifests:
-                outcome = self.writer.land_manifests(manifests)
+            records, stat_keys = self._scanner.changed()
+            if records:
+                outcome = self.writer.land_artifacts(records)
                 if outcome.error is None:
                     self._scanner.commit(stat_keys)
             elif stat_keys:
                 self._scanner.commit(stat_keys)
         except Exception:  # noqa: BLE001 - store trouble must not stop span ingestion
-            _log.exception("otel-inputs collect: landing store manifests failed")
+            _log.exception("otel-inputs collect: landing the store catalog's artifact status failed")
 
     def stop(self) -> None:
         """Stop accepting, land every accepted span, land the store one last time.  Idempotent."""

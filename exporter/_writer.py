@@ -29,7 +29,7 @@ import pyarrow.ipc as ipc
 
 from otel_inputs.exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, LOGS, PARTS, TRACES, BatchTables, build_batch
 from otel_inputs.exporter._db import WRITER_SETTINGS, LockTimeout, connect_with_retry, file_lock, spool_path
-from otel_inputs.exporter._manifests import artifacts_table
+from otel_inputs.exporter._artifacts import artifacts_table
 from otel_inputs.exporter._schema import migrate
 from otel_inputs.exporter._spans import SpanRecord
 from otel_inputs.exporter._messages import settle_for_logs as settle_log_messages
@@ -129,10 +129,10 @@ class DuckDBWriter:
             self.source = default_source(self._source_prefix)
 
     # -- public ------------------------------------------------------------------------------
-    def write_spans(self, spans: Sequence[SpanRecord], *, manifests: Sequence[Mapping[str, Any]] = ()) -> WriteOutcome:
+    def write_spans(self, spans: Sequence[SpanRecord], *, artifacts: Sequence[Mapping[str, Any]] = ()) -> WriteOutcome:
         tables = self.build(spans)
-        if manifests:
-            tables = dataclasses.replace(tables, artifacts=artifacts_table(manifests, _now_us()))
+        if artifacts:
+            tables = dataclasses.replace(tables, artifacts=artifacts_table(artifacts, _now_us()))
         return self.write_tables(tables)
 
     def build(self, spans: Sequence[SpanRecord]) -> BatchTables:
@@ -152,8 +152,8 @@ class DuckDBWriter:
                     self.count("spans_dropped", 1)
             return build_batch(good)
 
-    def land_manifests(self, manifests: Sequence[Mapping[str, Any]]) -> WriteOutcome:
-        table = artifacts_table(manifests, _now_us())
+    def land_artifacts(self, records: Sequence[Mapping[str, Any]]) -> WriteOutcome:
+        table = artifacts_table(records, _now_us())
         if table is None:
             return WriteOutcome()
         return self.write_tables(BatchTables(None, None, None, table))

@@ -71,6 +71,7 @@ PACKET_GAP_REASON = "otel_inputs.packet.gap_reason"
 CAPTURE_DECISION = "otel_inputs.capture.decision"
 CAPTURE_GAP_REASON = "otel_inputs.capture.gap_reason"
 STORE_OBJECTS_URL = "otel_inputs.store.objects_url"  # the recording store's bucket location (credential-free)
+STORE_ID = "otel_inputs.store.id"  # the recording store's random id (also on each of its store facts)
 
 # --- Links ------------------------------------------------------------------------------------
 LINK_KIND = "otel_inputs.link.kind"
@@ -154,6 +155,16 @@ EXCHANGE_PART_EVENT_ATTRIBUTES = (
     PART_DETAIL,
 )
 
+# -- store facts (docs/wire.md, "The store fact"): a log record per change of an item's state -----
+STORE_FACT_EVENT = "otel_inputs.store.item_state"  # event name; no body, never content
+STORE_ITEM_KEY = "otel_inputs.store.item_key"  # input id, "part:<name>", "" (the attempt), or an object's SHA-256
+STORE_ITEM_SHA256 = "otel_inputs.store.item_sha256"
+STORE_STATE = "otel_inputs.store.state"  # otel_inputs.types.ItemState
+STORE_REASON = "otel_inputs.store.reason"  # why not captured / evicted / upload failed (a kind, no message)
+STORE_REVOKED_AT = "otel_inputs.store.revoked_at"  # ns since the epoch; only when its source was revoked
+STORE_SEQ = "otel_inputs.store.seq"  # the catalog's change number: for one item the highest is its state now
+
+ENV_CAPTURE_MAX_SECONDS = "OTEL_INPUTS_CAPTURE_MAX_SECONDS"  # the wall-time bound of one attempt's capture
 ENV_PART_MAX_BYTES = "OTEL_INPUTS_PART_MAX_BYTES"
 ENV_RUN_MAX_PARTS = "OTEL_INPUTS_RUN_MAX_PARTS"
 ENV_RUN_MAX_BYTES = "OTEL_INPUTS_RUN_MAX_BYTES"
@@ -168,19 +179,14 @@ ENV_STORE_MIN_FREE = "OTEL_INPUTS_STORE_MIN_FREE"
 ENV_RUN_BUDGET = "OTEL_INPUTS_RUN_BUDGET"
 ENV_ACCESS_POLICY = "OTEL_INPUTS_ACCESS_POLICY"
 ENV_REVOCATIONS = "OTEL_INPUTS_REVOCATIONS"
-# snapshot bytes on object storage (otel_inputs.store._remote, docs/objects.md): the bucket URL
+# snapshot bytes on object storage (otel_inputs.store.bucket, docs/objects.md): the bucket URL
 # (s3://bucket/prefix, gs://..., file:///dir; fsspec options from its own FSSPEC_<PROTOCOL> variables)
 # and the bound of the background upload queue (objects; a commit past it records a queue_full gap)
 ENV_OBJECTS_URL = "OTEL_INPUTS_OBJECTS_URL"
 ENV_OBJECTS_QUEUE = "OTEL_INPUTS_OBJECTS_QUEUE"
 ENV_OBJECTS_TIMEOUT_S = "OTEL_INPUTS_OBJECTS_TIMEOUT_S"  # one bucket call's deadline, seconds
-# the catalog published beside the objects (otel_inputs.store._publish, docs/fleet.md): at most one
-# background publish per this many seconds ("off": only `otel-inputs store publish` and the
-# maintenance commands publish); the fleet viewer's bucket roots (comma-separated URLs, the only
-# places it fetches catalogs from) and its download cache
-ENV_CATALOG_PUBLISH_S = "OTEL_INPUTS_CATALOG_PUBLISH_S"
+# the fleet viewer's bucket roots (comma-separated URLs, the only places it reads bytes from; docs/fleet.md)
 ENV_OBJECTS_ROOTS = "OTEL_INPUTS_OBJECTS_ROOTS"
-ENV_CATALOG_CACHE = "OTEL_INPUTS_CATALOG_CACHE"
 # === Foreign encodings read by the exporter's projection (docs/encodings.md) ====================
 # Read from other instrumentations' spans and log records only; otel-inputs never writes them.
 GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"

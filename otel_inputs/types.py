@@ -46,6 +46,19 @@ class ArtifactStatus(_StrEnum):
     NEVER_CAPTURED = "never_captured"
 
 
+class ItemState(_StrEnum):
+    """An item's state as its store records it (docs/wire.md, the store fact ``otel_inputs.store.item_state``);
+    whether its source was revoked is a separate flag, since retention's answer comes before revocation's."""
+
+    CAPTURED = "captured"  # its bytes are stored and may be read (subject to the reader's checks)
+    NOT_CAPTURED = "not_captured"  # recorded without bytes (a gap); the reason says why
+    EVICTED = "evicted"  # retention took its bytes (reason: the limit)
+    PURGED = "purged"
+    DELETED = "deleted"  # its attempt's record went with its run (``store delete-run``)
+    UPLOADED = "uploaded"  # an object's bucket copy is verified (object-level: no attempt)
+    UPLOAD_FAILED = "upload_failed"  # an object's upload failed or was skipped (reason: the kind)
+
+
 class ReadbackOutcome(_StrEnum):
     """The answer to one read of stored evidence: ``ok`` or the owner-facing refusal reason."""
 

@@ -34,6 +34,7 @@ ENUMS: dict[str, type[Enum] | tuple[str, ...]] = {
     names.PART_REASON: t.PartReason,
     names.PART_DISPATCH: t.PartDispatch,
     names.PART_PERSISTENCE: t.PartPersistence,
+    names.STORE_STATE: t.ItemState,
     names.LINK_KIND: (names.LINK_PREVIOUS_TURN, names.LINK_RETRY_OF),
     names.EXPORT_REDACTION: (names.EXPORT_REDACTION_ALLOWLIST,),
 }

@@ -57,7 +57,7 @@ def streamlit_command(port: int) -> list[str]:
 
 def viewer_env(db: Path | str, store: Path | None, objects_roots: tuple[str, ...] = ()) -> dict[str, str]:
     """The app's environment: ``db`` is a DuckDB file, or a ClickHouse URL (``--clickhouse``); with
-    ``objects_roots`` a fleet viewer (previews checked against each host's published catalog)."""
+    ``objects_roots`` a fleet viewer (previews decided by each host's store facts in ClickHouse)."""
     from otel_inputs.viewer._backend import is_clickhouse
 
     env = dict(os.environ)
@@ -171,7 +171,7 @@ def write_secrets(text: str) -> Path:
 def objects_roots_option(given: tuple[str, ...]) -> tuple[str, ...]:
     """``--objects-root`` values (each may be comma-separated; else OTEL_INPUTS_OBJECTS_ROOTS), checked:
     a root with credentials, a query or ``..`` is refused (spans are only ever followed under plain roots)."""
-    from otel_inputs.store import under_roots
+    from otel_inputs.store.bucket import under_roots
 
     raw = list(given) or [os.environ.get(names.ENV_OBJECTS_ROOTS, "")]
     roots = tuple(r.strip().rstrip("/") for value in raw for r in value.split(",") if r.strip())
@@ -191,9 +191,9 @@ def objects_roots_option(given: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--store", "store", type=click.Path(path_type=Path), envvar=names.ENV_STORE, default=None,
               help="Artifact store directory, for previews (or OTEL_INPUTS_STORE).")
 @click.option("--objects-root", "objects_roots", multiple=True, metavar="URL",
-              help="A fleet viewer: check previews against the catalog each host published under this bucket "
-                   "root (s3://bucket/prefix; repeatable or comma-separated; or OTEL_INPUTS_OBJECTS_ROOTS). "
-                   "Only catalogs under these roots are ever fetched.")
+              help="A fleet viewer: previews are decided by each host's store facts in ClickHouse and read from "
+                   "its bucket under this root (s3://bucket/prefix; repeatable or comma-separated; or "
+                   "OTEL_INPUTS_OBJECTS_ROOTS). Only bytes under these roots are ever fetched.")
 @click.option("--port", type=int, default=8501, show_default=True, help="Port on 127.0.0.1; 0 picks a free one.")
 @click.option("--auth-metadata-url", envvar=names.ENV_AUTH_METADATA_URL, default=None,
               help="OpenID Connect discovery URL (.../.well-known/openid-configuration): viewers log in with it.")
@@ -207,8 +207,8 @@ def objects_roots_option(given: tuple[str, ...]) -> tuple[str, ...]:
 def view(db: Path | None, clickhouse: str | None, store: Path | None, objects_roots: tuple[str, ...], port: int,
          auth_metadata_url: str | None, auth_client_id: str | None, auth_client_secret: str | None,
          auth_cookie_secret: str | None, auth_redirect_uri: str | None) -> None:
-    """Serve the review app for DB or a ClickHouse database (and STORE, or the fleet's published
-    catalogs under --objects-root) on 127.0.0.1."""
+    """Serve the review app for DB or a ClickHouse database (and STORE, or, under --objects-root, the
+    fleet's store facts and buckets) on 127.0.0.1."""
     if (db is None) == (clickhouse is None):
         raise click.UsageError("give exactly one of --db FILE or --clickhouse URL")
     roots = objects_roots_option(objects_roots)
@@ -231,7 +231,7 @@ def view(db: Path | None, clickhouse: str | None, store: Path | None, objects_ro
             click.echo(f"warning: {warning}", err=True)
     secrets_path = write_secrets(secrets_text) if secrets_text else None
     login = "OIDC login required" if secrets_path else "viewer is the OS user"
-    previews = f"catalogs published under {', '.join(roots)}" if roots else f"store {store or 'not set'}"
+    previews = f"store facts, bytes under {', '.join(roots)}" if roots else f"store {store or 'not set'}"
     click.echo(f"otel-inputs viewer on {url_for(port)} ({shown}, {previews}; {login})")
     try:
         sys.exit(serve(source, store, port, secrets_path, roots))

@@ -16,27 +16,21 @@ as done counts as in the bucket.
 from __future__ import annotations
 
 import dataclasses
+import getpass
 import os
 from dataclasses import dataclass
+from typing import Any
 
-from otel_inputs import names
 from otel_inputs.store import (
     AccessPolicy,
     ArtifactStore,
-    CatalogRefused,
     EvidenceReader,
-    FleetCatalogs,
-    Placement,
-    PublishedCatalog,
     PolicyError,
     ReadbackError,
     ReadResult,
-    RemoteState,
     RetentionPolicy,
-    current_viewer,
-    item_placements,
-    read_part_receipt,
 )
+from otel_inputs.store.bucket import Placement, RemoteState, bucket_of, item_placements
 from otel_inputs.types import PartName, ReadbackOutcome
 from otel_inputs.viewer._format import reason_text
 from otel_inputs.viewer._queries import AttemptBundle, InputRecord, PartRecord
@@ -45,7 +39,6 @@ PURGED = "purged"
 NO_STORE = "no artifact store configured"
 NO_BYTES = "no bytes captured"
 GAP = "a gap"
-VOUCHED = "Previews and statuses checked against"  # a fleet viewer's page says which catalog vouched
 
 
 def streamlit_user() -> str | None:
@@ -69,20 +62,31 @@ def streamlit_user() -> str | None:
     return None
 
 
+def os_user() -> str:
+    """The OS user running the viewer (the identity when no login is configured)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid:{os.getuid()}"
+
+
 def viewer_identity() -> str:
     """Who is reading: the Streamlit login when configured, else the OS user."""
-    return current_viewer(streamlit_user())
+    return streamlit_user() or os_user()
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """One refresh's reader and identity; ``reader`` is ``None`` when nothing can be read (``problem``)."""
+    """One refresh's reader and identity; ``reader`` is ``None`` when nothing can be read (``problem``).
 
-    reader: EvidenceReader | None
+    On a fleet viewer the reader is a ``FleetReader`` (viewer/_fleet.py) and ``facts`` the recording
+    host's store facts it decides from."""
+
+    reader: Any
     viewer: str
     problem: str | None = None
     problem_outcome: str = "source_unavailable"
-    vouched_by: PublishedCatalog | None = None  # a fleet viewer: the published catalog the reader runs on
+    facts: Any = None
 
     @property
     def store(self) -> ArtifactStore | None:
@@ -106,39 +110,6 @@ def open_evidence(store_root: str | os.PathLike[str] | None, viewer: str | None 
     return Evidence(EvidenceReader(store, policy=policy), who)
 
 
-def fleet_roots(env: dict[str, str] | None = None) -> tuple[str, ...]:
-    """The fleet viewer's objects roots (``OTEL_INPUTS_OBJECTS_ROOTS``, comma-separated); empty: not a fleet viewer."""
-    raw = (os.environ if env is None else env).get(names.ENV_OBJECTS_ROOTS, "")
-    return tuple(r.strip() for r in raw.split(",") if r.strip())
-
-
-_fleets: dict[tuple[tuple[str, ...], str], FleetCatalogs] = {}  # one per roots and cache, kept across reruns
-
-
-def fleet_catalogs(roots: tuple[str, ...]) -> FleetCatalogs:
-    """This process's published-catalog cache for ``roots`` (downloads are kept until they change)."""
-    cache = os.environ.get(names.ENV_CATALOG_CACHE, "")
-    key = (roots, cache)
-    if key not in _fleets:
-        _fleets[key] = FleetCatalogs(roots, cache or None)
-    return _fleets[key]
-
-
-def open_fleet_evidence(location: str | None, roots: tuple[str, ...], viewer: str | None = None) -> Evidence:
-    """The reader for one attempt on a fleet viewer: its store's published catalog, fetched only from
-    under ``roots``; a catalog that cannot vouch is a refusal with its reason, never "nothing"."""
-    who = viewer or viewer_identity()
-    try:
-        policy = AccessPolicy.load()
-    except PolicyError as exc:
-        return Evidence(None, who, str(exc), "permission_denied")
-    try:
-        published = fleet_catalogs(roots).open(location)
-    except CatalogRefused as exc:
-        return Evidence(None, who, str(exc), exc.outcome.value)
-    return Evidence(EvidenceReader(published.store, policy=policy), who, vouched_by=published)
-
-
 def as_evidence(source: Evidence | str | os.PathLike[str] | None) -> Evidence:
     """Accept an :class:`Evidence` or a store path (reads then use the environment's policy)."""
     return source if isinstance(source, Evidence) else open_evidence(source)
@@ -148,15 +119,7 @@ def read_input(ev: Evidence, item: InputRecord, max_bytes: int | None) -> ReadRe
     """An input's bytes through the reader (permission, retention, digest, revocation re-checked)."""
     if ev.reader is None:
         return ReadResult(ReadbackOutcome(ev.problem_outcome), ev.problem or NO_STORE)
-    return _as_of(ev, ev.reader.read(ev.viewer, item.attempt_id, item.input_id, max_bytes=max_bytes))
-
-
-def _as_of(ev: Evidence, result: ReadResult) -> ReadResult:
-    """A published catalog without the attempt says as of when: it may have committed after the publish."""
-    if ev.vouched_by is not None and result.outcome == ReadbackOutcome.NOT_FOUND and \
-            result.message.startswith("no committed record"):
-        return ReadResult(result.outcome, f"{result.message} in {ev.vouched_by.describe()}")
-    return result
+    return ev.reader.read(ev.viewer, item.attempt_id, item.input_id, max_bytes=max_bytes)
 
 
 def read_part(ev: Evidence, part: PartRecord) -> ReadResult:
@@ -165,7 +128,7 @@ def read_part(ev: Evidence, part: PartRecord) -> ReadResult:
         return ReadResult(ReadbackOutcome(ev.problem_outcome), ev.problem or NO_STORE)
     if part.part_name not in {p.value for p in PartName}:
         return ReadResult(ReadbackOutcome.NOT_FOUND, "unknown part name")
-    return _as_of(ev, ev.reader.read_part(ev.viewer, part.attempt_id, part.part_name))
+    return ev.reader.read_part(ev.viewer, part.attempt_id, part.part_name)
 
 
 # -- store-authoritative status -----------------------------------------------------------------
@@ -198,7 +161,7 @@ def _placements(store: ArtifactStore, attempt_id: str,
     sentence when some inputs kept on disk are not in the bucket (an upload gap)."""
     try:
         places = item_placements(store, attempt_id)
-        bucket = bool(store.bucket.url())
+        bucket = bucket_of(store) is not None
     except Exception as exc:  # noqa: BLE001 - a catalog that cannot be read now: said, never blank
         why = f"not known: the store's catalog could not be read ({type(exc).__name__})"
         return {i.input_id: why for i in inputs}, None
@@ -234,11 +197,15 @@ def _overlay_inputs(ev: Evidence, attempt_id: str, run_id: str | None,
                else f"the store was not consulted ({listed.outcome})")
         inputs = tuple(dataclasses.replace(i, placement=f"not known: {why}") for i in inputs)
         if listed.outcome == "not_found":
-            return inputs, ()  # no manifest: the landed rows are all there is
+            return inputs, ()  # no catalog record: the landed rows are all there is
         return inputs, (f"The store's current status was not consulted ({listed.outcome}: {listed.message}); "
                         "statuses below are as landed in the database.",)
     by_id = {i.input_id: i for i in listed}  # purges are already applied by the catalog
-    placed, gap = _placements(reader.store, attempt_id, inputs)
+    if reader.store is None:  # a fleet viewer: the host's upload facts say where the bytes are
+        placed, gap = reader.placements(attempt_id, inputs), None
+        placed = {i.input_id: placed.get(i.input_id, NO_BYTES) for i in inputs}
+    else:
+        placed, gap = _placements(reader.store, attempt_id, inputs)
     out = []
     for item in inputs:
         status, reason = item.store_artifact_status, item.store_status_reason
@@ -261,10 +228,9 @@ def _receipt(ev: Evidence, part: PartRecord, run_id: str | None) -> PartRecord:
     except Exception:  # noqa: BLE001 - a broken receipt is not an authority
         return dataclasses.replace(part, receipt_outcome="not_found")
     if isinstance(body, ReadResult):
-        if body.outcome == "retention_expired":  # purged: the receipt stays visible, its bytes do not
+        if body.outcome == "retention_expired" and reader.store is not None:  # purged: the receipt stays visible
             try:
-                return dataclasses.replace(part, receipt=read_part_receipt(reader.store, part.attempt_id,
-                                                                           part.part_name),
+                return dataclasses.replace(part, receipt=reader.store.part_receipt(part.attempt_id, part.part_name),
                                            receipt_outcome="retention_expired")
             except ReadbackError:
                 pass

@@ -329,40 +329,6 @@ def get_attempt(db: Backend, attempt_id: str) -> AttemptRecord | None:
     return AttemptRecord(**rows[0]) if rows else None
 
 
-def _span_store_locations(db: Backend, spans: set[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
-    """``otel_inputs.store.objects_url`` of each (trace id, span id), read from the spans themselves."""
-    from otel_inputs import names
-
-    if not spans or not db.has("otel_traces"):
-        return {}
-    trace_in, span_in = db.in_list('"TraceId"'), db.in_list('"SpanId"')
-    rows = db.rows(f'SELECT "TraceId", "SpanId", "SpanAttributes"[?] FROM otel_traces WHERE {trace_in} AND {span_in}',
-                   [names.STORE_OBJECTS_URL, sorted({t for t, _ in spans}), sorted({s for _, s in spans})])
-    # ClickHouse reads an absent key as ''
-    return {(t, s): v if isinstance(v, str) and v else None for t, s, v in rows if (t, s) in spans}
-
-
-def attempt_store_location(db: Backend, attempt: AttemptRecord) -> str | None:
-    """Where the attempt's store publishes its catalog: the attempt span's ``otel_inputs.store.objects_url``
-    (``None`` when the span carries none)."""
-    if not attempt.trace_id or not attempt.span_id:
-        return None
-    key = (attempt.trace_id, attempt.span_id)
-    return _span_store_locations(db, {key}).get(key)
-
-
-def attempt_store_locations(db: Backend, attempt_ids: Iterable[str]) -> dict[str, str | None]:
-    """:func:`attempt_store_location` of many attempts in two queries (a listing of other attempts'
-    inputs on a fleet viewer: each row is decided by the catalog its own host published)."""
-    ids = sorted(set(attempt_ids))
-    if not ids:
-        return {}
-    keys = db.rows(f"SELECT attempt_id, trace_id, span_id FROM agent_attempts WHERE {db.in_list('attempt_id')}", [ids])
-    found = _span_store_locations(db, {(t, s) for _, t, s in keys if t and s})
-    located = {a: found.get((t, s)) for a, t, s in keys}
-    return {i: located.get(i) for i in ids}
-
-
 def get_inputs(db: Backend, attempt_id: str, started_ns: int | None = None,
                trace_id: str | None = None) -> tuple[InputRecord, ...]:
     """The attempt's input rows in ``seq`` order, each with the store's artifact status as landed.

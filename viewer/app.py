@@ -21,20 +21,13 @@ from otel_inputs.viewer._backend import ClickHouseTarget, is_clickhouse
 from otel_inputs.viewer._access import (
     Access,
     current_access,
-    fleet_decisions,
     login_gate,
     logout_button,
     viewer_identity,
 )
 from otel_inputs.viewer._draw import draw_panel, note
-from otel_inputs.viewer._evidence import (
-    VOUCHED,
-    Evidence,
-    budget_usage,
-    fleet_roots,
-    open_evidence,
-    overlay_store,
-)
+from otel_inputs.viewer._evidence import Evidence, budget_usage, open_evidence, overlay_store
+from otel_inputs.viewer._fleet import DECIDED, fleet_decisions, fleet_roots
 from otel_inputs.viewer._format import NOT_RECORDED, count_text, size_text, status_text, time_text, value_text
 from otel_inputs.viewer._health import BADGE, health_model
 from otel_inputs.viewer._panel import SEND_KIND_TEXT, build_panel
@@ -292,13 +285,13 @@ def _draw_attempt(con: Any, bundle: q.AttemptBundle, *, key: str) -> None:
         return
     ev = _evidence()
     roots = fleet_roots()
-    if roots:  # a fleet viewer: the catalog the recording host published vouches, or the page says why none can
-        ev, access = fleet_decisions(q.attempt_store_location(con, bundle.attempt), roots, access.viewer)
-        if ev.vouched_by is not None:
-            st.text(f"{VOUCHED} {ev.vouched_by.describe()}.")
+    if roots:  # a fleet viewer: the recording host's store facts decide, or the page says why none can
+        ev, access = fleet_decisions(con, bundle.attempt, roots, access.viewer, bundle.previous_turn_id,
+                                     bundle.inputs + (bundle.previous_inputs or ()))
+        if ev.facts is not None:
+            st.text(f"{DECIDED} {ev.facts.describe()}.")
         else:
-            note(f"No published catalog vouches for this attempt's previews ({ev.problem_outcome}: {ev.problem}).",
-                 "warning")
+            note(f"No store facts decide this attempt's previews ({ev.problem_outcome}: {ev.problem}).", "warning")
     bundle, notes = overlay_store(bundle, ev)
     bundle = access.gate(bundle)
     for n in notes:
@@ -370,7 +363,7 @@ def main() -> None:
         # File names only: host paths never reach the browser.
         db, store = _db(), _store()
         roots = fleet_roots()
-        where = f"published catalogs under {len(roots)} bucket root(s)" if roots else (
+        where = f"the hosts' store facts, bytes under {len(roots)} bucket root(s)" if roots else (
             "configured" if store else "not set")
         st.text(f"Database: {_db_label(db)}\nStore: {where}\nViewing as: {_evidence().viewer}")
         logout_button()

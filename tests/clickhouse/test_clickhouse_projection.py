@@ -27,7 +27,7 @@ from otel_inputs.viewer._backend import NOT_IN_STOCK_SCHEMA  # noqa: E402
 chdb_session = pytest.importorskip("chdb.session", reason="chdb (in-process ClickHouse) is not installed")
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "clickhouse"
-_SQL_FILES = ("otel_tables.sql", "projection_functions.sql", "projection.sql")
+_SQL_FILES = ("otel_tables.sql", "projection_functions.sql", "projection.sql", "store_state.sql")
 _TS = TIMESTAMP_COLUMNS
 # Not in the stock otel_traces schema: NULL on ClickHouse (docs/clickhouse.md), so not compared.
 _NOT_STOCK = NOT_IN_STOCK_SCHEMA["agent_attempts"]

@@ -19,7 +19,7 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 from otel_inputs.exporter._arrow import build_batch
 from otel_inputs.exporter._columns import build_chunk
 from otel_inputs.exporter._logs import logs_table
-from otel_inputs.exporter._manifests import artifacts_table
+from otel_inputs.exporter._artifacts import artifacts_table
 from otel_inputs.exporter._otlp import iter_valid
 from otel_inputs.exporter._schema import MIGRATIONS, migrate
 from otel_inputs.exporter._spans import from_readable

@@ -30,9 +30,9 @@ from otel_inputs.types import CaptureDecision
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "crash_worker.py"
-SCENARIOS = ("capture", "commit", "duckdb", "evict", "purge", "import")
+SCENARIOS = ("capture", "commit", "duckdb", "evict", "purge")
 # Upper bound of the random delay (after the child said "ready") before SIGKILL, per scenario.
-MAX_DELAY_S = {"capture": 0.8, "commit": 0.8, "duckdb": 1.5, "evict": 0.8, "purge": 0.4, "import": 0.6}
+MAX_DELAY_S = {"capture": 0.8, "commit": 0.8, "duckdb": 1.5, "evict": 0.8, "purge": 0.4}
 BASE_SEED = int(os.environ.get("OTEL_INPUTS_CRASH_SEED") or random.SystemRandom().randrange(1 << 30))
 ADMIT = AdmissionDecision(CaptureDecision.ADMITTED)
 
@@ -55,8 +55,6 @@ def _prepare(scenario: str, workdir: Path, rng: random.Random) -> dict:
     import crash_worker
 
     state: dict = {}
-    if scenario == "import":
-        return _prepare_legacy(workdir, rng)
     if scenario not in ("evict", "purge"):
         return state
     store = ArtifactStore(workdir / "store")
@@ -93,22 +91,6 @@ def _prepare(scenario: str, workdir: Path, rng: random.Random) -> dict:
         (workdir / "plan.json").write_text(json.dumps(plan))
         state["plan"] = plan
     return state
-
-
-def _prepare_legacy(workdir: Path, rng: random.Random) -> dict:
-    """An old-layout store of a few hundred attempts (so kills land inside the import)."""
-    sys.path.insert(0, str(WORKER.parent))
-    sys.path.insert(0, str(WORKER.parents[1] / "otel_inputs"))
-    import crash_worker
-    from legacy_layout import LegacyAttempt, write_legacy_store
-
-    crash_worker.make_tree(workdir / "tree", rng, files=6)
-    attempts = [LegacyAttempt(f"old-{n}", f"run-{n % 4}", {f"f{n % 7}.txt": f"content {n % 50}".encode(),
-                                                          "shared.txt": b"shared"},
-                              evicted=n % 5 == 1, purged=n % 11 == 3, committed_at_ns=1_000_000 + n)
-                for n in range(rng.choice((200, 400, 800)))]
-    write_legacy_store(workdir / "store", attempts)
-    return {"legacy": {a.attempt_id: a for a in attempts}}
 
 
 def run_trial(scenario: str, seed: int, workdir: Path) -> TrialResult:
@@ -287,28 +269,7 @@ def check_purge(workdir: Path, r: TrialResult, state: dict) -> None:
                 assert not reader.read("crash", a, input_id).ok, f"{ctx} purged {a}/{input_id} came back after recapture"
 
 
-def check_import(workdir: Path, r: TrialResult, state: dict) -> None:
-    """Killed during (or after) the old-layout import: every old attempt is there, once, with its
-    statuses, and the old files are still in place or kept aside."""
-    store = _reconcile_and_check_store(workdir, r)
-    ctx = _ctx(r)
-    legacy = state["legacy"]
-    records = {rec.attempt_id: rec for rec in store.attempts()}
-    missing = sorted(set(legacy) - set(records))
-    assert not missing, f"{ctx} old attempts lost by the import: {missing[:5]}"
-    for aid, old in legacy.items():
-        statuses = {i.artifact_status for i in records[aid].items}
-        if old.purged or old.evicted:
-            assert statuses == {"evicted"}, f"{ctx} {aid} should read evicted/purged, reads {statuses}"
-        r.facts["old_attempts_checked"] += 1
-    kept = workdir / "store" / "legacy-layout" / "manifests"
-    left = workdir / "store" / "manifests"
-    assert kept.is_dir() or left.is_dir(), f"{ctx} the old manifests vanished"
-    for attempt_id in _committed(r):
-        assert attempt_id in records, f"{ctx} capture {attempt_id} after the import vanished"
-
-
-CHECKS = {"import": check_import, "capture": check_capture, "commit": check_commit, "duckdb": check_duckdb, "evict": check_evict,
+CHECKS = {"capture": check_capture, "commit": check_commit, "duckdb": check_duckdb, "evict": check_evict,
           "purge": check_purge}
 
 

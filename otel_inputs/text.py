@@ -1,4 +1,5 @@
-"""The one text form of a file name or path: what is shown, stored and compared (a leaf module)."""
+"""The one text form of a file name or path: what is shown, stored and compared (a public leaf module:
+the agent API and the store both record paths in this form)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""Snapshot bytes on object storage: a bucket (any fsspec URL) behind the objects layer's few calls,
-the background uploader that copies committed objects there, and the sweep that deletes them.
+"""A store's bucket: the background uploader that copies committed objects there, reads that fall
+back to it, and the sweep that deletes what no available item references (docs/objects.md).
 
-fsspec (and s3fs for ``s3://``) is optional: nothing here imports it until a bucket is configured,
-so capture needs only the standard library and opentelemetry-api.  The catalog stays the authority:
-``remote_objects`` (migration ``m002``) records per object ``queued``, ``uploaded``, ``failed``
-(with the reason) or ``deleting``; no row means the bytes are local only.  Only ``uploaded`` counts
-as stored in the bucket.
+It subscribes to the store's change-listener seam (:mod:`otel_inputs.store._changes`) and is
+attached only when a bucket is configured (or recorded by an earlier upload): :func:`attach`, as
+opentelemetry-util-genai loads its ``_upload`` hook only when one is configured.  The catalog stays
+the authority: ``remote_objects`` (migration ``m002``) records per object ``queued``, ``uploaded``,
+``failed`` (with the reason) or ``deleting``; no row means the bytes are local only.  Only
+``uploaded`` counts as stored in the bucket.
 
 * Upload: the agent's thread only puts digests on a bounded queue (:class:`Uploader`); when it is
   full the upload is skipped and recorded ``failed`` / ``queue_full``.  One background thread
@@ -22,33 +23,30 @@ as stored in the bucket.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import queue
-import re
-import secrets
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from otel_inputs import names
-from otel_inputs.store._catalog import Role
-from otel_inputs.store._errors import IntegrityError, ReadbackError, _reason
+from otel_inputs.store._catalog import Role, kept
+from otel_inputs.store._changes import ItemChange, StoreChange
+from otel_inputs.store._errors import ReadbackError
 from otel_inputs.store._objects import HEX64
-from otel_inputs.store._publish import PublishError, Publisher, publish_interval
-from otel_inputs.types import ReadbackOutcome
-
-if TYPE_CHECKING:
-    from otel_inputs.store._store import ArtifactStore
+from otel_inputs.store._store import ArtifactStore
+from otel_inputs.store.bucket._remote import RemoteObjects, reason
+from otel_inputs.types import ItemState, ReadbackOutcome
 
 _log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_S = 60.0  # one bucket call, whatever the client's own timeouts and retries say
 DEFAULT_QUEUE_MAX = 1024  # objects waiting for upload; past it a commit's uploads are skipped (a gap)
 BATCH = 64  # objects recorded queued (and then done) per catalog transaction
 SKIPPED_MAX = 100_000  # skipped digests held for their queue_full row (memory stays bounded)
@@ -57,7 +55,6 @@ CHECK_CHUNK = 500  # digests re-checked per statement
 UPLOAD_THREADS = 4  # uploads in flight at once
 META_URL = "objects_url"  # the bucket the uploader used, so readers and sweeps find it without the env
 QUEUE_FULL = "queue_full"
-_MD5 = re.compile(r"[0-9a-f]{32}")
 
 
 class RemoteState(Enum):
@@ -65,119 +62,6 @@ class RemoteState(Enum):
     UPLOADED = "uploaded"
     FAILED = "failed"
     DELETING = "deleting"
-
-
-class RemoteObjects:
-    """Content-addressed objects under ``<url>/objects/<sha256>`` on an fsspec filesystem."""
-
-    def __init__(self, url: str, options: Mapping[str, Any] | None = None) -> None:
-        try:
-            import fsspec
-        except ImportError as exc:  # the objects extra is not installed
-            raise RuntimeError(f"{names.ENV_OBJECTS_URL} is set but fsspec is not installed "
-                               "(pip install 'otel-inputs[objects]')") from exc
-        self.url = url
-        self.fs, base = fsspec.core.url_to_fs(url, **dict(options or {}))
-        self.base = base.rstrip("/")
-        self.prefix = self.base + "/objects/"
-        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
-        self._local = "file" in protocols or "local" in protocols
-        self._s3 = "s3" in protocols
-        try:
-            self.timeout_s = float(os.environ.get(names.ENV_OBJECTS_TIMEOUT_S) or DEFAULT_TIMEOUT_S)
-        except ValueError:
-            self.timeout_s = DEFAULT_TIMEOUT_S
-        # fsspec's sync wrappers of an async filesystem take a deadline (FSTimeoutError past it)
-        self._deadline = {"timeout": self.timeout_s} if getattr(self.fs, "async_impl", False) else {}
-        if self._local:
-            self.fs.makedirs(self.prefix, exist_ok=True)
-
-    def key(self, digest: str) -> str:
-        if not HEX64.fullmatch(digest):
-            raise ValueError("not a snapshot digest")
-        return self.prefix + digest
-
-    def has(self, digest: str) -> bool:
-        return self.fs.exists(self.key(digest))
-
-    def put(self, digest: str, data: bytes) -> None:
-        """Upload ``data`` as object ``digest`` and check the bucket holds exactly those bytes.
-
-        A local filesystem writes aside and renames (a crash never leaves a short object under the
-        name).  An object store's PUT is atomic; S3 answers it with the MD5 of what it stored
-        (the ETag of a single-part, unencrypted PUT), compared here at no extra request; anything
-        else is checked by its size (one metadata call).
-        """
-        key = self.key(digest)
-        if self._local:
-            tmp = f"{self.prefix}.tmp-{digest}-{secrets.token_hex(4)}"
-            self.fs.pipe_file(tmp, data)
-            self.fs.mv(tmp, key)
-        else:
-            out = self.fs.pipe_file(key, data, **self._deadline)
-            etag = str(out.get("ETag", "")).strip('"') if self._s3 and isinstance(out, dict) else ""
-            if _MD5.fullmatch(etag):  # a plain MD5 (not multipart "-N", not KMS): compare it
-                if etag != hashlib.md5(data, usedforsecurity=False).hexdigest():
-                    self._remove_wrong(key)
-                    raise IntegrityError(f"bucket stored other bytes for {digest} (ETag {etag})")
-                return
-        size = self.fs.info(key, **self._deadline).get("size")
-        if size != len(data):
-            self._remove_wrong(key)
-            raise IntegrityError(f"bucket object {digest} has {size} of {len(data)} bytes")
-
-    def put_file(self, path: str, name: str) -> None:
-        """Upload the local file ``path`` as ``<url>/<name>`` in one PUT (atomic on an object store;
-        aside-then-rename on a local filesystem), then check the bucket holds its size."""
-        key = f"{self.base}/{name}"
-        size = os.path.getsize(path)
-        if self._local:
-            self.fs.makedirs(key.rsplit("/", 1)[0], exist_ok=True)
-            tmp = f"{key}.tmp-{secrets.token_hex(4)}"
-            self.fs.put_file(path, tmp)
-            self.fs.mv(tmp, key)
-        else:
-            self.fs.put_file(path, key, **self._deadline)
-            self.fs.invalidate_cache(key)
-        got = self.fs.info(key, **self._deadline).get("size")
-        if got != size:
-            raise IntegrityError(f"bucket holds {got} of {size} bytes for {name}")
-
-    def _remove_wrong(self, key: str) -> None:
-        """Best effort: reads refuse a wrong object anyway (SHA-256), but it should not linger."""
-        try:
-            self.fs.rm_file(key, **self._deadline)
-        except Exception:  # noqa: BLE001 - the failure being reported matters more
-            pass
-
-    def open(self, digest: str, limit: int | None = None) -> bytes:
-        """The object's bytes (at most ``limit``); ``FileNotFoundError`` when the bucket has none.
-        Unverified: the caller compares them with the recorded SHA-256."""
-        key = self.key(digest)
-        if limit is None:
-            return self.fs.cat_file(key, **self._deadline)
-        return self.fs.cat_file(key, start=0, end=limit, **self._deadline)
-
-    def delete(self, digests: Iterable[str]) -> None:
-        keys = [self.key(d) for d in digests]
-        if not keys:
-            return
-        try:
-            self.fs.rm(keys, **self._deadline)
-        except FileNotFoundError:
-            pass  # already gone is what we wanted
-        self.fs.invalidate_cache(self.prefix)
-
-    def iterate(self) -> Iterator[str]:
-        """Every object digest in the bucket (a listing: for audits, never on a hot path)."""
-        try:
-            paths = self.fs.ls(self.prefix, detail=False)
-        except FileNotFoundError:
-            return
-        for path in paths:
-            name = path.rstrip("/").rsplit("/", 1)[-1]
-            if HEX64.fullmatch(name):
-                yield name
 
 
 @dataclass(frozen=True)
@@ -211,6 +95,14 @@ def _upsert(con, digests: Iterable[str], state: RemoteState, reason: str | None,
         "ON CONFLICT (sha256) DO UPDATE SET state = excluded.state, reason = excluded.reason, "
         "updated_at_ns = excluded.updated_at_ns WHERE state != 'uploaded'",
         [(d, state.value, reason, now) for d in digests])
+
+
+def _object_change(digest: str, why: str | None, seq: int, at_ns: int) -> ItemChange:
+    """An object's upload outcome for the store's listeners: ``uploaded``, or ``upload_failed`` with the
+    kind of failure only (its message may name the bucket's infrastructure)."""
+    if why is None:
+        return ItemChange("", digest, digest, ItemState.UPLOADED, None, seq, at_ns)
+    return ItemChange("", digest, digest, ItemState.UPLOAD_FAILED, why.split(":", 1)[0], seq, at_ns)
 
 
 class Uploader:
@@ -256,16 +148,6 @@ class Uploader:
             with self._cond:
                 self._outstanding -= 1
 
-    def wake(self) -> None:
-        """Let an idle thread see that a publish is wanted (an empty entry: no upload)."""
-        with self._cond:
-            self._outstanding += 1
-        try:
-            self._queue.put_nowait("")
-        except queue.Full:  # busy anyway: it publishes after its batch
-            with self._cond:
-                self._outstanding -= 1
-
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until everything submitted so far has an outcome recorded."""
         with self._cond:
@@ -273,13 +155,8 @@ class Uploader:
 
     def _run(self) -> None:
         self.remote = self.link.remote(recorded=False)  # uploads go only where this process was told to
-        publisher = self.link.publisher
         while True:
-            try:  # idle: wake when the debounced catalog publish is due
-                batch = [self._queue.get(timeout=publisher.due_in() if self.remote is not None else None)]
-            except queue.Empty:
-                publisher.publish_if_due(self.remote)
-                continue
+            batch = [self._queue.get()]
             if self._queue.qsize() < BATCH - 1:
                 # Let the attempt that just committed finish on the agent's thread before this one
                 # competes for the interpreter; the batch grows meanwhile.
@@ -303,14 +180,14 @@ class Uploader:
                 with self._cond:
                     self._outstanding -= len(batch) + len(skipped)
                     self._cond.notify_all()
-            if self.remote is not None:  # after the batch's outcomes: the copy names them uploaded
-                publisher.publish_if_due(self.remote)
 
     def _record_skipped(self, skipped: set[str]) -> None:
         if skipped:
+            why, now = f"{QUEUE_FULL}: upload queue full, upload skipped", time.time_ns()
             with self.link.store.catalog.write(Role.MAINT, durable=False) as con:
-                _upsert(con, skipped, RemoteState.FAILED, f"{QUEUE_FULL}: upload queue full, upload skipped",
-                        time.time_ns())
+                _upsert(con, skipped, RemoteState.FAILED, why, now)
+                seq = self.link.store.catalog.next_seq(con)
+            self.link.store.notify(StoreChange(tuple(_object_change(d, why, seq, now) for d in sorted(skipped))))
 
     def _upload(self, digests: list[str]) -> None:
         assert self.remote is not None
@@ -337,7 +214,6 @@ class BucketLink:
         self._remotes: dict[str, RemoteObjects] = {}
         self._uploader: Uploader | None = None
         self._failed_url: str | None = None  # a URL fsspec could not open: said once, not per commit
-        self.publisher = Publisher(self)
         _links.add(self)
 
     def _after_fork_in_child(self) -> None:
@@ -345,7 +221,6 @@ class BucketLink:
         self._lock = threading.Lock()
         self._uploader = None
         self._remotes = {}
-        self.publisher = Publisher(self)
 
     # -- configuration -----------------------------------------------------------------------
     def configured_url(self) -> str | None:
@@ -379,7 +254,7 @@ class BucketLink:
                     self._remotes[url] = RemoteObjects(url, self._options)
                 except Exception as exc:  # noqa: BLE001 - a bad URL is a recorded gap, never a crash
                     if self._failed_url != url:
-                        _log.warning("otel_inputs: object storage %s unusable: %s", url, _reason(exc))
+                        _log.warning("otel_inputs: object storage %s unusable: %s", url, reason(exc))
                         self._failed_url = url
                     return None
         return self._remotes[url]
@@ -403,6 +278,13 @@ class BucketLink:
         except ValueError:
             return DEFAULT_QUEUE_MAX
 
+    # -- the store's listener: called on the thread that changed the store, never waits ----------------
+    def store_changed(self, change: StoreChange) -> None:
+        if change.new_objects:
+            self.committed(change.new_objects)
+        if change.removal:
+            self.sweep()  # the bucket's copies follow the same references as the local bytes
+
     # -- the agent's side: never waits ---------------------------------------------------------
     def committed(self, digests: Iterable[str]) -> None:
         """Objects just committed: queue their upload (called on the agent's thread)."""
@@ -412,31 +294,13 @@ class BucketLink:
             up = self.uploader()
             if up is not None:
                 up.submit(digests)
-            self.changed()  # even with no new object: the catalog has a new attempt to publish
         except Exception as exc:  # noqa: BLE001 - the upload is a background matter
             _log.warning("otel_inputs: snapshot upload not queued: %s", exc)
 
-    def changed(self) -> None:
-        """The catalog changed (a commit, revocation, purge, eviction): publish it with the next debounced
-        publish; wakes an idle uploader thread (never waits)."""
-        if self.publisher.changed():
-            up = self._uploader
-            if up is not None:
-                up.wake()
-
     def flush(self, timeout: float = 30.0) -> bool:
-        """Wait until every upload submitted by this process has its outcome recorded, then publish the
-        catalog if it changed since the last publish (a failure is logged, never raised)."""
+        """Wait until every upload submitted by this process has its outcome recorded."""
         up = self._uploader
-        if up is None:
-            return True
-        done = up.flush(timeout)
-        if up.remote is not None and publish_interval() is not None:
-            try:
-                self.publisher.publish(up.remote, if_changed=True)
-            except PublishError:
-                pass
-        return done
+        return True if up is None else up.flush(timeout)
 
     # -- the uploader thread's work --------------------------------------------------------------
     def pending(self, *, failed: bool = False) -> list[str]:
@@ -445,9 +309,9 @@ class BucketLink:
         states = "('queued', 'failed')" if failed else "('queued')"
         with self.store.catalog.read() as con:
             return [r[0] for r in con.execute(
-                "SELECT o.sha256 FROM objects o LEFT JOIN remote_objects r USING (sha256) "
-                f"WHERE (r.sha256 IS NULL OR r.state IN {states}) AND EXISTS (SELECT 1 FROM items i "
-                "WHERE i.sha256 = o.sha256 AND i.artifact_status = 'available')")]
+                "SELECT o.sha256 FROM (SELECT sha256 FROM objects UNION SELECT sha256 FROM parts WHERE sha256 IS NOT NULL) "
+                f"o LEFT JOIN remote_objects r USING (sha256) WHERE (r.sha256 IS NULL OR r.state IN {states}) "
+                f"AND {kept('o.sha256')}")]
 
     def upload(self, remote: RemoteObjects, digests: list[str]) -> dict[str, str | None]:
         """Upload objects and record each outcome; {digest: None when uploaded, else the reason}."""
@@ -473,6 +337,8 @@ class BucketLink:
                 "WHERE sha256 = ? AND state = 'queued'",
                 [(RemoteState.FAILED.value if why else RemoteState.UPLOADED.value, why, now, d)
                  for d, why in outcome.items()])
+            seq = catalog.next_seq(con)
+        self.store.notify(StoreChange(tuple(_object_change(d, why, seq, now) for d, why in outcome.items())))
         for digest, why in outcome.items():
             if why:
                 _log.warning("otel_inputs: snapshot %s not uploaded: %s", digest[:12], why)
@@ -489,7 +355,7 @@ class BucketLink:
         try:
             remote.put(digest, data)
         except Exception as exc:  # noqa: BLE001 - every bucket failure is a recorded reason
-            return _reason(exc)
+            return reason(exc)
         return None
 
     # -- reads ------------------------------------------------------------------------------------
@@ -505,7 +371,7 @@ class BucketLink:
             raise ReadbackError(ReadbackOutcome.NOT_FOUND,
                                 "snapshot bytes are missing from the store and the bucket") from exc
         except Exception as exc:  # noqa: BLE001 - an unreachable bucket is a refusal, never a crash
-            raise ReadbackError(ReadbackOutcome.NOT_FOUND, f"local copy gone, bucket unreadable ({_reason(exc)})") from exc
+            raise ReadbackError(ReadbackOutcome.NOT_FOUND, f"local copy gone, bucket unreadable ({reason(exc)})") from exc
 
     def placements(self, digests: Iterable[str]) -> dict[str, Placement]:
         """Where each object's bytes are (the catalog's remote state and a stat of the local copy)."""
@@ -538,8 +404,7 @@ class BucketLink:
         try:
             with catalog.read() as con:
                 candidates = [r[0] for r in con.execute(
-                    "SELECT r.sha256 FROM remote_objects r WHERE NOT EXISTS (SELECT 1 FROM items i "
-                    "WHERE i.sha256 = r.sha256 AND i.artifact_status = 'available')")]
+                    f"SELECT r.sha256 FROM remote_objects r WHERE NOT {kept('r.sha256')}")]
         except FileNotFoundError:
             return 0
         if not candidates:
@@ -551,17 +416,15 @@ class BucketLink:
         for k in range(0, len(candidates), CHECK_CHUNK):
             part = candidates[k:k + CHECK_CHUNK]
             with catalog.write(Role.MAINT, durable=False) as con:
-                marks = ", ".join("?" * len(part))
-                referenced = {r[0] for r in con.execute(
-                    f"SELECT DISTINCT sha256 FROM items WHERE artifact_status = 'available' AND sha256 IN ({marks})", part)}
-                now_doomed = [d for d in part if d not in referenced]
+                now_doomed = [r[0] for r in con.execute(
+                    f"SELECT j.value FROM json_each(?) j WHERE NOT {kept('j.value')}", [json.dumps(part)])]
                 con.executemany("UPDATE remote_objects SET state = 'deleting', updated_at_ns = ? WHERE sha256 = ?",
                                 [(time.time_ns(), d) for d in now_doomed])
             doomed.extend(now_doomed)
         try:
             remote.delete(doomed)
         except Exception as exc:  # noqa: BLE001 - the rows stay 'deleting' for the next sweep
-            _log.warning("otel_inputs: bucket objects not deleted (retried by the next sweep): %s", _reason(exc))
+            _log.warning("otel_inputs: bucket objects not deleted (retried by the next sweep): %s", reason(exc))
             return 0
         with catalog.write(Role.MAINT) as con:
             con.executemany("DELETE FROM remote_objects WHERE sha256 = ? AND state = 'deleting'", [(d,) for d in doomed])
@@ -578,6 +441,27 @@ class BucketLink:
 _links: weakref.WeakSet[BucketLink] = weakref.WeakSet()
 
 
+def attach(store: ArtifactStore) -> BucketLink:
+    """Subscribe a bucket link to ``store`` (its configured URL, else ``OTEL_INPUTS_OBJECTS_URL``, else
+    the one its catalog recorded); the one already attached if there is one."""
+    found = next((x for x in store.listeners if isinstance(x, BucketLink)), None)
+    if found is None:
+        found = BucketLink(store, store.objects_url, store.objects_options)
+        store.listeners.append(found)
+        store.read_elsewhere = _read_bucket
+    return found
+
+
+def bucket_of(store: ArtifactStore) -> BucketLink | None:
+    """The store's bucket link when it has a bucket (configured or recorded), else ``None``."""
+    link = attach(store)
+    return link if link.url() is not None else None
+
+
+def _read_bucket(store: ArtifactStore, digest: str, limit: int | None) -> bytes | None:
+    return attach(store).read(digest, limit)
+
+
 def _after_fork_in_child() -> None:
     for link in list(_links):
         link._after_fork_in_child()
@@ -591,7 +475,7 @@ def item_placements(store: ArtifactStore, attempt_id: str) -> dict[str, Placemen
     record = store.attempt(attempt_id)
     if record is None:
         return {}
-    found = store.bucket.placements(i.sha256 for i in record.items if i.sha256)
+    found = attach(store).placements(i.sha256 for i in record.items if i.sha256)
     return {i.input_id: found[i.sha256] for i in record.items if i.sha256 in found}
 
 
@@ -605,7 +489,7 @@ class SyncReport:
 def sync_bucket(store: ArtifactStore, *, retry_failed: bool = True) -> SyncReport:
     """``otel-inputs store upload``: upload every referenced object not yet in the bucket (rows
     left queued, failed ones too unless told not to, objects never queued), then sweep."""
-    link = store.bucket
+    link = attach(store)
     remote = link.remote()
     if remote is None:
         raise RuntimeError(f"no bucket configured (set {names.ENV_OBJECTS_URL})")
@@ -627,6 +511,5 @@ def bucket_counts(store: ArtifactStore) -> dict[str, int]:
         counts = dict(con.execute("SELECT state, count(*) FROM remote_objects GROUP BY state"))
         counts["local_only"] = con.execute(
             "SELECT count(*) FROM objects o WHERE NOT EXISTS (SELECT 1 FROM remote_objects r WHERE r.sha256 = "
-            "o.sha256) AND EXISTS (SELECT 1 FROM items i WHERE i.sha256 = o.sha256 AND "
-            "i.artifact_status = 'available')").fetchone()[0]
+            f"o.sha256) AND {kept('o.sha256')}").fetchone()[0]
     return counts

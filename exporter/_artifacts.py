@@ -39,7 +39,7 @@ def _i(value: Any, hi: int) -> int | None:
     return value if 0 <= value <= hi else None
 
 
-def manifest_rows(record: AttemptRecord, updated_at_us: int) -> list[dict[str, Any]]:
+def artifact_rows(record: AttemptRecord, updated_at_us: int) -> list[dict[str, Any]]:
     """One row per catalog item; an attempt with no items gets one row with a NULL input id."""
     base = {
         "attempt_id": record.attempt_id,
@@ -68,13 +68,13 @@ def manifest_rows(record: AttemptRecord, updated_at_us: int) -> list[dict[str, A
 
 
 def artifacts_table(records: Iterable[AttemptRecord], updated_at_us: int) -> pa.Table | None:
-    rows = [r for m in records for r in manifest_rows(m, updated_at_us)]
+    rows = [r for record in records for r in artifact_rows(record, updated_at_us)]
     if not rows:
         return None
     return rows_table(rows, ARTIFACT_SCHEMA)
 
 
-def manifests_for(store_root: str | os.PathLike[str], attempt_ids: Iterable[str]) -> list[AttemptRecord]:
+def catalog_records(store_root: str | os.PathLike[str], attempt_ids: Iterable[str]) -> list[AttemptRecord]:
     """The catalog records of just these attempts (one query per batch of spans)."""
     ids = list(dict.fromkeys(attempt_ids))
     if not ids:
@@ -87,7 +87,7 @@ def manifests_for(store_root: str | os.PathLike[str], attempt_ids: Iterable[str]
 
 
 @dataclass
-class ManifestScanner:
+class CatalogScanner:
     """Finds the attempts whose catalog record changed since the last landing (by change number)."""
 
     store_root: Path
