@@ -49,6 +49,11 @@ NEVER_SENT = {
     n.TASK_SHA256, n.INPUT_SHA256, n.PART_SHA256, n.INPUT_SNAPSHOT_REF, n.STORE_ITEM_SHA256,
     # where the store's bytes and catalog are: the team's infrastructure, for its own fleet viewer only
     n.STORE_OBJECTS_URL,
+    # the Vercel AI SDK's own ai.* names (docs/encodings.md): not on the allowlist yet, so none leaves
+    n.VERCEL_OPERATION_ID, n.VERCEL_PROMPT, n.VERCEL_PROMPT_MESSAGES, n.VERCEL_MODEL_ID, n.VERCEL_MODEL_PROVIDER,
+    n.VERCEL_RESPONSE_MODEL, n.VERCEL_USAGE_INPUT_TOKENS, n.VERCEL_USAGE_OUTPUT_TOKENS, n.VERCEL_USAGE_PROMPT_TOKENS,
+    n.VERCEL_USAGE_COMPLETION_TOKENS, n.VERCEL_TOOL_CALL_NAME, n.VERCEL_TOOL_CALL_ID, n.VERCEL_TOOL_CALL_ARGS,
+    n.VERCEL_TOOL_CALL_INPUT, n.VERCEL_FUNCTION_ID, n.VERCEL_METADATA_SESSION_ID,
 }
 NOT_ATTRIBUTE_KEYS = {
     # event names, kept as names
@@ -56,6 +61,7 @@ NOT_ATTRIBUTE_KEYS = {
     n.EVENT_ASSISTANT_MESSAGE, n.EVENT_TOOL_MESSAGE, n.EVENT_CHOICE, n.EVENT_CONTENT_PROMPT,
     n.EXPORT_REDACTION,  # written by the pipeline itself
     n.LINK_KIND,  # link attributes: no OTTL context reaches links; ours holds only an enum
+    n.VERCEL_TOOL_CALL_OPERATION,  # a value of ai.operationId (and a span name)
 }
 
 
