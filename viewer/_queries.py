@@ -10,7 +10,7 @@ can write between refreshes.  A missing, locked, unreachable or newer-schema dat
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
