@@ -236,7 +236,7 @@ def test_vercel_ai_sdk_lands_one_attempt_per_call(version: str, tmp_path: Path, 
                              capture_output=True, text=True, cwd=tmp_path, timeout=300)  # fmt: skip
     finally:
         collector.stop()
-    assert out.returncode == 0, out.stderr[-4000:]
+    assert out.returncode == 0, out.stderr[-4000:] + "\ncollector:\n" + collector.stderr[-2000:]
     case = Case("vercel.mjs", "", session=version == "6")  # @ai-sdk/otel does not send the telemetry metadata
     attempts = check_runs(tmp_path / "fw.duckdb", case, observed=False)
     check_page(tmp_path / "fw.duckdb", attempts, case, monkeypatch)
