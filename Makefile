@@ -7,6 +7,9 @@ PORT ?= 8501
 THIRDPARTY := phoenix or frameworks or coding_agents
 PYTEST_ARGS ?= -n auto -m "not slow and not ($(THIRDPARTY))"
 JS_INTEROP := tests/interop/js
+# The agent frameworks pin OpenTelemetry below what the rest needs, so they get a venv of their own.
+FW_VENV := .venv-frameworks
+NPM_SUITES := tests/coding_agents tests/frameworks/js
 
 .PHONY: venv test test-thirdparty demo bench clean screenshots
 
@@ -23,21 +26,28 @@ $(VENV)/.installed-thirdparty: pyproject.toml scripts/venv.sh
 	@scripts/venv.sh $(VENV) dev,clickhouse,phoenix
 	@touch $@ $(VENV)/.installed-dev $(VENV)/.installed-viewer
 
+$(FW_VENV)/.installed: pyproject.toml scripts/venv.sh
+	@scripts/venv.sh $(FW_VENV) dev,clickhouse,frameworks
+	@touch $@
+
 venv: $(VENV)/.installed-dev
 
-# The official OpenTelemetry JS SDK for tests/interop, as package-lock.json pins it; without npm
-# those tests skip and say why.
-$(JS_INTEROP)/node_modules/.package-lock.json: $(JS_INTEROP)/package-lock.json
+# npm packages a suite pins in its package-lock.json (the OpenTelemetry JS SDK for tests/interop;
+# the coding-agent CLIs and the Vercel AI SDK for make test-thirdparty); without npm those tests
+# skip and say why.
+%/node_modules/.package-lock.json: %/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
-	  echo "==> npm ci --prefix $(JS_INTEROP)"; \
-	  npm ci --prefix $(JS_INTEROP) --no-audit --no-fund --loglevel=error; \
-	else echo "==> npm not found: the JS SDK interop tests will skip"; fi
+	  echo "==> npm ci --prefix $*"; \
+	  npm ci --prefix $* --no-audit --no-fund --loglevel=error; \
+	else echo "==> npm not found: the tests that need $* will skip"; fi
 
 test: $(VENV)/.installed-dev $(JS_INTEROP)/node_modules/.package-lock.json
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test-thirdparty: $(VENV)/.installed-thirdparty
-	$(PY) -m pytest -n auto -m "not slow and ($(THIRDPARTY))"
+test-thirdparty: $(VENV)/.installed-thirdparty $(FW_VENV)/.installed \
+		$(foreach d,$(NPM_SUITES),$(d)/node_modules/.package-lock.json)
+	$(PY) -m pytest -n auto -m "not slow and (phoenix or coding_agents)"
+	$(FW_VENV)/bin/python -m pytest -n auto -m "not slow and frameworks" tests/frameworks
 
 demo: $(VENV)/.installed-viewer
 	$(VENV)/bin/otel-inputs demo --out demo-data --port $(PORT)
@@ -46,7 +56,7 @@ bench: venv
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) .tools demo-data .pytest_cache
+	rm -rf $(VENV) $(FW_VENV) .tools demo-data .pytest_cache
 
 screenshots: venv
 	$(PY) scripts/screenshots.py --out docs/images

@@ -65,7 +65,7 @@ class DuckDBSpanExporter(OwnedWriter, SpanExporter):
                 self.writer.count("spans_dropped", 1)
         artifacts: list[dict[str, Any]] = []
         if self.store is not None:
-            ids = [a for r in records if attempt_kind(r.attributes) and isinstance(a := r.attributes.get(names.ATTEMPT_ID), str)]
+            ids = [a for r in records if attempt_kind(r.attributes, r.name) and isinstance(a := r.attributes.get(names.ATTEMPT_ID), str)]
             artifacts = catalog_records(self.store, ids) if ids else []
         if not records and not artifacts:
             return WriteOutcome()

@@ -68,8 +68,9 @@ class SinkConfig:
     # A request finding the queue full waits this long for room before it is answered 503: the
     # writer frees room at every batch, so a short wait spares the sender a Retry-After pause.
     queue_wait_s: float = 2.0
-    # Request bodies held while being read and decoded (wire bytes, then decompressed bytes).  One
-    # request up to max_body_bytes is always admitted when nothing else is in flight.
+    # Request bodies held while being read and decoded (wire bytes, then decompressed bytes; the
+    # declared Content-Length is reserved at once).  A request alone in flight is always admitted up
+    # to max_body_bytes, so over this a body is answered 503 only while others are in flight.
     max_inflight_bytes: int = 16 * 1024 * 1024
     max_concurrent_decodes: int = 1  # parsing holds the GIL: more threads add memory, not speed
     # Spans converted to Arrow at a time (their Python objects are the conversion's transient
@@ -198,18 +199,23 @@ class _Queue:
 
 
 class _Budget:
-    """A byte budget for request bodies in flight; one request is always admitted when it is empty."""
+    """A byte budget for request bodies in flight.  A request alone in flight may grow to any size
+    (the body cap bounds it), so a body the cap admits always fits an idle receiver: "busy" is
+    then only ever a state that passes."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._used = 0
         self._lock = threading.Lock()
 
-    def try_take(self, n: int) -> bool:
+    def try_grow(self, held: int, size: int) -> bool:
+        """Grow one request's share from ``held`` to ``size`` bytes: yes when no other request holds
+        any, or when everything fits the budget."""
         with self._lock:
-            if self._used and self._used + n > self.max_bytes:
+            others = self._used - held
+            if others and others + size > self.max_bytes:
                 return False
-            self._used += n
+            self._used += size - held
             return True
 
     def give(self, n: int) -> None:
@@ -410,15 +416,15 @@ class OTLPSink:
             kind = Kind.TRACES if signal == "traces" else Kind.LOGS
             try:
                 if kind is Kind.TRACES:
-                    req = parse_json(body) if as_json else parse_protobuf(body)
-                    checked = check_request(req)
+                    req, bad_ids = parse_json(body) if as_json else (parse_protobuf(body), None)
+                    checked = check_request(req, bad_ids)
                     accepted, rejected, skip = checked.accepted, checked.rejected, checked.skip
                     render: Callable[[bool], bytes] = lambda j, c=checked: response_body(c, as_json=j)  # noqa: E731
                     if skip and accepted:
                         _remove_rejected_spans(req, skip)
                 else:
-                    req = parse_logs_json(body) if as_json else parse_logs_protobuf(body)
-                    checked_logs = check_logs(req)
+                    req, bad_ids = parse_logs_json(body) if as_json else (parse_logs_protobuf(body), None)
+                    checked_logs = check_logs(req, bad_ids)
                     accepted, rejected, skip = checked_logs.accepted, checked_logs.rejected, checked_logs.skip
                     render = lambda j, c=checked_logs: logs_response(c, as_json=j)  # noqa: E731
                     if skip and accepted:
@@ -574,7 +580,13 @@ class OTLPSink:
                 _log.warning("otel-inputs collect: %d acknowledged requests in %s were not yet landed; landing them",
                              self.replayed - skipped, self.wal.directory)  # fmt: skip
         last = items[-1].seq
-        items = [i for i in items if i.seq > self._landed]
+        try:
+            self.wal.sync(last)  # usually done already by the requests themselves (group commit)
+        except WALUnavailable:
+            pass  # what it could not make durable was answered 503: dropped just below, never landed
+        # Only records known durable land: one whose fsync failed was refused, and landing it anyway
+        # would land it twice once its sender retries (log records have no key).
+        items = [i for i in items if i.seq > self._landed and self.wal.durable(i.seq)]
         if not items:
             self.wal.landed(last)
             return True

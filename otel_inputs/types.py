@@ -12,6 +12,7 @@ class SourceKind(StrEnum):
     PREVIOUS_ENVELOPE = "previous_envelope"
     CONTEXT_HANDOFF = "context_handoff"
     EXPLICIT_ATTACHMENT = "explicit_attachment"
+    INSTRUCTION_FILE = "instruction_file"  # a coding agent's CLAUDE.md / AGENTS.md / GEMINI.md (hooks)
 
 
 class TaskSourceKind(StrEnum):

@@ -65,6 +65,8 @@ def registry_names() -> set[str]:
     for group in registry():
         if group["type"] == "event":
             out.add(group["name"])
+        if group["type"] == "span" and "span_name" in group:  # a span name read from a coding agent
+            out.add(group["span_name"])
         for attr in group.get("attributes", []):
             out.add(attr.get("id") or attr["ref"])
     return out

@@ -17,8 +17,10 @@ render time from the store's public face, never cached across refreshes:
   inline hides the exact messages too (they carry its content).
 
 Identity is Streamlit's logged-in user when ``[auth]`` is configured (``st.login``, OIDC), else the
-OS user (:func:`otel_inputs.viewer._evidence.viewer_identity`).  With ``[auth]`` configured and nobody
-logged in, :func:`login_gate` shows only a login button.
+OS user (:func:`otel_inputs.viewer._evidence.viewer_identity`, the one identity function).  With
+``[auth]`` configured and nobody logged in, :func:`login_gate` shows only a login button, and the
+signed-out identity is allowed no run whatever the policy says, so no other entry point (a
+bundle, a preview) shows content either.
 
 The policy file may say whether labels and paths of purged or revoked items stay visible::
 
@@ -45,13 +47,13 @@ from otel_inputs.store import (
     purge_state,
 )
 from otel_inputs import names
+from otel_inputs.viewer._evidence import NO_LOGIN, SIGNED_OUT, auth_configured, viewer_identity
 from otel_inputs.viewer._format import time_text
 from otel_inputs.viewer._queries import AttemptBundle, AttemptRecord, InputRecord
 
 T = TypeVar("T")
 
 PURGED = "purged"
-NO_LOGIN = "Log in to see recorded attempts."
 
 # Delivery modes whose content is part of the exact messages sent (so withholding the item
 # withholds the messages); path references and session history are not embedded by this tool.
@@ -118,15 +120,18 @@ class Access:
 
     # -- permission ---------------------------------------------------------------------------
     def run_allowed(self, run_id: str | None) -> bool:
-        return self.policy is not None and self.policy.allows(self.viewer, run_id)
+        return self.policy is not None and self.viewer != SIGNED_OUT and self.policy.allows(self.viewer, run_id)
 
     @property
     def sees_all(self) -> bool:
         """Whether every run is visible to this viewer, so totals over all runs may be shown as they are."""
-        return self.policy is not None and self.viewer not in self.policy.viewers and self.policy.default_allow
+        return (self.policy is not None and self.viewer != SIGNED_OUT and self.viewer not in self.policy.viewers
+                and self.policy.default_allow)  # fmt: skip
 
     def denial(self) -> str:
         """The sentence a denied viewer reads (it names no run, attempt or content)."""
+        if self.viewer == SIGNED_OUT:
+            return f"permission_denied: {NO_LOGIN}"
         if self.policy is None:
             return f"permission_denied: nothing is shown until the access policy is fixed ({self.problem})."
         return f"permission_denied: the access policy does not let {self.viewer} see this run or its attempts."
@@ -340,24 +345,6 @@ def withheld_of(bundle: AttemptBundle) -> Withheld:
     return w if isinstance(w, Withheld) else NOTHING
 
 
-def viewer_identity() -> str:
-    """Who is looking: the login (e-mail, else name, else subject) when ``[auth]`` is configured, else the OS user.
-
-    With login configured the OS user is never used: the server's account is not the reader's.
-    """
-    from otel_inputs.viewer import _evidence
-
-    user = _evidence.streamlit_user()
-    if user:
-        return user
-    if auth_configured():
-        import streamlit as st
-
-        sub = st.user.get("sub") if bool(getattr(st.user, "is_logged_in", False)) else None
-        return f"oidc-sub:{sub}" if isinstance(sub, str) and sub else "(not logged in)"
-    return _evidence.os_user()
-
-
 def page_access() -> Access:
     """The decisions for the page being drawn (the app's configured store, the page's viewer)."""
     return current_access(os.environ.get(names.ENV_STORE))
@@ -431,16 +418,6 @@ def gate_row(access: Access, table: str, row: dict[str, Any], w: Withheld) -> tu
 
 
 # -- identity: Streamlit's own authentication ---------------------------------------------------
-def auth_configured() -> bool:
-    """Whether ``[auth]`` is in Streamlit's secrets (written by ``otel-inputs view --auth-*``)."""
-    try:
-        import streamlit as st
-
-        return "auth" in st.secrets
-    except Exception:  # noqa: BLE001 - no secrets file: login is not configured
-        return False
-
-
 def login_gate() -> bool:
     """``True`` when the page may render; with login configured and nobody logged in, a login button only."""
     if not auth_configured():

@@ -213,6 +213,9 @@ def group_table(g: ItemGroup) -> list[dict[str, Any]]:
             row["change"] = r.change or ""
         if with_reads:
             row["read?"] = r.read or ""
+        if r.record is not None and (r.record.loaded or r.record.delivered):  # a coding agent's instruction file
+            row["loaded"] = (r.record.loaded or "not recorded").replace("_", " ")
+            row["delivered"] = (r.record.delivered or "not recorded").replace("_", " ")
         rows.append(row)
     return rows
 
@@ -278,6 +281,10 @@ def _item_detail(row: ItemRow, ev: Evidence, key: str, con: Any, open_attempt: C
     ]
     if row.read is not None:
         lines.append(f"Was it read? {row.read}")
+    rec = row.record
+    if rec is not None and (rec.loaded or rec.delivered):  # a coding agent's instruction file
+        lines.append(f"Loaded: {(rec.loaded or 'not recorded').replace('_', ' ')} — {rec.loaded_detail or ''}")
+        lines.append(f"Delivered: {(rec.delivered or 'not recorded').replace('_', ' ')} — {rec.delivered_detail or ''}")
     st.text("\n".join(lines))
     if row.unavailable:
         st.text(f"Unavailable: {row.unavailable}")

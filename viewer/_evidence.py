@@ -2,8 +2,10 @@
 
 Every byte the viewer shows (input previews, diffs, exchange parts) is read through
 :class:`otel_inputs.EvidenceReader` with the viewer's identity, so permission, retention, digest
-and source revocation are re-checked on every read.  Identity is Streamlit's logged-in user when
-login is configured, else the OS user; the access policy comes from ``OTEL_INPUTS_ACCESS_POLICY``.
+and source revocation are re-checked on every read.  Identity is :func:`viewer_identity`, the one
+function every entry point uses: Streamlit's logged-in user when login is configured (and
+:data:`SIGNED_OUT`, who sees no content anywhere, when nobody is logged in), the OS user only when
+login is not configured; the access policy comes from ``OTEL_INPUTS_ACCESS_POLICY``.
 
 The store's catalog is the one authority on an item's current status (eviction and purge change it
 after capture), so :func:`overlay_store` asks the store at render time and puts its status over
@@ -70,9 +72,44 @@ def os_user() -> str:
         return f"uid:{os.getuid()}"
 
 
+SIGNED_OUT = "(not logged in)"  # the identity of a reader when login is configured and nobody is logged in
+NO_LOGIN = "Log in to see recorded attempts."
+
+
+def auth_configured() -> bool:
+    """Whether ``[auth]`` is in Streamlit's secrets (written by ``otel-inputs view --auth-*``)."""
+    try:
+        import streamlit as st
+
+        return "auth" in st.secrets
+    except Exception:  # noqa: BLE001 - no secrets file: login is not configured
+        return False
+
+
 def viewer_identity() -> str:
-    """Who is reading: the Streamlit login when configured, else the OS user."""
-    return streamlit_user() or os_user()
+    """Who is looking: the login (e-mail, else name, else subject) when ``[auth]`` is configured, and
+    :data:`SIGNED_OUT` when nobody is logged in; the OS user only when login is not configured.
+
+    With login configured the OS user is never used: the server's account is not the reader's.  The
+    one identity function: every default (:func:`open_evidence`, :func:`~otel_inputs.viewer._fleet.host_decisions`,
+    ``current_access``) and the app use it."""
+    user = streamlit_user()
+    if user:
+        return user
+    if auth_configured():
+        import streamlit as st
+
+        try:
+            sub = st.user.get("sub") if bool(getattr(st.user, "is_logged_in", False)) else None
+        except Exception:  # noqa: BLE001 - no user object outside a script run: nobody is logged in
+            sub = None
+        return f"oidc-sub:{sub}" if isinstance(sub, str) and sub else SIGNED_OUT
+    return os_user()
+
+
+def signed_out_refusal(who: str) -> Evidence | None:
+    """The refusal every reader gives a signed-out viewer (no store, policy or catalog is asked)."""
+    return Evidence(None, who, NO_LOGIN, "permission_denied") if who == SIGNED_OUT else None
 
 
 @dataclass(frozen=True)
@@ -96,6 +133,8 @@ class Evidence:
 def open_evidence(store_root: str | os.PathLike[str] | None, viewer: str | None = None) -> Evidence:
     """The reader for this refresh: the store at ``store_root`` and the policy of the environment."""
     who = viewer or viewer_identity()
+    if (refused := signed_out_refusal(who)) is not None:
+        return refused
     if not store_root:
         return Evidence(None, who, NO_STORE, "not_found")
     root = os.fspath(store_root)
@@ -119,7 +158,9 @@ def read_input(ev: Evidence, item: InputRecord, max_bytes: int | None) -> ReadRe
     """An input's bytes through the reader (permission, retention, digest, revocation re-checked)."""
     if ev.reader is None:
         return ReadResult(ReadbackOutcome(ev.problem_outcome), ev.problem or NO_STORE)
-    return ev.reader.read(ev.viewer, item.attempt_id, item.input_id, max_bytes=max_bytes)
+    # A coding agent's instruction file is held by its hook's store attempt, not by the turn's id.
+    store_attempt = item.capture_attempt_id or item.attempt_id
+    return ev.reader.read(ev.viewer, store_attempt, item.input_id, max_bytes=max_bytes)
 
 
 def read_part(ev: Evidence, part: PartRecord) -> ReadResult:
@@ -242,8 +283,17 @@ def overlay_store(bundle: AttemptBundle, ev: Evidence) -> tuple[AttemptBundle, t
     """The bundle with the store's current input status and part receipts, plus owner notes."""
     a = bundle.attempt
     notes: list[str] = []
-    inputs, found = _overlay_inputs(ev, a.attempt_id, a.run_id, bundle.inputs)
-    notes.extend(found)
+    # Inputs held by another store attempt (a coding agent's hook capture) are asked of that attempt.
+    by_store: dict[str, list[int]] = {}
+    for i, item in enumerate(bundle.inputs):
+        by_store.setdefault(item.capture_attempt_id or a.attempt_id, []).append(i)
+    overlaid: list[InputRecord] = list(bundle.inputs)
+    for store_attempt, places in by_store.items():
+        got, found = _overlay_inputs(ev, store_attempt, a.run_id, tuple(bundle.inputs[i] for i in places))
+        for i, item in zip(places, got):
+            overlaid[i] = item
+        notes.extend(n for n in found if n not in notes)
+    inputs = tuple(overlaid)
     previous = bundle.previous_inputs
     if previous and bundle.previous_turn_id:
         previous, _ = _overlay_inputs(ev, bundle.previous_turn_id, a.run_id, previous)

@@ -25,7 +25,7 @@ from otel_inputs.store.bucket import RemoteObjects, under_roots
 from otel_inputs.types import ItemState, ReadbackOutcome
 from otel_inputs.viewer._access import Access, current_access
 from otel_inputs.viewer._backend import Backend
-from otel_inputs.viewer._evidence import Evidence, viewer_identity
+from otel_inputs.viewer._evidence import Evidence, signed_out_refusal, viewer_identity
 from otel_inputs.viewer._format import time_text
 from otel_inputs.viewer._queries import AttemptRecord, InputRecord
 
@@ -315,6 +315,8 @@ def host_decisions(facts: HostFacts | None, roots: tuple[str, ...], viewer: str,
     """The reader and the access decisions for attempts of one host (``facts``), or, without facts, a
     reader that refuses with ``why`` and decisions that withhold what a revocation could cover."""
     base = current_access(None, viewer, unknown=why)
+    if (refused := signed_out_refusal(viewer)) is not None:
+        return refused, base
     if facts is None:
         return Evidence(None, viewer, why or "not vouched for", "not_found"), base
     loaded = _policy_and_revocations()

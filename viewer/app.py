@@ -76,7 +76,9 @@ def open_attempt(attempt_id: str) -> None:
 
 def open_run(run_id: str | None) -> None:
     st.query_params.clear()
-    st.query_params["run"] = run_id or ""
+    st.query_params["run"] = "" if isinstance(run_id, q.SessionRun) else run_id or ""
+    if isinstance(run_id, q.SessionRun):  # attempts with a session id but no run id (docs/encodings.md)
+        st.query_params["session"] = str(run_id)
     st.rerun()
 
 
@@ -88,7 +90,8 @@ def go_home() -> None:
 # --------------------------------------------------------------------------------------------
 def _health(con: Any) -> None:
     """A small indicator (ok / spilled / dropped / unknown) with the counters on demand."""
-    m = health_model(q.exporter_health(con), backend=con.label)
+    unmapped = sum(s.spans + s.log_records for s in q.services_without_attempts(con))
+    m = health_model(q.exporter_health(con), backend=con.label, unmapped=unmapped)
     icon, color, word = BADGE[m.state]
     left, right = st.columns([4, 1], vertical_alignment="center")
     with left:
@@ -105,11 +108,20 @@ def _runs_page(con: Any) -> None:
     runs, hidden = _access().visible_pages(lambda limit, offset: q.list_runs(con, limit=limit, offset=offset), 200)
     if hidden:
         st.text("Runs that the access policy does not let you see are not listed.")
+    unmapped = q.services_without_attempts(con)
+    for svc in unmapped:  # telemetry landed, yet no attempt was derived: never "nothing recorded"
+        st.text(f"{svc.service_name or '(no service name)'}: {svc.spans + svc.log_records} records "
+                f"({svc.spans} spans, {svc.log_records} log records), no attempts derived.")
+    if unmapped:
+        st.text(q.UNMAPPED_DOC_NOTE)
     if not runs:
-        st.text("No attempts recorded yet." if not hidden else "No run is visible to you.")
+        if not unmapped:
+            st.text("No attempts recorded yet." if not hidden else "No run is visible to you.")
         return
     table = [
-        {"run": r.run_id if r.run_id is not None else "(no run id)", "attempts": r.attempts,
+        {"run": r.run_id if r.run_id is not None else (
+            f"(no run id) session {r.session_key}" if r.session_key is not None else "(no run id)"),
+         "attempts": r.attempts,
          "sessions": r.sessions, "phases": r.phases, "first start": time_text(r.first_ns),
          "last activity": time_text(r.last_ns), "complete": r.complete, "partial": r.partial,
          "not recorded": r.not_recorded}
@@ -120,7 +132,7 @@ def _runs_page(con: Any) -> None:
                          width="stretch")
     selected = event.selection.rows if event is not None else []
     if selected:
-        open_run(runs[selected[0]].run_id)
+        open_run(runs[selected[0]].key)
     with st.expander("Coverage per run over time"):
         rows = charts.coverage_over_time_data(runs)
         st.altair_chart(charts.coverage_over_time_chart(rows), width="stretch")
@@ -138,11 +150,12 @@ def _run_page(con: Any, run_id: str | None) -> None:
     if st.button("← All runs", key="home"):
         go_home()
     access = _access()
-    if not access.run_allowed(run_id):
+    if not access.run_allowed(None if isinstance(run_id, q.SessionRun) else run_id):
         note(access.denial(), "error")
         return
     st.header("Run")
-    st.text(run_id if run_id is not None else "(no run id)")
+    st.text(f"(no run id) session {run_id}" if isinstance(run_id, q.SessionRun)
+            else run_id if run_id is not None else "(no run id)")
     facets = q.run_facets(con, run_id)
     cols = st.columns(6)
     with cols[0]:
@@ -330,7 +343,8 @@ def _body() -> None:
             if "attempt" in params:
                 _attempt_page(con, params["attempt"])
             elif "run" in params:
-                _run_page(con, params["run"] or None)
+                session = params.get("session")
+                _run_page(con, q.SessionRun(session) if session and not params["run"] else params["run"] or None)
             else:
                 _runs_page(con)
     except q.DbUnavailable as exc:

@@ -49,6 +49,18 @@ NEVER_SENT = {
     n.TASK_SHA256, n.INPUT_SHA256, n.PART_SHA256, n.INPUT_SNAPSHOT_REF, n.STORE_ITEM_SHA256,
     # where the store's bytes and catalog are: the team's infrastructure, for its own fleet viewer only
     n.STORE_OBJECTS_URL,
+    # coding agents (docs/coding-agents.md): the hook's records go to the local `otel-inputs collect` only
+    # (paths, prompt digests, gaps), and the runtimes' own keys are read, never written by otel-inputs
+    n.HOOK_RUNTIME, n.HOOK_EVENT, n.HOOK_TURN_KEY, n.HOOK_PROCESS_KEY, n.HOOK_CAPTURE_ID, n.HOOK_PROMPT_SHA256,
+    n.HOOK_PROMPT_LENGTH, n.HOOK_FILE_COUNT, n.HOOK_GAP, n.INSTRUCTION_DISCOVERY, n.INSTRUCTION_MEMORY_TYPE,
+    n.INSTRUCTION_LOAD_REASON, n.REQUEST_BODY_REF, n.INSTRUCTION_DELIVERED, n.INSTRUCTION_DELIVERED_DETAIL,
+    n.EVENT_SEQUENCE_ATTR, n.CLAUDE_PROMPT_ID, n.CODEX_TURN_ID, n.CODEX_CONVERSATION_ID, n.CODEX_TOOL_PHASE,
+    n.GEMINI_TOOL_CALL_ID,
+    # the Vercel AI SDK's own ai.* names (docs/encodings.md): not on the allowlist yet, so none leaves
+    n.VERCEL_OPERATION_ID, n.VERCEL_PROMPT, n.VERCEL_PROMPT_MESSAGES, n.VERCEL_MODEL_ID, n.VERCEL_MODEL_PROVIDER,
+    n.VERCEL_RESPONSE_MODEL, n.VERCEL_USAGE_INPUT_TOKENS, n.VERCEL_USAGE_OUTPUT_TOKENS, n.VERCEL_USAGE_PROMPT_TOKENS,
+    n.VERCEL_USAGE_COMPLETION_TOKENS, n.VERCEL_TOOL_CALL_NAME, n.VERCEL_TOOL_CALL_ID, n.VERCEL_TOOL_CALL_ARGS,
+    n.VERCEL_TOOL_CALL_INPUT, n.VERCEL_FUNCTION_ID, n.VERCEL_METADATA_SESSION_ID,
 }
 NOT_ATTRIBUTE_KEYS = {
     # event names, kept as names
@@ -56,6 +68,11 @@ NOT_ATTRIBUTE_KEYS = {
     n.EVENT_ASSISTANT_MESSAGE, n.EVENT_TOOL_MESSAGE, n.EVENT_CHOICE, n.EVENT_CONTENT_PROMPT,
     n.EXPORT_REDACTION,  # written by the pipeline itself
     n.LINK_KIND,  # link attributes: no OTTL context reaches links; ours holds only an enum
+    # coding agents: the hook's event names, and the span and event names the runtimes send
+    n.HOOK_TURN_EVENT, n.INSTRUCTION_FILE_EVENT, n.REQUEST_BODY_EVENT, n.CLAUDE_SPAN_INTERACTION,
+    n.CLAUDE_SPAN_LLM_REQUEST, n.CLAUDE_SPAN_TOOL, n.CODEX_SPAN_TURN, n.CODEX_EVENT_USER_PROMPT,
+    n.CODEX_EVENT_TOOL_RESULT, n.GEMINI_EVENT_USER_PROMPT, n.GEMINI_EVENT_API_REQUEST, n.GEMINI_EVENT_TOOL_CALL,
+    n.VERCEL_TOOL_CALL_OPERATION,  # a value of ai.operationId (and a span name)
 }
 
 
