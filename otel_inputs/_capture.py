@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_inputs import names
-from otel_inputs._media import classify_bytes
+from otel_inputs.media import classify_bytes
 from otel_inputs._policy import AdmissionDecision
 from otel_inputs._snapshot import (
     _OPEN_FILE,

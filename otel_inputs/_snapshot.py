@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from otel_inputs import names
-from otel_inputs._media import SNIFF_BYTES, Utf8Validator, classify
+from otel_inputs.media import SNIFF_BYTES, Utf8Validator, classify
 from otel_inputs.store import AttemptStaging, StoreWriteError
 from otel_inputs.types import Bound, CaptureStatus, PreviewKind
 
