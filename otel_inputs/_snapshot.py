@@ -76,13 +76,19 @@ class CaptureLimits:
             return cls()
         return cls(max_seconds=seconds)
 
+    def limit(self, bound: Bound) -> float:
+        """The limit of ``bound``: the field :data:`BOUND_LIMITS` names for it."""
+        value: float = getattr(self, BOUND_LIMITS[bound][0])
+        return value
+
     def describe(self, bound: Bound) -> str:
         """The detail recorded when ``bound`` trips: its name and its limit, in words."""
-        field_name, sentence = BOUND_LIMITS[bound]
-        return f"bound {bound.value} tripped ({sentence.format(getattr(self, field_name))})"
+        return f"bound {bound.value} tripped ({BOUND_LIMITS[bound][1].format(self.limit(bound))})"
 
 
-# Each capture bound: the CaptureLimits field that sets it and how its limit reads in a gap's detail.
+# Each capture bound: the CaptureLimits field that sets it and how its limit reads in a gap's detail.  Every
+# check reads its limit through this table (CaptureLimits.limit), so a bound is one Bound value, one row and
+# field here, and one Budget check.
 BOUND_LIMITS: Mapping[Bound, tuple[str, str]] = {
     Bound.FILE_COUNT: ("max_files", "at most {} files"),
     Bound.DEPTH: ("max_depth", "at most {} directory levels below the context root"),
@@ -96,7 +102,8 @@ BOUND_LIMITS: Mapping[Bound, tuple[str, str]] = {
 class Budget:
     """One attempt's capture against its bounds, shared by all its sources: files and roots seen,
     bytes staged, the time window.  Each ``admit_*`` method is the one check of one bound: ``None``
-    when the step may go ahead, otherwise what records the refusal."""
+    when the step may go ahead, otherwise what records the refusal; each compares its measure with its
+    bound's limit through :meth:`past`."""
 
     limits: CaptureLimits
     clock: Callable[[], float]
@@ -121,27 +128,31 @@ class Budget:
         else:
             self.files += 1
             seen = self.files
-        return Incomplete(Bound.FILE_COUNT) if seen > self.limits.max_files else None
+        return self.past(Bound.FILE_COUNT, seen)
 
     def admit_depth(self, depth: int) -> Incomplete | None:
         """Entries ``depth`` levels below their context root; past ``max_depth`` enumeration stops
         (:attr:`Bound.DEPTH`)."""
-        return Incomplete(Bound.DEPTH) if depth > self.limits.max_depth else None
+        return self.past(Bound.DEPTH, depth)
 
     def admit_file_bytes(self, size: int) -> str | None:
         """One file or held input of ``size`` bytes; past ``max_file_bytes`` it is not captured and this is
         its detail (:attr:`Bound.FILE_BYTES`), while enumeration goes on."""
-        return self.limits.describe(Bound.FILE_BYTES) if size > self.limits.max_file_bytes else None
+        return self.limits.describe(Bound.FILE_BYTES) if self.past(Bound.FILE_BYTES, size) else None
 
     def admit_bytes(self, size: int) -> Incomplete | None:
         """``size`` more snapshot bytes for this attempt; past ``max_total_bytes`` enumeration stops
         (:attr:`Bound.TOTAL_BYTES`).  Admitted bytes count once :meth:`charge` records them."""
-        return Incomplete(Bound.TOTAL_BYTES) if self.total_bytes + size > self.limits.max_total_bytes else None
+        return self.past(Bound.TOTAL_BYTES, self.total_bytes + size)
 
     def admit_time(self) -> Incomplete | None:
         """One more step of capture; past ``max_seconds`` since the attempt's capture began, enumeration
         stops (:attr:`Bound.WALL_TIME`)."""
-        return Incomplete(Bound.WALL_TIME) if self.clock() - self.started > self.limits.max_seconds else None
+        return self.past(Bound.WALL_TIME, self.clock() - self.started)
+
+    def past(self, bound: Bound, measure: float) -> Incomplete | None:
+        """``measure`` against the limit of ``bound``: past it, what records the refusal."""
+        return Incomplete(bound) if measure > self.limits.limit(bound) else None
 
     def charge(self, size: int) -> None:
         """Record ``size`` captured bytes against the attempt's total and the store's disk budget."""

@@ -1,5 +1,6 @@
 """The capture bounds (docs/store.md, "Capture bounds"): each is one `Bound` value, one `CaptureLimits` field
-with its sentence, and one `Budget` check, so adding a bound touches one place of each kind."""
+with its row in `BOUND_LIMITS`, and one `Budget` check that reads its limit through that table, so adding a
+bound touches one place of each kind."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 
 from oi_fixtures import FakeClock
 from otel_inputs import AdmissionDecision, ArtifactStore, CaptureLimits, capture_attempt_inputs
-from otel_inputs._snapshot import BOUND_LIMITS, Budget
+from otel_inputs import _snapshot as snapshot
+from otel_inputs._snapshot import BOUND_LIMITS, Budget, Incomplete
 from otel_inputs.types import Bound, CaptureDecision, CaptureStatus, Coverage
 
 ROOT = Path(__file__).parents[2]
@@ -63,6 +65,57 @@ def test_every_bound_is_checked_by_exactly_one_budget_method() -> None:
     assert all(len(names) == 1 for names in checks.values()), checks
     checked = sorted(name for names in checks.values() for name in names)
     assert checked == sorted(b.name for b in Bound)
+
+
+def _entries(budget: Budget, count: float) -> object:
+    result = None
+    for _ in range(int(count)):
+        result = budget.admit_entry()
+    return result
+
+
+# How each bound's one Budget check is asked about a measure (a new bound adds its line here): the result is
+# None when admitted, else what records the refusal.
+CHECKS: dict[Bound, Callable[[Budget, float], object]] = {
+    Bound.FILE_COUNT: _entries,
+    Bound.DEPTH: lambda budget, m: budget.admit_depth(int(m)),
+    Bound.FILE_BYTES: lambda budget, m: budget.admit_file_bytes(int(m)),
+    Bound.TOTAL_BYTES: lambda budget, m: budget.admit_bytes(int(m)),
+    Bound.WALL_TIME: lambda budget, m: budget.admit_time(),
+}
+
+
+def _ask(bound: Bound, limits: CaptureLimits, measure: float) -> object:
+    """``bound``'s check on a fresh budget, at ``measure`` (for the wall time: seconds since capture began)."""
+    return CHECKS[bound](Budget(limits=limits, clock=lambda: float(measure), started=0.0), measure)
+
+
+@pytest.mark.parametrize("bound", list(Bound), ids=lambda b: b.value)
+def test_each_check_reads_the_field_the_bounds_table_names_and_no_other(bound: Bound) -> None:
+    """A bound's check admits its measure up to the limit in the field `BOUND_LIMITS` names and refuses one
+    past it; a small limit in any other field changes nothing."""
+    assert set(CHECKS) == set(Bound)
+    field, _ = BOUND_LIMITS[bound]
+    far = {f: 1000 for f, _ in BOUND_LIMITS.values()}  # every limit well past the measures asked
+    at_five = CaptureLimits(**{**far, field: 5})
+    assert _ask(bound, at_five, 5) is None
+    refused = _ask(bound, at_five, 6)
+    assert refused is not None and refused in (Incomplete(bound), at_five.describe(bound))
+    for other, _ in BOUND_LIMITS.values():
+        if other != field:
+            assert _ask(bound, CaptureLimits(**{**far, other: 1}), 6) is None, other
+
+
+def test_the_bounds_table_drives_the_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point two bounds of `BOUND_LIMITS` at each other's fields and their checks follow the table, as does the
+    detail recorded: no check names its field itself."""
+    swapped = dict(BOUND_LIMITS)
+    swapped[Bound.DEPTH], swapped[Bound.FILE_COUNT] = ("max_files", "at most {} files"), ("max_depth", "{} levels")
+    monkeypatch.setattr(snapshot, "BOUND_LIMITS", swapped)
+    limits = CaptureLimits(max_files=2, max_depth=100)
+    assert _ask(Bound.DEPTH, limits, 3) == Incomplete(Bound.DEPTH)
+    assert _ask(Bound.FILE_COUNT, limits, 3) is None and _ask(Bound.FILE_COUNT, limits, 101) is not None
+    assert limits.describe(Bound.DEPTH) == "bound depth tripped (at most 2 files)"
 
 
 def _files(root: Path, **sizes: int) -> None:
