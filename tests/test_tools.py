@@ -88,6 +88,14 @@ def test_the_private_module_contract_names_every_private_module_of_the_agent_api
     assert listed == sorted(p.stem for p in (ROOT / "otel_inputs").glob("_*.py") if p.stem != "__init__")
 
 
+def test_the_bucket_contract_names_every_module_of_the_store_core() -> None:
+    """The contract that keeps the store's core off its bucket lists each module of otel_inputs/store/ but its face."""
+    contracts = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    [contract] = [c for c in contracts if c["name"].startswith("The store's core imports nothing of its bucket")]
+    listed = sorted(m.removeprefix("otel_inputs.store.") for m in contract["source_modules"])
+    assert listed == sorted(p.stem for p in (ROOT / "otel_inputs" / "store").glob("*.py") if p.stem != "__init__")
+
+
 def test_the_tools_are_dev_dependencies() -> None:
     """ruff, mypy and import-linter are in the dev extra, so `make test` and CI have them."""
     dev = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["optional-dependencies"]["dev"]
