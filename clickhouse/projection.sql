@@ -280,6 +280,46 @@ WHERE s.kind > 0;
 CREATE VIEW IF NOT EXISTS otel_inputs_span_owner AS
 SELECT trace_id, span_id, owner_span_id FROM otel_inputs_span_owner_rows FINAL;
 
+-- Two inserts of the same trace at the same moment each settle it without the other's spans, so a span
+-- could keep a stale owner (a step shown as an attempt) until the trace's next insert.  Every trace that
+-- landed in more than one insert within the last minute (only such a trace can race) is settled again
+-- every 10 seconds from the stored links, by the same rules as otel_inputs_span_owner_mv above; the
+-- settlement after both inserts committed wins (docs/clickhouse.md, "Ownership").
+CREATE TABLE IF NOT EXISTS otel_inputs_trace_landings (trace_id String, landed_at DateTime64(3))
+ENGINE = MergeTree ORDER BY landed_at TTL toDateTime(landed_at) + INTERVAL 1 HOUR;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_trace_landings_mv TO otel_inputs_trace_landings AS
+SELECT DISTINCT TraceId AS trace_id, now64(3) AS landed_at FROM otel_traces;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_span_owner_resettle
+REFRESH EVERY 10 SECOND APPEND TO otel_inputs_span_owner_rows AS
+WITH RECURSIVE t AS (
+    SELECT trace_id, span_id, any(parent_span_id) AS parent_span_id, max(kind) AS kind FROM otel_inputs_span_links
+    WHERE trace_id IN (SELECT trace_id FROM otel_inputs_trace_landings WHERE landed_at > now64(3) - INTERVAL 1 MINUTE
+                       GROUP BY trace_id HAVING count() > 1)
+    GROUP BY trace_id, span_id
+),
+up AS (
+    SELECT trace_id, span_id, parent_span_id AS cur, 1 AS depth FROM t WHERE kind = 1 AND parent_span_id != ''
+    UNION ALL
+    SELECT up.trace_id, up.span_id, p.parent_span_id AS cur, up.depth + 1 AS depth
+    FROM up INNER JOIN t p ON p.trace_id = up.trace_id AND p.span_id = up.cur
+    WHERE up.depth < 256 AND p.parent_span_id != ''
+),
+anc AS (
+    SELECT up.trace_id AS trace_id, up.span_id AS span_id,
+           argMinIf(g.span_id, up.depth, g.kind = 2) AS nearest_packet, countIf(g.kind = 2) AS packets,
+           argMaxIf(g.span_id, up.depth, g.kind > 0) AS topmost, countIf(g.kind > 0) AS genai
+    FROM up LEFT JOIN t g ON g.trace_id = up.trace_id AND g.span_id = up.cur
+    GROUP BY up.trace_id, up.span_id
+)
+SELECT s.trace_id AS trace_id, s.span_id AS span_id,
+       if(s.kind = 2 OR coalesce(a.genai, 0) = 0, s.span_id, if(a.packets > 0, a.nearest_packet, a.topmost)) AS owner_span_id,
+       now64(9) AS settled_at
+FROM t s
+LEFT JOIN anc a ON a.trace_id = s.trace_id AND a.span_id = s.span_id
+WHERE s.kind > 0;
+
 -- ===== Coding agents: Claude Code, Codex CLI and Gemini CLI turns as attempts ======================
 -- exporter/_encodings/{claude_code,codex,gemini_cli}.py and coding_agents.py rule for rule (docs/coding-agents.md):
 -- one attempt per user turn, its model and tool steps (auxiliary calls marked), its instruction files with

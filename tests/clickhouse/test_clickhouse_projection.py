@@ -342,3 +342,36 @@ def test_a_late_ancestor_and_dropped_events(landed: tuple[Path, Any], tmp_path: 
         assert got[0] == "partial" and got[1].startswith("only 2 of 4 input events arrived") and got[2] == "1"
     finally:
         sess.query("USE otel")
+
+
+@pytest.mark.timeout(300)
+def test_two_racing_inserts_of_one_trace_settle_again(landed: tuple[Path, Any], tmp_path: Path) -> None:
+    """When two inserts of one trace each settled it without the other's spans (a step left as its own
+    attempt), the periodic settlement from the stored links makes the step its attempt's again."""
+    tp, memory, _, _ = memory_providers()
+    with tp.get_tracer("app").start_as_current_span("invoke_agent", attributes=packet_attributes(9, items=0)):
+        with tp.get_tracer("app").start_as_current_span("chat", attributes={n.GEN_AI_OPERATION_NAME: "chat"}):
+            pass
+    chat, attempt = (from_readable(s) for s in memory.get_finished_spans())
+    _, sess = landed
+    _apply(sess, "otel_race")
+    try:
+        sess.query("SYSTEM STOP VIEW otel_inputs_span_owner_resettle")  # no scheduled run in the middle of the set-up
+        _insert(sess, tmp_path, [chat], "first")
+        # The second insert as it runs when both race: its settlement does not see the first one's spans, so
+        # it settles the packet span alone (as otel_inputs_span_owner_mv would have) and the step stays its own.
+        sess.query("DETACH TABLE otel_inputs_span_owner_mv")
+        _insert(sess, tmp_path, [attempt], "second")
+        sess.query("ATTACH TABLE otel_inputs_span_owner_mv")
+        sess.query(f"INSERT INTO otel_inputs_span_owner_rows VALUES ('{attempt.trace_id}', '{attempt.span_id}', "
+                   f"'{attempt.span_id}', now64(9))")  # fmt: skip
+        q = "SELECT attempt_id FROM agent_attempts ORDER BY attempt_id"
+        assert sess.query(q, "TSV").bytes().decode().split() == sorted(["att-9", chat.span_id])  # the race's outcome
+        sess.query("SYSTEM START VIEW otel_inputs_span_owner_resettle")
+        sess.query("SYSTEM REFRESH VIEW otel_inputs_span_owner_resettle")
+        sess.query("SYSTEM WAIT VIEW otel_inputs_span_owner_resettle")
+        assert sess.query(q, "TSV").bytes().decode().split() == ["att-9"]
+        steps = sess.query("SELECT attempt_id, span_id FROM agent_attempt_steps", "TSV").bytes().decode().split()
+        assert steps == ["att-9", chat.span_id]
+    finally:
+        sess.query("USE otel")

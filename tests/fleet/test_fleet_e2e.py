@@ -85,8 +85,10 @@ def record_host(tmp: Path, s3: S3, bucket: str, host: str) -> tuple[Host, list[A
     tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
     logger_provider = LoggerProvider(resource=resource)
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    # Generous timeouts: on a loaded machine a 10 s PUT timeout would record an upload failure, which is
+    # tests/fleet/test_objects_s3.py's subject, not this layout test's.
     store = ArtifactStore(tmp / host / "store", objects_url=f"s3://{bucket}/otel-inputs/{host}",
-                          objects_options=s3.options())
+                          objects_options=s3.options(timeout_s=120))
     handoff = tmp / host / "handoff"
     handoff.mkdir(parents=True)
     (handoff / "shared.md").write_bytes(SHARED)
@@ -98,7 +100,10 @@ def record_host(tmp: Path, s3: S3, bucket: str, host: str) -> tuple[Host, list[A
                           context_roots=[handoff], system_message="You are a careful coder.",
                           user_message=request.text) as attempt:
         attempt.record_output(text=f"fixed on {host}", settlement="completed", dispatch="dispatched")
-    assert attach(store).flush(60)
+    assert attach(store).flush(300)
+    with store.catalog.read() as con:
+        failed = con.execute("SELECT sha256, reason FROM remote_objects WHERE state != 'uploaded'").fetchall()
+    assert not failed, failed  # every upload's outcome, with its reason when it failed
     tracer_provider.shutdown()
     logger_provider.shutdown()
     (span,) = [s for s in spans.get_finished_spans() if s.attributes.get(names.ATTEMPT_ID) == attempt.attempt_id]
