@@ -22,8 +22,7 @@ import pyarrow as pa
 
 
 from otel_inputs.exporter._arrow import ATTEMPTS, LOGS
-from otel_inputs.exporter._encodings import LOG_EVENTS, LogRecord, log_messages
-from otel_inputs.exporter._encodings._base import Messages
+from otel_inputs.exporter._encodings import LOG_EVENTS, LogRecord, Messages, log_messages
 from otel_inputs.exporter._tables import AGENT_ATTEMPTS, Fill
 
 _CHUNK = 1000

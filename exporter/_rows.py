@@ -18,8 +18,8 @@ from otel_inputs import names as n
 from otel_inputs.types import ArtifactStatus, CaptureStatus, Coverage
 
 from otel_inputs.exporter._encodings import CONTENT_EVENTS, openinference, read as read_encodings, source_format, wire
-from otel_inputs.exporter._encodings._base import INT32_MAX as _INT32_MAX, INT64_MAX as _INT64_MAX
-from otel_inputs.exporter._encodings._base import Messages, integer as _int, messages_of, string as _str
+from otel_inputs.exporter._encodings import INT32_MAX as _INT32_MAX, INT64_MAX as _INT64_MAX
+from otel_inputs.exporter._encodings import Messages, integer as _int, messages_of, string as _str
 from otel_inputs.exporter._spans import SpanRecord
 from otel_inputs.exporter._tables import (
     AGENT_ATTEMPT_INPUTS, AGENT_ATTEMPT_STEPS, AGENT_ATTEMPTS, AGENT_EXCHANGE_PARTS, Fill,

@@ -2,7 +2,7 @@
 
 ``otel_traces`` mirrors the OpenTelemetry Collector ClickHouse exporter column for column, so a
 Parquet export of it loads into ClickHouse unchanged.  The ``agent_*`` tables are the typed view
-of the same spans that the viewer and SQL users read; their columns are named as in seed 000.
+of the same spans that the viewer and SQL users read (docs/encodings.md says how each is derived).
 
 The tables' columns are spelled once, in ``_tables``; a migration that creates a table or adds
 columns takes its DDL from there (``Table.create_sql`` / ``Table.add_columns_sql``), so the
@@ -97,7 +97,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # and the viewer's per-attempt lookup touches one or two row groups.  NULL for rows landed
     # before this migration (the viewer keeps a fallback query for them).
     Migration(7, "inputs_attempt_started_at", AGENT_ATTEMPT_INPUTS.add_columns_sql(7)),
-    # One row per ``otel_inputs.exchange_part`` event (seed 001 §2): the logical request and the
+    # One row per ``otel_inputs.exchange_part`` event (docs/wire.md): the logical request and the
     # observable output of an attempt, each with its own capture outcome.  ``persistence`` is the
     # state at submit ("queued" is not durable); the store's receipt is the authority later.
     # Replaced by attempt_id together with the attempt's other rows; pruned like the inputs.

@@ -1,4 +1,5 @@
-"""``capture_attempt_inputs``: the whole seed-000 capture contract for one attempt."""
+"""``capture_attempt_inputs``: bounded capture of one attempt's declared inputs (docs/architecture.md,
+"Data flow"; the bounds: docs/store.md, "Capture bounds")."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_inputs import names
-from otel_inputs._media import classify_bytes
+from otel_inputs.media import classify_bytes
 from otel_inputs._policy import AdmissionDecision
 from otel_inputs._snapshot import (
     _OPEN_FILE,
@@ -24,7 +25,6 @@ from otel_inputs._snapshot import (
     CaptureLimits,
     FileOutcome,
     Incomplete,
-    safe_text,
     walk_context_root,
 )
 from otel_inputs.store import (
@@ -53,7 +53,7 @@ from otel_inputs.types import (
     SourceKind,
     TaskSourceKind,
 )
-
+from otel_inputs.text import safe_text
 
 _log = logging.getLogger("otel_inputs")
 
@@ -121,24 +121,24 @@ def _held_bytes_draft(
     delivery: DeliveryMode,
     source_path: str | None,
     staging: AttemptStaging | None,
-    limits: CaptureLimits,
     budget: Budget,
 ) -> _Draft | Incomplete:
     now = time.time_ns()
     if staging is None:
         return _Draft(label, source_kind, delivery, CaptureStatus.NOT_APPLICABLE, source_path,
                       detail="metadata only: content not captured", captured_at_ns=now)
-    if len(data) > limits.max_file_bytes:
+    too_large = budget.admit_file_bytes(len(data))
+    if too_large is not None:
         return _Draft(label, source_kind, delivery, CaptureStatus.LIMIT_EXCEEDED, source_path,
-                      detail=limits.describe(Bound.FILE_BYTES), captured_at_ns=now)
-    if budget.total_bytes + len(data) > limits.max_total_bytes:
-        return Incomplete(Bound.TOTAL_BYTES)
+                      detail=too_large, captured_at_ns=now)
+    stop = budget.admit_bytes(len(data))
+    if stop is not None:
+        return stop
     if not budget.fits_store(len(data)):
         return _Draft(label, source_kind, delivery, CaptureStatus.LIMIT_EXCEEDED, source_path,
                       detail=STORE_BUDGET_DETAIL, captured_at_ns=now)
     blob = staging.put_bytes(data)
-    budget.total_bytes += len(data)
-    budget.charge_store(len(data))
+    budget.charge(len(data))
     media, preview = classify_bytes(data)
     if source_kind is SourceKind.PREVIOUS_ENVELOPE and preview is PreviewKind.TEXT:
         media = "application/json"  # we serialized it ourselves, so the content is known JSON
@@ -161,6 +161,27 @@ def _outcome_draft(root: str, outcome: FileOutcome, staging: AttemptStaging | No
             staging.adopt(outcome.tmp, outcome.sha256, outcome.size_bytes or 0)
         draft.tmp_blob = True
     return draft
+
+
+@dataclass(frozen=True)
+class CaptureRequest:
+    """One attempt's capture, whole: whose it is, what it declared, and the bounds it runs under."""
+
+    attempt_id: str
+    run_id: str
+    decision: AdmissionDecision
+    store: ArtifactStore | None
+    request: ResolvedRequest | None = None
+    lineage: Lineage | None = None
+    task_in_message: bool | None = None  # None: inline on the session's first turn only
+    previous_envelope: Any = None
+    envelope_in_message: bool = True
+    context_roots: Sequence[str | os.PathLike[str]] = ()
+    attachments: Sequence[ProviderAttachment] = ()
+    limits: CaptureLimits = field(default_factory=CaptureLimits.from_env)
+    clock: Callable[[], float] = time.monotonic
+    on_chunk: Callable[[tuple[str, ...]], None] | None = None  # a test seam: see Budget.on_chunk
+    store_budget_bytes: int | None = None  # what the store's disk budget still allows (None: no budget)
 
 
 def capture_attempt_inputs(
@@ -186,71 +207,73 @@ def capture_attempt_inputs(
     Order of items: the prompt file, the previous envelope, each context root's entries in
     component-wise sorted order, then attachments.  Any store failure becomes a recorded gap.
     """
-    return _capture(attempt_id, run_id, decision, store, request, lineage, task_in_message, previous_envelope,
-                    envelope_in_message, context_roots, attachments, limits or CaptureLimits.from_env(), clock,
-                    on_chunk, store_budget_bytes, clock())
+    req = CaptureRequest(
+        attempt_id=attempt_id, run_id=run_id, decision=decision, store=store, request=request, lineage=lineage,
+        task_in_message=task_in_message, previous_envelope=previous_envelope,
+        envelope_in_message=envelope_in_message, context_roots=context_roots, attachments=attachments,
+        limits=limits or CaptureLimits.from_env(), clock=clock, on_chunk=on_chunk,
+        store_budget_bytes=store_budget_bytes,
+    )
+    return _capture(req, started=clock())
 
 
-def _capture(attempt_id, run_id, decision, store, request, lineage, task_in_message, previous_envelope,
-             envelope_in_message, context_roots, attachments, limits, clock, on_chunk, store_budget_bytes,
-             started: float) -> AgentInputPacket:
+def _capture(req: CaptureRequest, *, started: float) -> AgentInputPacket:
     """:func:`capture_attempt_inputs` within the time window that opened at ``started``: the metadata
     fallback after a store failure continues the attempt's window, it never opens a second one."""
-    budget = Budget(limits, clock, started, on_chunk=on_chunk, store_left=store_budget_bytes)
+    budget = Budget(req.limits, req.clock, started, on_chunk=req.on_chunk, store_left=req.store_budget_bytes)
+    decision = req.decision
     if decision.decision is CaptureDecision.SUPPRESSED:
         return AgentInputPacket(
-            names.PACKET_VERSION, attempt_id, run_id, Coverage.PARTIAL, decision.decision,
-            None, 0, None, (), lineage, request,
+            names.PACKET_VERSION, req.attempt_id, req.run_id, Coverage.PARTIAL, decision.decision,
+            None, 0, None, (), req.lineage, req.request,
             decision.gap_reason.value if decision.gap_reason else None,
         )
     gap: str | None = decision.gap_reason.value if decision.gap_reason else None
     staging: AttemptStaging | None = None
-    if decision.reads_content and store is not None:
+    if decision.reads_content and req.store is not None:
         try:
-            staging = store.begin_attempt(attempt_id)
+            staging = req.store.begin_attempt(req.attempt_id)
         except (OSError, StoreError) as exc:
-            return _metadata_fallback(
-                attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
-                envelope_in_message, context_roots, attachments, limits, clock,
-                f"artifact store unavailable: {_safe_reason(exc)}", started,
-            )
+            return _metadata_fallback(req, f"artifact store unavailable: {_safe_reason(exc)}", started)
     drafts: list[_Draft] = []
     incomplete: Bound | None = None
-    first_turn = lineage is None or lineage.turn_index == 1
+    task_in_message = req.task_in_message
     if task_in_message is None:
-        task_in_message = first_turn
+        task_in_message = req.lineage is None or req.lineage.turn_index == 1
+    request = req.request
     try:
         if request is not None and request.source_kind is TaskSourceKind.PROMPT_FILE:
             mode = DeliveryMode.INLINE if task_in_message else DeliveryMode.SESSION_HISTORY
             label = "task prompt file " + safe_text(os.path.basename(request.source_path or "prompt"))
             d = _held_bytes_draft(request.raw_bytes, label, SourceKind.PROMPT_FILE, mode,
-                                  request.source_path, staging, limits, budget)
+                                  request.source_path, staging, budget)
             if isinstance(d, Incomplete):
                 incomplete = d.bound
             else:
                 drafts.append(d)
-        if incomplete is None and previous_envelope is not None:
-            mode = DeliveryMode.INLINE if envelope_in_message else DeliveryMode.SESSION_HISTORY
-            d = _held_bytes_draft(canonical_envelope_bytes(previous_envelope), "previous envelope",
-                                  SourceKind.PREVIOUS_ENVELOPE, mode, None, staging, limits, budget)
+        if incomplete is None and req.previous_envelope is not None:
+            mode = DeliveryMode.INLINE if req.envelope_in_message else DeliveryMode.SESSION_HISTORY
+            d = _held_bytes_draft(canonical_envelope_bytes(req.previous_envelope), "previous envelope",
+                                  SourceKind.PREVIOUS_ENVELOPE, mode, None, staging, budget)
             if isinstance(d, Incomplete):
                 incomplete = d.bound
             else:
                 drafts.append(d)
-        for root in context_roots if incomplete is None else ():
-            for outcome in walk_context_root(root, staging, limits, budget):
+        for root in req.context_roots if incomplete is None else ():
+            for outcome in walk_context_root(root, staging, budget):
                 if isinstance(outcome, Incomplete):
                     incomplete = outcome.bound
                     break
                 drafts.append(_outcome_draft(os.fspath(root), outcome, staging))
             if incomplete is not None:
                 break
-        for att in attachments if incomplete is None else ():
-            if not budget.time_left():
-                incomplete = Bound.WALL_TIME
+        for att in req.attachments if incomplete is None else ():
+            stop = budget.admit_time()
+            if stop is not None:
+                incomplete = stop.bound
                 break
             d = _held_bytes_draft(att.data, safe_text(att.label), SourceKind.EXPLICIT_ATTACHMENT,
-                                  att.delivery_mode, att.source_path, staging, limits, budget)
+                                  att.delivery_mode, att.source_path, staging, budget)
             if isinstance(d, Incomplete):
                 incomplete = d.bound
                 break
@@ -258,25 +281,21 @@ def _capture(attempt_id, run_id, decision, store, request, lineage, task_in_mess
     except StoreError as exc:
         if staging is not None:
             _abort_quietly(staging)
-        return _metadata_fallback(
-            attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
-            envelope_in_message, context_roots, attachments, limits, clock,
-            f"artifact store unavailable: {_safe_reason(exc)}", started,
-        )
+        return _metadata_fallback(req, f"artifact store unavailable: {_safe_reason(exc)}", started)
     except Exception:
         if staging is not None:
             _abort_quietly(staging)
         raise
     store_error: str | None = None
-    items = _finalize(attempt_id, drafts, incomplete, limits, available=staging is not None)
+    items = _finalize(req.attempt_id, drafts, incomplete, req.limits, available=staging is not None)
     coverage = Coverage.PARTIAL if (incomplete or decision.decision is CaptureDecision.METADATA_ONLY) else Coverage.COMPLETE
     if incomplete is not None:
         gap = gap or GapReason.LIMIT_EXCEEDED.value
     if budget.budget_refusals:
         coverage = Coverage.PARTIAL
         gap = gap or GapReason.CAPACITY_EXCEEDED.value
-    packet = _packet(attempt_id, run_id, decision, coverage, items, incomplete, lineage, request, gap)
-    if store is not None and decision.reads_content and staging is not None:
+    packet = _packet(req, coverage, items, incomplete, gap)
+    if req.store is not None and decision.reads_content and staging is not None:
         try:
             staging.commit(attempt_record(packet))
         except (OSError, StoreError) as exc:
@@ -285,10 +304,9 @@ def _capture(attempt_id, run_id, decision, store, request, lineage, task_in_mess
                 staging.abort()
             except StoreError as cleanup:
                 _log.error("otel_inputs: %s", cleanup)  # the orphan path goes to the log, not the span
-            items = _finalize(attempt_id, drafts, incomplete, limits, available=False, store_error=store_error)
+            items = _finalize(req.attempt_id, drafts, incomplete, req.limits, available=False, store_error=store_error)
             busy = GapReason.STORE_BUSY if isinstance(exc, StoreBusyError) else GapReason.STORE_UNAVAILABLE
-            packet = _packet(attempt_id, run_id, decision, Coverage.PARTIAL, items, incomplete, lineage, request,
-                             busy.value)
+            packet = _packet(req, Coverage.PARTIAL, items, incomplete, busy.value)
     return packet
 
 
@@ -308,15 +326,12 @@ def _abort_quietly(staging: AttemptStaging) -> None:
         _log.error("otel_inputs: %s", exc)
 
 
-def _metadata_fallback(attempt_id, run_id, decision, request, lineage, task_in_message, previous_envelope,
-                       envelope_in_message, context_roots, attachments, limits, clock, store_error, started):
+def _metadata_fallback(req: CaptureRequest, store_error: str, started: float) -> AgentInputPacket:
     """The store failed: still list every item (metadata only), each saying why it has no snapshot."""
-    gap = GapReason.STORE_UNAVAILABLE.value
     meta = AdmissionDecision(CaptureDecision.METADATA_ONLY, GapReason.STORE_UNAVAILABLE)
-    packet = _capture(attempt_id, run_id, meta, None, request, lineage, task_in_message, previous_envelope,
-                      envelope_in_message, context_roots, attachments, limits, clock, None, None, started)
+    packet = _capture(replace(req, decision=meta, store=None, on_chunk=None, store_budget_bytes=None), started=started)
     items = tuple(i if i.is_sentinel else replace(i, detail=store_error) for i in packet.items)
-    return replace(packet, items=items, gap_reason=gap, decision=decision.decision)
+    return replace(packet, items=items, gap_reason=GapReason.STORE_UNAVAILABLE.value, decision=req.decision.decision)
 
 
 def _finalize(
@@ -371,14 +386,20 @@ def _finalize(
     return tuple(items)
 
 
-def _packet(attempt_id, run_id, decision, coverage, items, incomplete, lineage, request, gap) -> AgentInputPacket:
+def _packet(
+    req: CaptureRequest,
+    coverage: Coverage,
+    items: tuple[InputItem, ...],
+    incomplete: Bound | None,
+    gap: str | None,
+) -> AgentInputPacket:
     real = [i for i in items if not i.is_sentinel]
     captured = sum(1 for i in real if i.artifact_status is ArtifactStatus.AVAILABLE)
     declared = None if incomplete is not None else len(real)
     omitted = None if declared is None else declared - captured
     return AgentInputPacket(
-        names.PACKET_VERSION, attempt_id, run_id, coverage, decision.decision,
-        declared, captured, omitted, tuple(items), lineage, request, gap,
+        names.PACKET_VERSION, req.attempt_id, req.run_id, coverage, req.decision.decision,
+        declared, captured, omitted, items, req.lineage, req.request, gap,
     )
 
 

@@ -394,8 +394,9 @@ class AgentObserver:
                 links.append(Link(ctx, {names.LINK_KIND: kind}))
         return links
 
-    def _observe(self, rec: AttemptRecording, request, task_in_message, previous_envelope,
-                 envelope_in_message, context_roots, attachments, system_message, user_message,
+    def _observe(self, rec: AttemptRecording, request: ResolvedRequest | None, task_in_message: bool | None,
+                 previous_envelope: Any, envelope_in_message: bool, context_roots: Sequence[str | os.PathLike[str]],
+                 attachments: Sequence[ProviderAttachment], system_message: str | None, user_message: str | None,
                  admission: AttemptAdmission) -> None:
         span = rec.span
         self.tracker.remember_span(rec.attempt_id, span.get_span_context())

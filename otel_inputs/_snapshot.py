@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from otel_inputs import names
-from otel_inputs._media import SNIFF_BYTES, Utf8Validator, classify
-from otel_inputs.text import safe_text
+from otel_inputs.media import SNIFF_BYTES, Utf8Validator, classify
 from otel_inputs.store import AttemptStaging, StoreWriteError
 from otel_inputs.types import Bound, CaptureStatus, PreviewKind
 
@@ -39,8 +38,19 @@ _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXE
 
 
 @dataclass(frozen=True)
+class Incomplete:
+    """Enumeration stopped at a bound; nothing after this point was looked at."""
+
+    bound: Bound
+
+
+@dataclass(frozen=True)
 class CaptureLimits:
-    """The seed-000 capture bounds; tests override them with tiny values."""
+    """The capture bounds (docs/store.md, "Capture bounds"); tests override them with tiny values.
+
+    Each field is one bound of :class:`Bound`; :data:`BOUND_LIMITS` says which, and :class:`Budget`
+    holds the one check of each.
+    """
 
     max_files: int = MAX_FILES
     max_depth: int = MAX_DEPTH
@@ -66,20 +76,34 @@ class CaptureLimits:
             return cls()
         return cls(max_seconds=seconds)
 
+    def limit(self, bound: Bound) -> float:
+        """The limit of ``bound``: the field :data:`BOUND_LIMITS` names for it."""
+        value: float = getattr(self, BOUND_LIMITS[bound][0])
+        return value
+
     def describe(self, bound: Bound) -> str:
-        value = {
-            Bound.FILE_COUNT: f"at most {self.max_files} files",
-            Bound.DEPTH: f"at most {self.max_depth} directory levels below the context root",
-            Bound.FILE_BYTES: f"at most {self.max_file_bytes} bytes per file",
-            Bound.TOTAL_BYTES: f"at most {self.max_total_bytes} snapshot bytes per attempt",
-            Bound.WALL_TIME: f"at most {self.max_seconds:g} s of capture time",
-        }[bound]
-        return f"bound {bound.value} tripped ({value})"
+        """The detail recorded when ``bound`` trips: its name and its limit, in words."""
+        return f"bound {bound.value} tripped ({BOUND_LIMITS[bound][1].format(self.limit(bound))})"
+
+
+# Each capture bound: the CaptureLimits field that sets it and how its limit reads in a gap's detail.  Every
+# check reads its limit through this table (CaptureLimits.limit), so a bound is one Bound value, one row and
+# field here, and one Budget check.
+BOUND_LIMITS: Mapping[Bound, tuple[str, str]] = {
+    Bound.FILE_COUNT: ("max_files", "at most {} files"),
+    Bound.DEPTH: ("max_depth", "at most {} directory levels below the context root"),
+    Bound.FILE_BYTES: ("max_file_bytes", "at most {} bytes per file"),
+    Bound.TOTAL_BYTES: ("max_total_bytes", "at most {} snapshot bytes per attempt"),
+    Bound.WALL_TIME: ("max_seconds", "at most {:g} s of capture time"),
+}
 
 
 @dataclass
 class Budget:
-    """Shared across all sources of one attempt: files seen, bytes staged, the time window."""
+    """One attempt's capture against its bounds, shared by all its sources: files and roots seen,
+    bytes staged, the time window.  Each ``admit_*`` method is the one check of one bound: ``None``
+    when the step may go ahead, otherwise what records the refusal; each compares its measure with its
+    bound's limit through :meth:`past`."""
 
     limits: CaptureLimits
     clock: Callable[[], float]
@@ -95,18 +119,53 @@ class Budget:
     budget_refusals: int = 0
     roots: int = 0  # declared context roots opened so far
 
+    def admit_entry(self, *, root: bool = False) -> Incomplete | None:
+        """Count one more entry below a context root (or, with ``root``, one more declared root);
+        past ``max_files`` of either, enumeration stops (:attr:`Bound.FILE_COUNT`)."""
+        if root:
+            self.roots += 1
+            seen = self.roots
+        else:
+            self.files += 1
+            seen = self.files
+        return self.past(Bound.FILE_COUNT, seen)
+
+    def admit_depth(self, depth: int) -> Incomplete | None:
+        """Entries ``depth`` levels below their context root; past ``max_depth`` enumeration stops
+        (:attr:`Bound.DEPTH`)."""
+        return self.past(Bound.DEPTH, depth)
+
+    def admit_file_bytes(self, size: int) -> str | None:
+        """One file or held input of ``size`` bytes; past ``max_file_bytes`` it is not captured and this is
+        its detail (:attr:`Bound.FILE_BYTES`), while enumeration goes on."""
+        return self.limits.describe(Bound.FILE_BYTES) if self.past(Bound.FILE_BYTES, size) else None
+
+    def admit_bytes(self, size: int) -> Incomplete | None:
+        """``size`` more snapshot bytes for this attempt; past ``max_total_bytes`` enumeration stops
+        (:attr:`Bound.TOTAL_BYTES`).  Admitted bytes count once :meth:`charge` records them."""
+        return self.past(Bound.TOTAL_BYTES, self.total_bytes + size)
+
+    def admit_time(self) -> Incomplete | None:
+        """One more step of capture; past ``max_seconds`` since the attempt's capture began, enumeration
+        stops (:attr:`Bound.WALL_TIME`)."""
+        return self.past(Bound.WALL_TIME, self.clock() - self.started)
+
+    def past(self, bound: Bound, measure: float) -> Incomplete | None:
+        """``measure`` against the limit of ``bound``: past it, what records the refusal."""
+        return Incomplete(bound) if measure > self.limits.limit(bound) else None
+
+    def charge(self, size: int) -> None:
+        """Record ``size`` captured bytes against the attempt's total and the store's disk budget."""
+        self.total_bytes += size
+        if self.store_left is not None:
+            self.store_left -= size
+
     def fits_store(self, size: int) -> bool:
+        """Whether the store's disk budget (not a capture bound) still has room for ``size`` bytes."""
         if self.store_left is None or size <= self.store_left:
             return True
         self.budget_refusals += 1
         return False
-
-    def charge_store(self, size: int) -> None:
-        if self.store_left is not None:
-            self.store_left -= size
-
-    def time_left(self) -> bool:
-        return self.clock() - self.started <= self.limits.max_seconds
 
 
 @dataclass(frozen=True)
@@ -122,13 +181,6 @@ class FileOutcome:
     preview_kind: PreviewKind = PreviewKind.NONE
     tmp: Path | None = None
     staged: bool = False  # bytes are in staging (tmp) or already in the store
-
-
-@dataclass(frozen=True)
-class Incomplete:
-    """Enumeration stopped at a bound; nothing after this point was looked at."""
-
-    bound: Bound
 
 
 def _kind_name(mode: int) -> str:
@@ -147,7 +199,6 @@ def copy_regular_file(
     dir_fd: int | None,
     name: str,
     staging: AttemptStaging | None,
-    limits: CaptureLimits,
     budget: Budget,
     rel_parts: tuple[str, ...],
 ) -> FileOutcome | Incomplete:
@@ -164,12 +215,12 @@ def copy_regular_file(
         return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, "symbolic link; not followed")
     if not stat.S_ISREG(st0.st_mode):
         return FileOutcome(rel_parts, CaptureStatus.UNREADABLE, f"{_kind_name(st0.st_mode)}; not opened")
-    if st0.st_size > limits.max_file_bytes:
-        return FileOutcome(
-            rel_parts, CaptureStatus.LIMIT_EXCEEDED, limits.describe(Bound.FILE_BYTES), size_bytes=None
-        )
-    if budget.total_bytes + st0.st_size > limits.max_total_bytes:
-        return Incomplete(Bound.TOTAL_BYTES)
+    too_large = budget.admit_file_bytes(st0.st_size)
+    if too_large is not None:
+        return FileOutcome(rel_parts, CaptureStatus.LIMIT_EXCEEDED, too_large, size_bytes=None)
+    stop = budget.admit_bytes(st0.st_size)
+    if stop is not None:
+        return stop
     if staging is not None and not budget.fits_store(st0.st_size):
         return FileOutcome(rel_parts, CaptureStatus.LIMIT_EXCEEDED, STORE_BUDGET_DETAIL)
     if staging is None:  # metadata only: identity known from lstat, no bytes read
@@ -195,7 +246,7 @@ def copy_regular_file(
         utf8 = Utf8Validator()
         head = b""
         copied = 0
-        cap = limits.max_file_bytes + 1
+        cap = budget.limits.max_file_bytes + 1  # one byte past the bound: admit_file_bytes sees a file that grew
         # Sized to the file: a zero-filled 1 MiB buffer per 4 KiB file costs more than reading it.
         buf = bytearray(min(_CHUNK, st1.st_size + _READ_SLACK))
         view = memoryview(buf)
@@ -219,6 +270,7 @@ def copy_regular_file(
                         out.write(b"".join(small))
                         small = None
                 else:
+                    assert out is not None  # small is None only once a temp file is open
                     out.write(chunk)
                 utf8.feed(chunk)
                 if len(head) < SNIFF_BYTES:
@@ -230,7 +282,7 @@ def copy_regular_file(
             if out is not None:
                 out.close()
         utf8.feed(b"", final=True)
-        if copied > limits.max_file_bytes:
+        if budget.admit_file_bytes(copied) is not None:
             if tmp is not None:
                 staging.discard(tmp)
             return FileOutcome(rel_parts, CaptureStatus.LIMIT_EXCEEDED, "grew past the per-file bound during capture")
@@ -250,12 +302,12 @@ def copy_regular_file(
             if tmp is not None:
                 staging.discard(tmp)
             return FileOutcome(rel_parts, CaptureStatus.CHANGED_DURING_CAPTURE, "changed while it was being copied")
-        if budget.total_bytes + copied > limits.max_total_bytes:
+        stop = budget.admit_bytes(copied)
+        if stop is not None:
             if tmp is not None:
                 staging.discard(tmp)
-            return Incomplete(Bound.TOTAL_BYTES)
-        budget.total_bytes += copied
-        budget.charge_store(copied)
+            return stop
+        budget.charge(copied)
         hexdigest = digest.hexdigest()
         if small is not None and staging.reference_existing(hexdigest) is None:
             tmp, out = staging.open_temp()
@@ -288,19 +340,15 @@ def copy_regular_file(
 def walk_context_root(
     root: str | os.PathLike[str],
     staging: AttemptStaging | None,
-    limits: CaptureLimits,
     budget: Budget,
 ) -> Iterator[FileOutcome | Incomplete]:
     """Yield every entry below ``root`` in component-wise sorted order, stopping at the first bound.
 
     Sorting compares path components as bytes, so the order is the same on every run and machine.
     """
-    budget.roots += 1
-    if budget.roots > limits.max_files:  # a declared root is a declared entry: bounded like files
-        yield Incomplete(Bound.FILE_COUNT)
-        return
-    if not budget.time_left():
-        yield Incomplete(Bound.WALL_TIME)
+    stop = budget.admit_entry(root=True) or budget.admit_time()  # a declared root is bounded like files
+    if stop is not None:
+        yield stop
         return
     path = os.fspath(root)
     not_a_dir = FileOutcome((), CaptureStatus.UNREADABLE, "context root is not a directory (symlinks are not followed)")
@@ -326,7 +374,7 @@ def walk_context_root(
         if named is None or stat.S_ISLNK(named.st_mode) or (named.st_dev, named.st_ino) != (opened.st_dev, opened.st_ino):
             yield not_a_dir
             return
-        yield from _walk_dir(root_fd, (), 1, staging, limits, budget)
+        yield from _walk_dir(root_fd, (), 1, staging, budget)
     finally:
         os.close(root_fd)
 
@@ -336,7 +384,6 @@ def _walk_dir(
     prefix: tuple[str, ...],
     depth: int,
     staging: AttemptStaging | None,
-    limits: CaptureLimits,
     budget: Budget,
 ) -> Iterator[FileOutcome | Incomplete]:
     names: list[str] = []
@@ -344,19 +391,19 @@ def _walk_dir(
         with os.scandir(dir_fd) as it:
             for entry in it:
                 names.append(entry.name)
-                if len(names) % 1024 == 0 and not budget.time_left():
-                    yield Incomplete(Bound.WALL_TIME)
+                if len(names) % 1024 == 0 and (stop := budget.admit_time()) is not None:
+                    yield stop
                     return
     except OSError as exc:
         yield FileOutcome(prefix, CaptureStatus.UNREADABLE, f"directory cannot be listed: {exc.strerror}")
         return
-    if names and depth > limits.max_depth:
-        yield Incomplete(Bound.DEPTH)
+    if names and (stop := budget.admit_depth(depth)) is not None:
+        yield stop
         return
     names.sort(key=os.fsencode)
     for name in names:
-        if not budget.time_left():
-            yield Incomplete(Bound.WALL_TIME)
+        if (stop := budget.admit_time()) is not None:
+            yield stop
             return
         rel = prefix + (name,)
         try:
@@ -364,9 +411,8 @@ def _walk_dir(
         except FileNotFoundError:
             st = None
         except OSError as exc:  # e.g. a directory that can be listed but not entered (no search bit)
-            budget.files += 1
-            if budget.files > limits.max_files:
-                yield Incomplete(Bound.FILE_COUNT)
+            if (stop := budget.admit_entry()) is not None:
+                yield stop
                 return
             detail = "permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else f"cannot stat: {exc.strerror}"
             yield FileOutcome(rel, CaptureStatus.UNREADABLE, detail)
@@ -375,9 +421,8 @@ def _walk_dir(
             try:
                 sub_fd = os.open(name, _OPEN_DIR, dir_fd=dir_fd)
             except OSError as exc:
-                budget.files += 1
-                if budget.files > limits.max_files:
-                    yield Incomplete(Bound.FILE_COUNT)
+                if (stop := budget.admit_entry()) is not None:
+                    yield stop
                     return
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                     yield FileOutcome(rel, CaptureStatus.UNREADABLE, "directory replaced by a symbolic link; not followed")
@@ -387,21 +432,20 @@ def _walk_dir(
                     yield FileOutcome(rel, CaptureStatus.UNREADABLE, f"directory cannot be opened: {exc.strerror}")
                 continue
             try:
-                for outcome in _walk_dir(sub_fd, rel, depth + 1, staging, limits, budget):
+                for outcome in _walk_dir(sub_fd, rel, depth + 1, staging, budget):
                     yield outcome
                     if isinstance(outcome, Incomplete):
                         return
             finally:
                 os.close(sub_fd)
             continue
-        budget.files += 1
-        if budget.files > limits.max_files:
-            yield Incomplete(Bound.FILE_COUNT)
+        if (stop := budget.admit_entry()) is not None:
+            yield stop
             return
         if st is None:
             yield FileOutcome(rel, CaptureStatus.MISSING, "vanished before capture")
             continue
-        outcome = copy_regular_file(dir_fd, name, staging, limits, budget, rel)
+        outcome = copy_regular_file(dir_fd, name, staging, budget, rel)
         yield outcome
         if isinstance(outcome, Incomplete):
             return

@@ -112,7 +112,7 @@ INPUT_EVENT_ATTRIBUTES = (
     INPUT_DETAIL,
 )
 
-# --- Event: the logical request and the observable output (seed 001 §2) ----------------------
+# --- Event: the logical request and the observable output (docs/wire.md) ----------------------
 EXCHANGE_PART_EVENT = "otel_inputs.exchange_part"
 PART_NAME = "otel_inputs.part.name"
 PART_CAPTURE = "otel_inputs.part.capture"
@@ -122,7 +122,7 @@ PART_REF = "otel_inputs.part.ref"
 PART_SHA256 = "otel_inputs.part.sha256"
 PART_SIZE_BYTES = "otel_inputs.part.size_bytes"
 
-# --- Owner-facing sentences (exact text, WIRE.md) ---------------------------------------------
+# --- Owner-facing sentences (exact text, docs/wire.md) -----------------------------------------
 SENTENCE_LEGACY_TASK = (
     "Task instructions were not captured separately for this attempt. "
     "The exact user message is available below."
@@ -138,7 +138,7 @@ DELIVERY_LABELS = {
 
 # === Exchange-part persistence, bounds and environment (issue 5, otel_inputs/_parts.py) ======
 # Appended block: the two event attributes below extend the `otel_inputs.exchange_part` event of
-# WIRE.md; the wire values of capture/dispatch/persistence are the enums in otel_inputs/_parts.py.
+# docs/wire.md; the wire values of capture/dispatch/persistence are the enums in otel_inputs/_parts.py.
 PART_PERSISTENCE = "otel_inputs.part.persistence"  # queued | not_queued at submit; the store receipt is the authority later
 PART_DETAIL = "otel_inputs.part.detail"  # safe one-line detail, e.g. the tripped bound
 PART_REF_PREFIX = "part:"  # PART_REF = "part:<attempt_key>/<part name>"

@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_inputs import names
-from otel_inputs._policy import CapturePolicy
+from otel_inputs._policy import CapturePolicy, MessageCapture
 from otel_inputs._record import AgentObserver
 from otel_inputs.store import ArtifactStore
 
@@ -65,7 +65,7 @@ class RecordingHarness:
             shutil.rmtree(self.store_root, ignore_errors=True)
 
     def observer(self, *, policy: CapturePolicy | None = None, **kwargs: Any) -> AgentObserver:
-        policy = policy or CapturePolicy(message_content=True)
+        policy = policy or CapturePolicy(message_content=MessageCapture.SPAN_ONLY)
         return AgentObserver(tracer_provider=self.provider, store=self.store, policy=policy, **kwargs)
 
     def spans(self) -> tuple[ReadableSpan, ...]:
@@ -76,7 +76,7 @@ class RecordingHarness:
 
     def span_for(self, attempt_id: str) -> ReadableSpan:
         for s in self.attempt_spans():
-            if s.attributes.get(names.ATTEMPT_ID) == attempt_id:
+            if (s.attributes or {}).get(names.ATTEMPT_ID) == attempt_id:
                 return s
         raise KeyError(attempt_id)
 

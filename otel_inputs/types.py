@@ -1,17 +1,13 @@
-"""The public domain types of otel-inputs: every enum value here is a wire value, spelled exactly."""
+"""The public domain types of otel-inputs: every enum value here is a wire value, spelled exactly
+(``StrEnum``: ``str()`` and f-strings give that value, as span attributes carry it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class _StrEnum(str, Enum):
-    def __str__(self) -> str:  # so f-strings and span attributes carry the wire value
-        return self.value
-
-
-class SourceKind(_StrEnum):
+class SourceKind(StrEnum):
     PROMPT_FILE = "prompt_file"
     PREVIOUS_ENVELOPE = "previous_envelope"
     CONTEXT_HANDOFF = "context_handoff"
@@ -19,19 +15,19 @@ class SourceKind(_StrEnum):
     INSTRUCTION_FILE = "instruction_file"  # a coding agent's CLAUDE.md / AGENTS.md / GEMINI.md (hooks)
 
 
-class TaskSourceKind(_StrEnum):
+class TaskSourceKind(StrEnum):
     INLINE_TEXT = "inline_text"
     PROMPT_FILE = "prompt_file"
 
 
-class DeliveryMode(_StrEnum):
+class DeliveryMode(StrEnum):
     INLINE = "inline"
     SESSION_HISTORY = "session_history"
     PATH_REFERENCE = "path_reference"
     PROVIDER_ATTACHMENT = "provider_attachment"
 
 
-class CaptureStatus(_StrEnum):
+class CaptureStatus(StrEnum):
     CAPTURED = "captured"
     MISSING = "missing"
     UNREADABLE = "unreadable"
@@ -41,13 +37,13 @@ class CaptureStatus(_StrEnum):
     NOT_APPLICABLE = "not_applicable"
 
 
-class ArtifactStatus(_StrEnum):
+class ArtifactStatus(StrEnum):
     AVAILABLE = "available"
     EVICTED = "evicted"
     NEVER_CAPTURED = "never_captured"
 
 
-class ItemState(_StrEnum):
+class ItemState(StrEnum):
     """An item's state as its store records it (docs/wire.md, the store fact ``otel_inputs.store.item_state``);
     whether its source was revoked is a separate flag, since retention's answer comes before revocation's."""
 
@@ -60,7 +56,7 @@ class ItemState(_StrEnum):
     UPLOAD_FAILED = "upload_failed"  # an object's upload failed or was skipped (reason: the kind)
 
 
-class ReadbackOutcome(_StrEnum):
+class ReadbackOutcome(StrEnum):
     """The answer to one read of stored evidence: ``ok`` or the owner-facing refusal reason."""
 
     OK = "ok"
@@ -72,13 +68,13 @@ class ReadbackOutcome(_StrEnum):
     TOO_LARGE = "too_large"
 
 
-class Coverage(_StrEnum):
+class Coverage(StrEnum):
     COMPLETE = "complete"
     PARTIAL = "partial"
     NOT_RECORDED = "not_recorded"
 
 
-class SendKind(_StrEnum):
+class SendKind(StrEnum):
     INITIAL = "initial"
     PARSE_RETRY = "parse_retry"
     GATE_RETRY = "gate_retry"
@@ -88,19 +84,19 @@ class SendKind(_StrEnum):
         return self is not SendKind.INITIAL
 
 
-class PreviewKind(_StrEnum):
+class PreviewKind(StrEnum):
     TEXT = "text"
     IMAGE = "image"
     NONE = "none"
 
 
-class CaptureDecision(_StrEnum):
+class CaptureDecision(StrEnum):
     ADMITTED = "admitted"
     METADATA_ONLY = "metadata_only"
     SUPPRESSED = "suppressed"
 
 
-class GapReason(_StrEnum):
+class GapReason(StrEnum):
     """Why capture was suppressed or partial; recorded, never shown as "empty"."""
 
     POLICY_OPT_OUT = "policy_opt_out"
@@ -114,8 +110,8 @@ class GapReason(_StrEnum):
     OBSERVER_ERROR = "observer_error"
 
 
-class Bound(_StrEnum):
-    """The capture bounds of seed 000; the tripped one is named in the sentinel's detail."""
+class Bound(StrEnum):
+    """The capture bounds (docs/store.md, "Capture bounds"); the tripped one is named in the sentinel's detail."""
 
     FILE_COUNT = "file_count"
     DEPTH = "depth"
@@ -124,18 +120,18 @@ class Bound(_StrEnum):
     WALL_TIME = "wall_time"
 
 
-class PartName(_StrEnum):
+class PartName(StrEnum):
     LOGICAL_REQUEST = "logical_request"
     OBSERVABLE_OUTPUT = "observable_output"
 
 
-class PartCapture(_StrEnum):
+class PartCapture(StrEnum):
     CAPTURED = "captured"
     TRUNCATED = "truncated"
     NOT_CAPTURED = "not_captured"
 
 
-class PartDispatch(_StrEnum):
+class PartDispatch(StrEnum):
     """What was known about dispatch when the part was recorded; ``unknown`` stays unknown."""
 
     DISPATCHED = "dispatched"
@@ -143,7 +139,7 @@ class PartDispatch(_StrEnum):
     UNKNOWN = "unknown"
 
 
-class PartPersistence(_StrEnum):
+class PartPersistence(StrEnum):
     QUEUED = "queued"
     STORED = "stored"
     FAILED = "failed"
@@ -151,7 +147,7 @@ class PartPersistence(_StrEnum):
     NOT_QUEUED = "not_queued"
 
 
-class PartReason(_StrEnum):
+class PartReason(StrEnum):
     """Why a part was not fully captured (admission gap reasons of :class:`GapReason` also appear)."""
 
     PART_LIMIT = "part_limit"
@@ -162,7 +158,7 @@ class PartReason(_StrEnum):
     OBSERVER_ERROR = "observer_error"
 
 
-class PersistenceFailure(_StrEnum):
+class PersistenceFailure(StrEnum):
     """Bounded reason a queued part was not stored."""
 
     DISK_FULL = "disk_full"

@@ -17,7 +17,9 @@ from typing import Any
 from otel_inputs.exporter._encodings import (
     claude_code, codex, gemini_cli, genai, genai_logs, openinference, openllmetry, pydantic_ai, vercel_ai, wire,
 )  # fmt: skip
-from otel_inputs.exporter._encodings._base import READING_FIELDS, Encoding, Messages, Reading
+from otel_inputs.exporter._encodings._base import (
+    INT32_MAX, INT64_MAX, READING_FIELDS, Encoding, Messages, Reading, integer, messages_of, string,
+)  # fmt: skip
 from otel_inputs.exporter._spans import SpanRecord
 
 ENCODINGS: tuple[Encoding, ...] = (
@@ -77,4 +79,9 @@ def read(span: SpanRecord, source: str) -> SpanReading:
     return SpanReading(source, Reading(**merged), messages or Messages())
 
 
-__all__ = ["CONTENT_EVENTS", "ENCODINGS", "TURN_ENCODINGS", "LOG_EVENTS", "LOG_READERS", "LogRecord", "log_messages", "Encoding", "Messages", "Reading", "SpanReading", "read", "source_format"]
+# The value readers every encoding uses are the projection's too (exporter/_rows.py): one reading of a value.
+__all__ = [
+    "CONTENT_EVENTS", "ENCODINGS", "INT32_MAX", "INT64_MAX", "LOG_EVENTS", "LOG_READERS", "TURN_ENCODINGS", "Encoding",
+    "LogRecord", "Messages", "Reading", "SpanReading", "integer", "log_messages", "messages_of", "read", "source_format",
+    "string",
+]  # fmt: skip

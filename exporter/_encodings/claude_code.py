@@ -67,15 +67,15 @@ def _prompt(turn: Span, logs: Sequence[Log]) -> str | None:
     own = turn.attrs.get(n.CLAUDE_USER_PROMPT)
     if own and own != REDACTED:
         return own
-    return first(l.attrs.get(n.CLAUDE_PROMPT) for l in logs if l.event == EV_USER_PROMPT and l.span_id == turn.span_id
-                 and l.attrs.get(n.CLAUDE_PROMPT) != REDACTED)  # fmt: skip
+    return first(rec.attrs.get(n.CLAUDE_PROMPT) for rec in logs if rec.event == EV_USER_PROMPT and rec.span_id == turn.span_id
+                 and rec.attrs.get(n.CLAUDE_PROMPT) != REDACTED)  # fmt: skip
 
 
 def prompt_id(turn: Span, logs: Sequence[Log]) -> str | None:
     """The turn's prompt.id (every content event of the turn carries it), the key the hook's record has:
     the turn span's own user_prompt event's, else its earliest event's."""
-    mine = [l for l in logs if l.trace_id == turn.trace_id and l.attrs.get(n.CLAUDE_PROMPT_ID)]
-    mine.sort(key=lambda l: (l.span_id != turn.span_id or l.event != EV_USER_PROMPT, l.key()))
+    mine = [rec for rec in logs if rec.trace_id == turn.trace_id and rec.attrs.get(n.CLAUDE_PROMPT_ID)]
+    mine.sort(key=lambda rec: (rec.span_id != turn.span_id or rec.event != EV_USER_PROMPT, rec.key()))
     return mine[0].attrs[n.CLAUDE_PROMPT_ID] if mine else None
 
 
@@ -84,13 +84,13 @@ def _pair(calls: list[Step], logs: Sequence[Log], event: str, turn_trace: str) -
     own trace first (an event without trace context, such as the session-title call's, otherwise),
     then the nearest to the call's start."""
     out: dict[int, Log] = {}
-    mine = [l for l in logs if l.event == event]
+    mine = [rec for rec in logs if rec.event == event]
     for i, call in enumerate(calls):
         if call.start_ns is None or call.end_ns is None:
             continue
-        fits = [l for l in mine if call.start_ns <= l.ts_ns <= call.end_ns + PAIR_SLACK_NS]
+        fits = [rec for rec in mine if call.start_ns <= rec.ts_ns <= call.end_ns + PAIR_SLACK_NS]
         if fits:
-            out[i] = min(fits, key=lambda l: (l.trace_id != turn_trace, abs(l.ts_ns - call.start_ns), l.key()))
+            out[i] = min(fits, key=lambda rec: (rec.trace_id != turn_trace, abs(rec.ts_ns - call.start_ns), rec.key()))
     return out
 
 
@@ -155,9 +155,9 @@ def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: S
     """One turn from its trace's spans, the Claude Code log records in and around it (its own trace, and
     the session's records without trace context inside its time) and the otel-inputs hook records."""
     session = turn_span.attrs.get(n.OPENINFERENCE_SESSION_ID)
-    own_logs = sorted((l for l in logs if l.trace_id == turn_span.trace_id or
-                       (not l.trace_id and l.attrs.get(n.OPENINFERENCE_SESSION_ID) == session
-                        and turn_span.start_ns <= l.ts_ns <= turn_span.end_ns + PAIR_SLACK_NS)), key=Log.key)  # fmt: skip
+    own_logs = sorted((rec for rec in logs if rec.trace_id == turn_span.trace_id or
+                       (not rec.trace_id and rec.attrs.get(n.OPENINFERENCE_SESSION_ID) == session
+                        and turn_span.start_ns <= rec.ts_ns <= turn_span.end_ns + PAIR_SLACK_NS)), key=Log.key)  # fmt: skip
     turn = Turn(RUNTIME, SOURCE_FORMAT, turn_span.span_id, session, prompt_id(turn_span, own_logs), turn_span.trace_id,
                 turn_span.span_id, turn_span.start_ns, turn_span.end_ns, service_name=turn_span.service or None,
                 prompt=_prompt(turn_span, own_logs), agent_name=SERVICE, status=status_of(turn_span.status))  # fmt: skip
@@ -177,7 +177,7 @@ def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: S
                               tool_arguments=_tool_arguments(s, own_logs, call_id), status=status_of(s.status)))
     bodies = _pair(calls, own_logs, EV_BODY, turn_span.trace_id)
     apis = _pair(calls, own_logs, EV_API, turn_span.trace_id)
-    bodies_on = bool(bodies) or any(l.event == EV_BODY for l in own_logs)
+    bodies_on = bool(bodies) or any(rec.event == EV_BODY for rec in own_logs)
     read_bodies = _read_agent_side(hooks)
     for i, call in enumerate(calls):
         source = first([apis[i].attrs.get(n.CLAUDE_QUERY_SOURCE) if i in apis else None,
@@ -188,7 +188,7 @@ def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: S
         call.request_record = call.request.note
     turn.steps = sorted(calls + tools, key=lambda s: (s.start_ns or 0, s.span_id))
     main = next((c for c in calls if c.auxiliary is None), None)
-    turn.request = main.request if main is not None else Request(note=f"no model call of the turn was recorded")
+    turn.request = main.request if main is not None else Request(note="no model call of the turn was recorded")
     if main is not None:
         turn.provider_name, turn.request_model = main.provider_name, main.request_model
     _files(turn, hooks)
@@ -198,8 +198,8 @@ def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: S
 
 def _tool_arguments(span: Span, logs: Sequence[Log], call_id: str | None) -> str | None:
     """The tool_result event's tool_input (OTEL_LOG_TOOL_DETAILS), else the span's file_path as {"file_path": …}."""
-    got = first(l.attrs.get(n.CLAUDE_TOOL_INPUT) for l in logs if l.event == EV_TOOL_RESULT and call_id
-                and l.attrs.get(n.CLAUDE_TOOL_USE_ID) == call_id)  # fmt: skip
+    got = first(rec.attrs.get(n.CLAUDE_TOOL_INPUT) for rec in logs if rec.event == EV_TOOL_RESULT and call_id
+                and rec.attrs.get(n.CLAUDE_TOOL_USE_ID) == call_id)  # fmt: skip
     if got:
         return got
     path = span.attrs.get(n.CLAUDE_FILE_PATH)

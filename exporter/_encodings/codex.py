@@ -60,24 +60,24 @@ def is_record(service: str, span_name: str | None = None) -> bool:
 def _session(turn: Span, spans: Sequence[Span], logs: Sequence[Log]) -> str | None:
     """The conversation.id a span or event of the turn's trace carries (Codex puts it on some, all alike)."""
     found = [v for v in (*(s.attrs.get(n.CODEX_CONVERSATION_ID) for s in spans if s.trace_id == turn.trace_id),
-                         *(l.attrs.get(n.CODEX_CONVERSATION_ID) for l in logs if l.trace_id == turn.trace_id)) if v]
+                         *(rec.attrs.get(n.CODEX_CONVERSATION_ID) for rec in logs if rec.trace_id == turn.trace_id)) if v]
     return min(found) if found else None
 
 
 def derive(turn_span: Span, spans: Sequence[Span], logs: Sequence[Log], hooks: Sequence[Log]) -> Turn:
     trace = [s for s in spans if s.trace_id == turn_span.trace_id]
-    own_logs = sorted((l for l in logs if l.trace_id == turn_span.trace_id
-                       and turn_span.start_ns <= l.ts_ns <= turn_span.end_ns), key=Log.key)  # fmt: skip
-    prompt = first(l.attrs.get(n.CODEX_PROMPT) for l in own_logs if l.event == EV_USER_PROMPT
-                   and l.attrs.get(n.CODEX_PROMPT) != REDACTED)  # fmt: skip
+    own_logs = sorted((rec for rec in logs if rec.trace_id == turn_span.trace_id
+                       and turn_span.start_ns <= rec.ts_ns <= turn_span.end_ns), key=Log.key)  # fmt: skip
+    prompt = first(rec.attrs.get(n.CODEX_PROMPT) for rec in own_logs if rec.event == EV_USER_PROMPT
+                   and rec.attrs.get(n.CODEX_PROMPT) != REDACTED)  # fmt: skip
     turn = Turn(RUNTIME, SOURCE_FORMAT, turn_span.span_id, _session(turn_span, trace, logs),
                 turn_span.attrs.get(n.CODEX_TURN_ID), turn_span.trace_id, turn_span.span_id, turn_span.start_ns,
                 turn_span.end_ns, service_name=turn_span.service or None, prompt=prompt, agent_name="codex",
                 request_model=turn_span.attrs.get(n.CODEX_MODEL), status=status_of(turn_span.status))  # fmt: skip
     results: dict[str, Log] = {}
-    for l in own_logs:
-        if l.event == EV_TOOL_RESULT and l.attrs.get(n.CODEX_CALL_ID):
-            results.setdefault(l.attrs[n.CODEX_CALL_ID], l)
+    for rec in own_logs:
+        if rec.event == EV_TOOL_RESULT and rec.attrs.get(n.CODEX_CALL_ID):
+            results.setdefault(rec.attrs[n.CODEX_CALL_ID], rec)
     steps: list[Step] = []
     usage = {s.parent: s for s in trace if s.name == MODEL_SPAN and USAGE_IN in s.attrs}  # receiving_stream -> span
     streams = {s.span_id: s.parent for s in trace if s.span_id in usage}

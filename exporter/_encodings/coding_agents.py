@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 import pyarrow as pa
@@ -30,14 +30,14 @@ import pyarrow.compute as pc
 
 from otel_inputs import names as n
 
-from otel_inputs.exporter._arrow import ATTEMPTS, INPUTS, LOGS, STEPS, BatchTables
 from otel_inputs.exporter._encodings import _instructions as ins
 from otel_inputs.exporter._encodings import claude_code, codex, gemini_cli
 from otel_inputs.exporter._encodings._turns import (
     HOOK_EVENTS, Log, Span, Step, Turn, event_name,
 )  # fmt: skip
 from otel_inputs.exporter._tables import (
-    AGENT_ATTEMPT_INPUTS, AGENT_ATTEMPT_STEPS, AGENT_ATTEMPTS, AGENT_CODING_TURNS, Fill, sha256_key_sql,
+    AGENT_ATTEMPT_INPUTS, AGENT_ATTEMPT_STEPS, AGENT_ATTEMPTS, AGENT_CODING_TURNS, OTEL_LOGS, TABLES, Fill,
+    sha256_key_sql,
 )  # fmt: skip
 
 _log = logging.getLogger(__name__)
@@ -48,6 +48,10 @@ PROCESS_WINDOW_NS = 7 * 24 * 3600 * 10**9
 HOOK_WINDOW_NS = 3600 * 10**9
 GEMINI_ANCHOR_WINDOW_NS = 24 * 3600 * 10**9
 SOURCE_FORMATS = (claude_code.SOURCE_FORMAT, codex.SOURCE_FORMAT, gemini_cli.SOURCE_FORMAT)
+ATTEMPTS = AGENT_ATTEMPTS.name
+INPUTS = AGENT_ATTEMPT_INPUTS.name
+LOGS = OTEL_LOGS.name
+STEPS = AGENT_ATTEMPT_STEPS.name
 TURNS = AGENT_CODING_TURNS.name
 _CHUNK = 500
 _VIEW = "_otel_inputs_coding_rows"
@@ -68,6 +72,17 @@ def _span_window(ranges: dict[str, list[int]], key: str, ts: int) -> None:
         ranges[key] = [ts, ts]
     else:
         got[0], got[1] = min(got[0], ts), max(got[1], ts)
+
+
+class Batch(Protocol):
+    """What settling reads of a batch: its ``otel_traces`` and ``otel_logs`` rows (the writer passes its
+    ``BatchTables``; a protocol, so the encodings import nothing of the Arrow builder that imports them)."""
+
+    @property
+    def traces(self) -> pa.Table | None: ...
+
+    @property
+    def logs(self) -> pa.Table | None: ...
 
 
 @dataclass
@@ -102,7 +117,7 @@ def _lookup(maps: pa.ChunkedArray, key: str) -> pa.ChunkedArray:
     return pc.map_lookup(maps, pa.scalar(key, pa.string()), "first")
 
 
-def touched(tables: BatchTables) -> Touched:
+def touched(tables: Batch) -> Touched:
     """Which coding-agent turns a batch's spans and log records may change (cheap when it has none:
     attribute maps are read column-wise, and only for the rows that need them)."""
     out = Touched()
@@ -251,11 +266,11 @@ def _gemini_turns(con: duckdb.DuckDBPyConnection, sessions: Mapping[str, list[in
     the sessions had in those ranges (a turn whose prompt record is gone keeps no rows)."""
     turns: list[Turn] = []
     for session, (lo, hi) in sorted(sessions.items()):
-        anchors = sorted((l for l in _logs(con.execute(
+        anchors = sorted((rec for rec in _logs(con.execute(
             _LOG_SELECT + 'WHERE "Timestamp" BETWEEN make_timestamp_ns(?) AND make_timestamp_ns(?) AND "ServiceName" = ? '
             "AND \"LogAttributes\"['session.id'] = ?",
             [lo - GEMINI_ANCHOR_WINDOW_NS, hi + GEMINI_ANCHOR_WINDOW_NS, gemini_cli.SERVICE, session]).fetchall())
-            if l.event == gemini_cli.EV_USER_PROMPT), key=Log.key)  # fmt: skip
+            if rec.event == gemini_cli.EV_USER_PROMPT), key=Log.key)  # fmt: skip
         if not anchors:
             continue
         # The prompts whose turn may hold a touched record: from the last one at or before lo to the
@@ -298,7 +313,7 @@ def _targets(con: duckdb.DuckDBPyConnection, t: Touched) -> tuple[dict[str, list
         for row in _turn_rows(con, f"process_key IN ({_marks(chunk)})", chunk):
             if row["trace_id"]:
                 _span_window(traces, row["trace_id"], row["started_at"])
-    for runtime, session, key, _, ts in t.hooks:
+    for runtime, session, _key, _, ts in t.hooks:
         if runtime == n.RUNTIME_GEMINI_CLI and session:
             _span_window(gemini, session, ts)
     return traces, gemini
@@ -339,8 +354,6 @@ def _step_row(turn: Turn, seq: int, s: Step) -> dict[str, Any]:
 
 
 def _schema(table: str, columns: Sequence[str]) -> pa.Schema:
-    from otel_inputs.exporter._tables import TABLES
-
     spec = next(t for t in TABLES if t.name == table)
     types = {c.name: c.type.arrow for c in spec.columns}
     return pa.schema([(c, types[c]) for c in columns])
@@ -409,7 +422,7 @@ def _lineage(con: duckdb.DuckDBPyConnection, sessions: Sequence[str]) -> None:
         con.unregister(_VIEW)
 
 
-def settle(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> int:
+def settle(con: duckdb.DuckDBPyConnection, tables: Batch) -> int:
     """Re-derive the coding-agent turns this batch touched; returns how many turns were written."""
     t = touched(tables)
     if not t:
@@ -427,13 +440,13 @@ def settle(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> int:
 
 def derive_all(spans: Sequence[Span], logs: Sequence[Log]) -> list[Turn]:
     """Every turn of a set of records at once (tests and tools: the same derivations, no database)."""
-    hooks = [l for l in logs if l.event in HOOK_EVENTS]
+    hooks = [rec for rec in logs if rec.event in HOOK_EVENTS]
     out = [claude_code.derive(s, spans, logs, hooks) for s in spans if claude_code.is_turn(s)]
     out += [codex.derive(s, spans, logs, hooks) for s in spans if codex.is_turn(s)]
     by_session: dict[str | None, list[Log]] = {}
-    for l in logs:
-        if l.event == gemini_cli.EV_USER_PROMPT and l.service == gemini_cli.SERVICE:
-            by_session.setdefault(l.attrs.get(n.OPENINFERENCE_SESSION_ID), []).append(l)
+    for rec in logs:
+        if rec.event == gemini_cli.EV_USER_PROMPT and rec.service == gemini_cli.SERVICE:
+            by_session.setdefault(rec.attrs.get(n.OPENINFERENCE_SESSION_ID), []).append(rec)
     for anchors in by_session.values():
         anchors.sort(key=Log.key)
         for i, a in enumerate(anchors):

@@ -114,14 +114,14 @@ def system_text(raw: str | None) -> str | None:
 def _request(step: Step, logs: Sequence[Log]) -> Request:
     span = step.span
     assert span is not None
-    same = [l for l in logs if l.trace_id == span.trace_id and l.span_id == span.span_id]
+    same = [rec for rec in logs if rec.trace_id == span.trace_id and rec.span_id == span.span_id]
     raw = span.attrs.get(n.GEN_AI_INPUT_MESSAGES)
     where = "the llm_call span's gen_ai.input.messages"
     if raw is None:
-        raw = first(l.attrs.get(n.GEMINI_REQUEST_TEXT) for l in same if l.event == EV_API_REQUEST)
+        raw = first(rec.attrs.get(n.GEMINI_REQUEST_TEXT) for rec in same if rec.event == EV_API_REQUEST)
         where = "the api_request event's request_text"
     system_raw = first([span.attrs.get(n.GEN_AI_SYSTEM_INSTRUCTIONS),
-                        *(l.attrs.get(n.GEN_AI_SYSTEM_INSTRUCTIONS) for l in same if l.event == EV_DETAILS)])
+                        *(rec.attrs.get(n.GEN_AI_SYSTEM_INSTRUCTIONS) for rec in same if rec.event == EV_DETAILS)])
     if raw is None and system_raw is None:
         return Request(note=f"not recorded by {LABEL}: turn on {SWITCH_MESSAGES}")
     whole = raw is not None and _is_list(raw)
@@ -153,11 +153,11 @@ def derive(anchor: Log, until_ns: int | None, spans: Sequence[Span], logs: Seque
                 prompt=prompt, agent_name=SERVICE)  # fmt: skip
     roles: dict[tuple[str, str], str | None] = {}
     providers: dict[tuple[str, str], str | None] = {}
-    for l in sorted(logs, key=Log.key):
-        if l.trace_id and l.event == EV_API_REQUEST:
-            roles.setdefault((l.trace_id, l.span_id), l.attrs.get(n.GEMINI_ROLE))
-        elif l.trace_id and l.event == EV_DETAILS and l.attrs.get(n.GEN_AI_PROVIDER_NAME):
-            providers.setdefault((l.trace_id, l.span_id), l.attrs.get(n.GEN_AI_PROVIDER_NAME))
+    for rec in sorted(logs, key=Log.key):
+        if rec.trace_id and rec.event == EV_API_REQUEST:
+            roles.setdefault((rec.trace_id, rec.span_id), rec.attrs.get(n.GEMINI_ROLE))
+        elif rec.trace_id and rec.event == EV_DETAILS and rec.attrs.get(n.GEN_AI_PROVIDER_NAME):
+            providers.setdefault((rec.trace_id, rec.span_id), rec.attrs.get(n.GEN_AI_PROVIDER_NAME))
     steps: list[Step] = []
     for s in mine:
         a = s.attrs
@@ -200,7 +200,7 @@ def _tool_arguments(span: Span, logs: Sequence[Log]) -> str | None:
             doc = None
         if isinstance(doc, dict) and "args" in doc:
             return json.dumps(doc["args"], ensure_ascii=False, separators=(",", ":"))
-    return first(l.attrs.get(n.GEMINI_FUNCTION_ARGS) for l in logs if l.event == EV_TOOL_CALL and l.trace_id == span.trace_id)
+    return first(rec.attrs.get(n.GEMINI_FUNCTION_ARGS) for rec in logs if rec.event == EV_TOOL_CALL and rec.trace_id == span.trace_id)
 
 
 def _hook_turn(anchor: Log, hooks: Sequence[Log]) -> Log | None:

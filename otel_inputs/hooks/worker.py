@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from otel_inputs import names as n
-from otel_inputs._media import classify_bytes
+from otel_inputs.media import classify_bytes
 from otel_inputs.store import ArtifactStore, AttemptRecord, CatalogItem, StoreError
 from otel_inputs.types import ArtifactStatus, CaptureStatus, SourceKind
 

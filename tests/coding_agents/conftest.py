@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from agents_support import AgentSession, Collector, drive

@@ -83,7 +83,6 @@ def run_unprivileged(fn) -> str:
 
 def shared_tmp(name: str) -> Path:
     """A fresh world-writable directory under /tmp that an unprivileged child can use."""
-    import shutil
     import tempfile
 
     base = Path(tempfile.mkdtemp(prefix=f"otel-inputs-{name}-", dir="/tmp"))

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from otel_inputs import AdmissionDecision, capture_attempt_inputs
 from otel_inputs.store import ArtifactStore
+from otel_inputs.types import ArtifactStatus, CaptureDecision, GapReason
 
 CATALOG_FILE = "catalog.db"
-from otel_inputs.types import ArtifactStatus, CaptureDecision, GapReason
 
 ADMITTED = AdmissionDecision(CaptureDecision.ADMITTED)
 

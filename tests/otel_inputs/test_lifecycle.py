@@ -27,7 +27,7 @@ def record(h: RecordingHarness, ctx: Path, run_id: str, n: int, *, retention: Re
     """Record n attempts, each with one fresh file of `size` bytes in ctx; return their attempt ids."""
     obs = h.observer(retention=retention or RetentionPolicy())
     ids = []
-    for i in range(n):
+    for _ in range(n):
         (ctx / "data.bin").write_bytes(os.urandom(size))
         with obs.attempt(run_id=run_id, request=resolve_request("t"), context_roots=[ctx]) as rec:
             ids.append(rec.attempt_id)
@@ -153,7 +153,7 @@ def test_long_session_stays_under_tiny_budget(tmp_path: Path, ctx: Path) -> None
     with RecordingHarness(tmp_path / "s") as h:
         policy = RetentionPolicy(budget_bytes=16 * 1024)
         obs = h.observer(retention=policy)
-        for i in range(30):
+        for _ in range(30):
             (ctx / "data.bin").write_bytes(os.urandom(2048))
             with obs.attempt(run_id="r", request=resolve_request("t"), context_roots=[ctx]) as rec:
                 pass

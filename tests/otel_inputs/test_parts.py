@@ -36,9 +36,9 @@ from otel_inputs._parts import (
 from otel_inputs._policy import AdmissionDecision
 from otel_inputs._parts import attempt_key
 from otel_inputs.store import ArtifactStore, ReadbackError
+from otel_inputs.types import CaptureDecision, GapReason
 
 CATALOG_FILE = "catalog.db"
-from otel_inputs.types import CaptureDecision, GapReason
 
 pytestmark = pytest.mark.timeout(60)  # a submit that blocked on the writer would hang, not pass
 
@@ -126,7 +126,7 @@ def test_encoders_are_canonical_and_keep_missing_content_null() -> None:
     assert b" " not in a.replace("héllo".encode(), b"")
     body = json.loads(a)
     assert body["tools"] is None and body["options"] == {"a": 2, "b": 1}
-    assert "héllo".encode("utf-8") in a
+    assert "héllo".encode() in a
     out = json.loads(encode_observable_output(settlement="interrupted"))
     assert out["text"] is None and out["usage"] is None and out["tool_calls"] is None
     assert json.loads(encode_observable_output(usage={"input_tokens": 12}))["usage"] == {"input_tokens": 12}

@@ -49,7 +49,7 @@ def _land_session(db: Path) -> list[str]:
     tp, memory, _, _ = memory_providers()
     tracer = tp.get_tracer("framework")
     asks = [("first ask",), ("first ask", "second ask")]
-    for turn, users in enumerate(asks, start=1):
+    for users in asks:
         history: list[tuple[str, str]] = [("system", "Be careful.")]
         for i, u in enumerate(users):
             history.append(("user", u))
