@@ -40,8 +40,21 @@ from otel_inputs.viewer._health import BADGE, health_model
 from otel_inputs.viewer._panel import SEND_KIND_TEXT, build_panel
 from otel_inputs.viewer._retries import group_operations, position_text
 
+# (comments, not docstrings, in this file: Streamlit's "magic" would draw a bare string on the page)
+# Live refresh of the whole page: off unless chosen (a redraw greys every element while it runs).
 REFRESH_CHOICES = {"off": None, "5 s": 5, "15 s": 15, "60 s": 60}
+# The exporter-health indicator alone redraws this often, whatever the page's live refresh.
+HEALTH_REFRESH_S = 15
 ANY = "any"
+# The app's one static style; no recorded string ever reaches HTML.  The page keeps Streamlit's own
+# top padding, which clears its header (docs/viewer.md: nothing sits under the header).
+STYLE = (
+    "<style>"
+    # text boxes (recorded task, messages, previews): plain st.text, shown monospace (viewer/_draw.py, text_box)
+    "[class*='st-key-textbox'] [data-testid='stText'] span {font-family: 'Source Code Pro', monospace;"
+    " font-size: 0.85rem;}"
+    "</style>"
+)
 
 
 def _db() -> str | None:
@@ -75,7 +88,15 @@ def _access() -> Access:
     return current_access(_store())
 
 
+def _forget_selections() -> None:
+    """Drop the attempt panels' widget state (chosen items, selected rows, switches): another attempt
+    opens with nothing chosen, never with the row number of the one before."""
+    for k in [k for k in st.session_state if str(k).startswith(("page:", "drawer:"))]:
+        del st.session_state[k]
+
+
 def open_attempt(attempt_id: str) -> None:
+    _forget_selections()
     st.query_params.clear()
     st.query_params["attempt"] = attempt_id
     st.rerun()
@@ -97,14 +118,28 @@ def _health(con: Any) -> None:
     """A small indicator (ok / spilled / dropped / unknown) with the counters on demand."""
     m = health_model(q.exporter_health(con), backend=con.label)
     icon, color, word = BADGE[m.state]
-    left, right = st.columns([4, 1], vertical_alignment="center")
-    with left:
+    with st.container(horizontal=True, vertical_alignment="center"):
         st.badge(word, icon=icon, color=color)
-    with right:
-        with st.popover("Exporter details", width="stretch"):
+        with st.popover("Exporter details", width="content"):
             st.text(m.summary)
             if m.details:
-                st.dataframe(list(m.details), hide_index=True, width="stretch")
+                st.dataframe(list(m.details), hide_index=True, width=620,
+                             column_config={"source": st.column_config.TextColumn(width=140),
+                                            "counter": st.column_config.TextColumn(width=230),
+                                            "value": st.column_config.NumberColumn(width=70),
+                                            "updated": st.column_config.TextColumn(width=180)})
+
+
+def _health_box() -> None:
+    """The health indicator on its own connection: a fragment that redraws alone every HEALTH_REFRESH_S."""
+    db = _db()
+    if not db:
+        return
+    try:
+        with q.open_backend(db) as con:
+            _health(con)
+    except q.DbUnavailable:
+        pass  # the page body says why, in its error box
 
 
 def _runs_page(con: Any) -> None:
@@ -332,7 +367,6 @@ def _body() -> None:
         return
     try:
         with q.open_backend(db) as con:
-            _health(con)
             params = st.query_params
             if "attempt" in params:
                 _attempt_page(con, params["attempt"])
@@ -348,8 +382,7 @@ def main() -> None:
     st.set_page_config(page_title="otel-inputs review", layout="wide", initial_sidebar_state="collapsed")
     if not login_gate():  # login configured and nobody logged in: nothing else is drawn
         return
-    # A static style only (no recorded string ever reaches HTML): less empty space above the page.
-    st.html("<style>.stMainBlockContainer, .block-container {padding-top: 1.5rem;}</style>")
+    st.html(STYLE)
     with st.sidebar:
         st.title("otel-inputs")
         st.text("What task and inputs did each agent attempt actually have?")
@@ -360,10 +393,12 @@ def main() -> None:
             "configured" if store else "not set")
         st.text(f"Database: {_db_label(db)}\nStore: {where}\nViewing as: {_evidence().viewer}")
         logout_button()
-        choice = st.selectbox("Live refresh", list(REFRESH_CHOICES), index=2, key="refresh")
+        choice = st.selectbox("Live refresh of the page", list(REFRESH_CHOICES), index=0, key="refresh",
+                              help=f"The exporter health indicator redraws every {HEALTH_REFRESH_S} s either way.")
         jump = st.text_input("Open attempt by id", key="jump")
         if st.button("Open", key="jump_go") and jump.strip():
             open_attempt(jump.strip())
+    st.fragment(run_every=HEALTH_REFRESH_S)(_health_box)()
     interval = REFRESH_CHOICES[choice]
     st.fragment(run_every=interval)(_body)()
 

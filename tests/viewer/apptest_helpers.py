@@ -42,3 +42,17 @@ def table_cells(at: AppTest) -> list[str]:
     for df in at.dataframe:
         out.extend(str(v) for v in df.value.to_numpy().ravel())
     return out
+
+
+def boxes(at: AppTest, node: Any = None, *, in_expanders: bool = True) -> list[str]:
+    """The recorded texts shown in text boxes (containers keyed ``textbox-…``: task, messages, previews)."""
+    out: list[str] = []
+    node = at.main if node is None else node
+    for child in getattr(node, "children", {}).values():
+        if getattr(child, "type", None) == "expander" and not in_expanders:
+            continue
+        if str(getattr(child, "key", "") or "").startswith("textbox-"):
+            out.extend(t.value for t in child.text)
+        else:
+            out.extend(boxes(at, child, in_expanders=in_expanders))
+    return out

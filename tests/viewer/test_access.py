@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from access_fixture import HOSTILE_LABEL, HOSTILE_PATH, OPEN_RUN, SECRET_RUN, AccessFixture, build_access_fixture
-from apptest_helpers import APP, run_app
+from apptest_helpers import APP, boxes, run_app
 from streamlit.testing.v1 import AppTest
 from viewer_fixture import FixtureBuilder
 
@@ -119,7 +119,7 @@ def test_denied_viewer_sees_no_run_and_no_content_anywhere(fx: AccessFixture, tm
         assert SECRET_RUN not in text
     denied = run_app(attempt=fx.secret_id)
     assert any(f"does not let {who} see this run" in e for e in callouts(denied))
-    assert not denied.get("download_button") and not denied.code and not denied.toggle
+    assert not denied.get("download_button") and not boxes(denied) and not denied.toggle
 
 
 def test_denied_viewer_still_sees_the_allowed_run(fx: AccessFixture, tmp_path: Path,
@@ -175,11 +175,11 @@ def test_purged_attempt_shows_no_content_but_keeps_hashes_counts_and_when(fx: Ac
     assert any("The task text is withheld: this attempt was purged at " in n for n in notes)
     assert any("The exact messages are withheld: this attempt was purged at " in n for n in notes)
     for item in store.attempt(fx.open_id).items:
-        assert f"sha256 {item.sha256}" in text  # identity stays
-    assert "declared 4 · captured 4 · omitted 0" in text
+        assert f"SHA-256: {item.sha256}" in text  # identity stays
+    assert "4 inputs declared, 4 captured, 0 left out" in text
     assert "Unavailable: purged" in text and "withheld (purged at " in text  # "was it read?" is withheld too
     assert "content withheld: this attempt was purged at " in text
-    assert not at.code  # no preview, no part content, no task, no message
+    assert not boxes(at)  # no preview, no part content, no task, no message
 
 
 def test_purged_prompt_file_is_not_shown_as_the_task(fx: AccessFixture) -> None:

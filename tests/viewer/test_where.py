@@ -57,11 +57,13 @@ def test_item_where_else_on_the_page_links_to_the_other_attempt(env: ViewerFixtu
 
 
 def test_task_runs_toggle_shows_drift(env: ViewerFixture) -> None:
-    """The task section's toggle lists the runs of this task SHA-256 with their input drift."""
+    """The task section's toggle lists the other runs of this task SHA-256 with their input drift, never this
+    attempt's own run compared with itself."""
     at = run_app(attempt="att-wide")
     at.toggle(key="page:taskruns").set_value(True).run()
-    drift = table(at, "inputs of its first attempt vs this one")
-    assert sorted(drift["run"]) == sorted(["▶ " + WIDE_RUN, env.run_id])
+    drift = table(at, "its inputs vs this attempt's")
+    assert list(drift["run"]) == [env.run_id]
+    assert "1 other run(s) used this task" in " ".join(texts(at))
     assert NOTES_V2  # the wide attempt carries notes v2, att-001 v1: a change, shown by path
 
 
