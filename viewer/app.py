@@ -41,10 +41,9 @@ from otel_inputs.viewer._panel import SEND_KIND_TEXT, build_panel
 from otel_inputs.viewer._retries import group_operations, position_text
 
 # (comments, not docstrings, in this file: Streamlit's "magic" would draw a bare string on the page)
-# Live refresh of the whole page: off unless chosen (a redraw greys every element while it runs).
+# Live refresh of the page: off unless chosen (a redraw greys every element while it runs).  Any
+# click on the page redraws it, the exporter-health indicator included.
 REFRESH_CHOICES = {"off": None, "5 s": 5, "15 s": 15, "60 s": 60}
-# The exporter-health indicator alone redraws this often, whatever the page's live refresh.
-HEALTH_REFRESH_S = 15
 ANY = "any"
 # The app's one static style; no recorded string ever reaches HTML.  The page keeps Streamlit's own
 # top padding, which clears its header (docs/viewer.md: nothing sits under the header).
@@ -128,18 +127,6 @@ def _health(con: Any) -> None:
                                             "counter": st.column_config.TextColumn(width=230),
                                             "value": st.column_config.NumberColumn(width=70),
                                             "updated": st.column_config.TextColumn(width=180)})
-
-
-def _health_box() -> None:
-    """The health indicator on its own connection: a fragment that redraws alone every HEALTH_REFRESH_S."""
-    db = _db()
-    if not db:
-        return
-    try:
-        with q.open_backend(db) as con:
-            _health(con)
-    except q.DbUnavailable:
-        pass  # the page body says why, in its error box
 
 
 def _runs_page(con: Any) -> None:
@@ -366,7 +353,8 @@ def _body() -> None:
              "(or `--clickhouse URL`).", "error")
         return
     try:
-        with q.open_backend(db) as con:
+        with q.open_backend(db) as con:  # one connection per redraw, the health indicator's too
+            _health(con)
             params = st.query_params
             if "attempt" in params:
                 _attempt_page(con, params["attempt"])
@@ -383,6 +371,8 @@ def main() -> None:
     if not login_gate():  # login configured and nobody logged in: nothing else is drawn
         return
     st.html(STYLE)
+    # The page before the sidebar: the browser gets the page's elements (and fetches their code) first.
+    st.fragment(run_every=REFRESH_CHOICES[st.session_state.get("refresh", "off")])(_body)()
     with st.sidebar:
         st.title("otel-inputs")
         st.text("What task and inputs did each agent attempt actually have?")
@@ -393,14 +383,11 @@ def main() -> None:
             "configured" if store else "not set")
         st.text(f"Database: {_db_label(db)}\nStore: {where}\nViewing as: {_evidence().viewer}")
         logout_button()
-        choice = st.selectbox("Live refresh of the page", list(REFRESH_CHOICES), index=0, key="refresh",
-                              help=f"The exporter health indicator redraws every {HEALTH_REFRESH_S} s either way.")
+        st.selectbox("Live refresh", list(REFRESH_CHOICES), index=0, key="refresh",
+                     help="Redraw the page every so often (off: it redraws when you click on it).")
         jump = st.text_input("Open attempt by id", key="jump")
         if st.button("Open", key="jump_go") and jump.strip():
             open_attempt(jump.strip())
-    st.fragment(run_every=HEALTH_REFRESH_S)(_health_box)()
-    interval = REFRESH_CHOICES[choice]
-    st.fragment(run_every=interval)(_body)()
 
 
 main()
