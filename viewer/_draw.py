@@ -32,6 +32,7 @@ TABLE_ROW_PX = 35
 TABLE_MAX_ROWS = 10
 """A group's table shows up to this many rows before it scrolls, so 100 items fit on two screens."""
 NO_SELECTION = "(choose an item)"
+CHOOSER_PX = 480
 TEXT_BOX_KEY = "textbox"
 """Containers keyed ``textbox-…`` show their text monospace (the app's one static style, ``app.STYLE``)."""
 
@@ -159,11 +160,14 @@ def _dispatch(p: PanelModel, ev: Evidence, key: str, con: Any, open_attempt: Cal
         note(n, "warning" if c.coverage != "complete" else "info")
     _groups(d.groups, ev, key, con, open_attempt, show_bytes)
     _parts(d.parts, ev, key)
-    with st.expander("Exact current user message"):
-        if d.current_message is None:
-            st.text(p.messages.withheld or "The exact current message was not recorded.")
-        else:
-            text_box(d.current_message, f"{key}-current")
+    # lazy: the message is drawn only once the expander is opened (nothing to render on page load)
+    current = st.expander("Exact current user message", key=f"{key}:current_msg", on_change="rerun")
+    if current.open:
+        with current:
+            if d.current_message is None:
+                st.text(p.messages.withheld or "The exact current message was not recorded.")
+            else:
+                text_box(d.current_message, f"{key}-current")
 
 
 def _inherited(p: PanelModel, ev: Evidence, key: str, open_attempt: Callable[[str], None], con: Any = None,
@@ -204,7 +208,10 @@ def _messages(p: PanelModel, key: str) -> None:
     st.text(f"Messages {s.source}.")
     for n in s.notes:
         note(n)
-    with st.expander("Show the exact system and user messages"):
+    exp = st.expander("Show the exact system and user messages", key=f"{key}:messages", on_change="rerun")
+    if not exp.open:  # lazy: drawn only once opened
+        return
+    with exp:
         st.text("System message")
         if s.system is None:
             st.text("withheld" if s.withheld else "not recorded")
@@ -317,10 +324,11 @@ def _groups(groups: tuple[ItemGroup, ...], ev: Evidence, key: str, con: Any = No
                      selection_mode="single-row", key=f"{gk}:table", width="stretch",
                      height=_table_height(len(items)), column_config=_group_columns(rows))
         by_id = {r.input_id: r for r in items}
-        left, _ = st.columns([2, 3])
-        with left:
+        # The keyboard path to an item (Tab to it, Enter, type, Enter); in a popover, which the browser
+        # draws only when opened: a select box on the page costs every page load (docs/performance.md).
+        with st.popover(f"Open an item ({g.title.lower()})", icon=":material/search:"):
             choice = st.selectbox(f"Open an item ({g.title.lower()})", [NO_SELECTION, *by_id], key=f"{gk}:item",
-                                  on_change=_item_chosen, args=(gk, ids),
+                                  on_change=_item_chosen, args=(gk, ids), width=CHOOSER_PX,
                                   format_func=lambda i: i if i == NO_SELECTION else f"#{by_id[i].seq}  {by_id[i].label}")
         if choice in by_id:
             with st.container(border=True):

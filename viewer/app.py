@@ -26,7 +26,7 @@ from otel_inputs.viewer._access import (
     logout_button,
     viewer_identity,
 )
-from otel_inputs.viewer._draw import draw_panel, note
+from otel_inputs.viewer._draw import _frame, draw_panel, note
 from otel_inputs.viewer._evidence import (
     VOUCHED,
     Evidence,
@@ -41,9 +41,9 @@ from otel_inputs.viewer._panel import SEND_KIND_TEXT, build_panel
 from otel_inputs.viewer._retries import group_operations, position_text
 
 # (comments, not docstrings, in this file: Streamlit's "magic" would draw a bare string on the page)
-# Live refresh of the page: off unless chosen (a redraw greys every element while it runs).  Any
-# click on the page redraws it, the exporter-health indicator included.
-REFRESH_CHOICES = {"off": None, "5 s": 5, "15 s": 15, "60 s": 60}
+# Live refresh of the page: off unless switched on (a redraw greys every element while it runs).
+# Any click on the page redraws it, the exporter-health indicator included.
+LIVE_REFRESH_S = 15
 ANY = "any"
 # The app's one static style; no recorded string ever reaches HTML.  The page keeps Streamlit's own
 # top padding, which clears its header (docs/viewer.md: nothing sits under the header).
@@ -62,7 +62,7 @@ def _db() -> str | None:
 
 
 def _db_label(db: str | None) -> str:
-    """The database as the sidebar names it: a file name, or ClickHouse host/database (no credentials)."""
+    """The database as the viewer menu names it: a file name, or ClickHouse host/database (no credentials)."""
     if not db:
         return "not set"
     if is_clickhouse(db):
@@ -117,16 +117,15 @@ def _health(con: Any) -> None:
     """A small indicator (ok / spilled / dropped / unknown) with the counters on demand."""
     m = health_model(q.exporter_health(con), backend=con.label)
     icon, color, word = BADGE[m.state]
-    with st.container(horizontal=True, vertical_alignment="center"):
-        st.badge(word, icon=icon, color=color)
-        with st.popover("Exporter details", width="content"):
-            st.text(m.summary)
-            if m.details:
-                st.dataframe(list(m.details), hide_index=True, width=620,
-                             column_config={"source": st.column_config.TextColumn(width=140),
-                                            "counter": st.column_config.TextColumn(width=230),
-                                            "value": st.column_config.NumberColumn(width=70),
-                                            "updated": st.column_config.TextColumn(width=180)})
+    st.badge(word, icon=icon, color=color)
+    with st.popover("Exporter details", width="content"):
+        st.text(m.summary)
+        if m.details:
+            st.dataframe(_frame(list(m.details)), hide_index=True, width=620,
+                         column_config={"source": st.column_config.TextColumn(width=140),
+                                        "counter": st.column_config.TextColumn(width=230),
+                                        "value": st.column_config.NumberColumn(width=70),
+                                        "updated": st.column_config.TextColumn(width=180)})
 
 
 def _runs_page(con: Any) -> None:
@@ -346,7 +345,14 @@ def _attempt_page(con: Any, attempt_id: str) -> None:
     _draw_attempt(con, bundle, key="page")
 
 
-def _body() -> None:
+def _body(live: bool = False) -> None:
+    """The page: a top row (exporter health, the viewer menu), then the runs, a run, or an attempt."""
+    top = st.container(horizontal=True, vertical_alignment="center")
+    health = top.container(horizontal=True, vertical_alignment="center", width="content")
+    with top:
+        _viewer_menu()
+    if bool(st.session_state.get("live")) != live:  # switched off inside the live fragment: redraw it all
+        st.rerun(scope="app")
     db = _db()
     if not db:
         note(f"No database configured: set {names.ENV_DB} or run `otel-inputs view --db PATH` "
@@ -354,7 +360,8 @@ def _body() -> None:
         return
     try:
         with q.open_backend(db) as con:  # one connection per redraw, the health indicator's too
-            _health(con)
+            with health:
+                _health(con)
             params = st.query_params
             if "attempt" in params:
                 _attempt_page(con, params["attempt"])
@@ -366,15 +373,19 @@ def _body() -> None:
         note(str(exc), "error")
 
 
-def main() -> None:
-    st.set_page_config(page_title="otel-inputs review", layout="wide", initial_sidebar_state="collapsed")
-    if not login_gate():  # login configured and nobody logged in: nothing else is drawn
-        return
-    st.html(STYLE)
-    # The page before the sidebar: the browser gets the page's elements (and fetches their code) first.
-    st.fragment(run_every=REFRESH_CHOICES[st.session_state.get("refresh", "off")])(_body)()
-    with st.sidebar:
-        st.title("otel-inputs")
+def _jump() -> None:
+    """Open the attempt whose id was typed (a callback: the page then runs with its query parameter)."""
+    attempt_id = str(st.session_state.get("jump", "")).strip()
+    if attempt_id:
+        _forget_selections()
+        st.query_params.clear()
+        st.query_params["attempt"] = attempt_id
+
+
+def _viewer_menu() -> None:
+    """What this viewer reads and as whom, live refresh and open-by-id, in a popover: its content is
+    drawn by the browser only when opened, where a sidebar's widgets cost every page load."""
+    with st.popover("otel-inputs", icon=":material/tune:"):
         st.text("What task and inputs did each agent attempt actually have?")
         # File names only: host paths never reach the browser.
         db, store = _db(), _store()
@@ -383,11 +394,20 @@ def main() -> None:
             "configured" if store else "not set")
         st.text(f"Database: {_db_label(db)}\nStore: {where}\nViewing as: {_evidence().viewer}")
         logout_button()
-        st.selectbox("Live refresh", list(REFRESH_CHOICES), index=0, key="refresh",
-                     help="Redraw the page every so often (off: it redraws when you click on it).")
-        jump = st.text_input("Open attempt by id", key="jump")
-        if st.button("Open", key="jump_go") and jump.strip():
-            open_attempt(jump.strip())
+        st.toggle(f"Live refresh (every {LIVE_REFRESH_S} s)", key="live",
+                  help="Off: the page redraws when you click on it.")
+        st.text_input("Open attempt by id", key="jump", on_change=_jump, placeholder="attempt id, then Enter")
+
+
+def main() -> None:
+    st.set_page_config(page_title="otel-inputs review", layout="wide", initial_sidebar_state="collapsed")
+    if not login_gate():  # login configured and nobody logged in: nothing else is drawn
+        return
+    st.html(STYLE)
+    if st.session_state.get("live"):  # opt-in: the page redraws itself every LIVE_REFRESH_S
+        st.fragment(run_every=LIVE_REFRESH_S)(_body)(True)
+    else:
+        _body()
 
 
 main()

@@ -56,3 +56,16 @@ def boxes(at: AppTest, node: Any = None, *, in_expanders: bool = True) -> list[s
         else:
             out.extend(boxes(at, child, in_expanders=in_expanders))
     return out
+
+
+def open_expander(at: AppTest, key: str) -> AppTest:
+    """Open a lazy expander (one drawn only once opened) by its key, and rerun."""
+    at.session_state[key] = True
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def panel_toggles(at: AppTest) -> list[Any]:
+    """The attempt panel's switches (the viewer menu's live-refresh switch left out)."""
+    return [t for t in at.toggle if t.key != "live"]

@@ -18,7 +18,7 @@ from otel_inputs.viewer._format import md_escape
 from otel_inputs.viewer._panel import PARTS_NOT_RECORDED
 from otel_inputs.viewer._backend import DuckDBBackend
 from otel_inputs.viewer._queries import get_inputs, load_attempt
-from apptest_helpers import boxes, open_item, run_app, table, table_cells, texts
+from apptest_helpers import boxes, open_item, panel_toggles, run_app, table, table_cells, texts
 
 RUN = "run-evidence"
 REQUEST = b'{"kind":"logical_request","messages":[{"content":"add a flag","role":"user"}],"model":"m"}'
@@ -132,7 +132,7 @@ def test_access_policy_refuses_previews_and_parts_to_an_unlisted_viewer(
     who = current_viewer()
     assert [e.value for e in at.error] == [
         md_escape(f"permission_denied: the access policy does not let {who} see this run or its attempts.")]
-    assert not at.toggle and not boxes(at) and not at.get("download_button")
+    assert not panel_toggles(at) and not boxes(at) and not at.get("download_button")
     assert "notes.md" not in "\n".join(texts(at)) and RUN not in "\n".join(texts(at))
 
 
@@ -144,7 +144,7 @@ def test_streamlit_login_identity_is_the_viewer_when_logged_in(
     at = run_app(attempt="ev-1")
     open_item(at, "path_reference", "ev-1-in0")
     assert NOTES_V1.rstrip("\n") in [b.rstrip("\n") for b in boxes(at)]
-    assert any("Viewing as: alice@example.com" in s.value for s in at.sidebar.text)
+    assert any("Viewing as: alice@example.com" in t for t in texts(at))  # in the viewer menu
 
 
 def test_streamlit_user_is_none_without_a_login() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 import pytest
-from apptest_helpers import boxes, run_app, table, table_cells, texts
+from apptest_helpers import boxes, open_expander, run_app, table, table_cells, texts
 from viewer_fixture import HOSTILE_LABEL, ViewerFixture
 
 from otel_inputs.viewer._health import HealthState, health_model
@@ -43,6 +43,8 @@ def test_message_source_labels(env: ViewerFixture) -> None:
     at = run_app(attempt=env.ids["gate_retry"])
     assert "Messages taken from the first model call." in texts(at)
     assert any("the attempt span recorded no messages" in i.value.replace("\\", "") for i in at.info)
+    assert "The test gate failed (as sent)." not in boxes(at)  # drawn only once its expander is opened
+    open_expander(at, "page:messages")
     assert "The test gate failed (as sent)." in boxes(at)
     assert "Messages from the attempt span." in texts(run_app(attempt=env.ids["initial"]))
 
