@@ -389,6 +389,9 @@ def _steps(s: StepsSection, key: str) -> None:
     if not s.recorded:
         return
     st.text(s.summary)
+    table = st.expander(f"Show the {len(s.rows)} step(s)", key=f"{key}:steps_table", on_change="rerun")
+    if not table.open:  # lazy: the table is drawn only once opened (docs/performance.md, the browser figure)
+        return
     show_args = any(r.arguments is not None for r in s.rows)
     rows = []
     for r in s.rows:
@@ -397,7 +400,9 @@ def _steps(s: StepsSection, key: str) -> None:
         if show_args:
             row["arguments"] = r.arguments if r.arguments is not None else "not recorded"
         rows.append(row)
-    st.dataframe(_frame(rows), hide_index=True, width="stretch", key=f"{key}:steps", height=_table_height(len(rows)))
+    with table:
+        st.dataframe(_frame(rows), hide_index=True, width="stretch", key=f"{key}:steps",
+                     height=_table_height(len(rows)))
 
 
 def _preview(row: ItemRow, ev: Evidence, key: str) -> None:
@@ -455,9 +460,21 @@ def _parts(m: PartsModel, ev: Evidence, key: str) -> None:
     if not m.rows:
         st.text("Exchange parts: " + " ".join(m.notes))
         return
-    st.markdown("**Exchange parts**")
-    for n in m.notes:
-        st.text(n)
+    st.text("\n".join(["Exchange parts:", *part_lines(m), *m.notes]))
+    more = st.expander("Exchange parts: sizes, SHA-256 and content", key=f"{key}:parts_more", on_change="rerun")
+    if not more.open:  # lazy: drawn only once opened
+        return
+    with more:
+        _parts_detail(m, ev, key)
+
+
+def part_lines(m: PartsModel) -> list[str]:
+    """One line per exchange part: what was captured, whether it was sent, whether the store kept it."""
+    return [f"{r.title}: {r.capture} · {r.dispatch} · {r.persistence}" + (f" · {r.detail}" if r.detail else "")
+            for r in m.rows]
+
+
+def _parts_detail(m: PartsModel, ev: Evidence, key: str) -> None:
     st.dataframe(
         _frame([{"part": r.title, "capture": r.capture, "dispatch": r.dispatch, "persistence": r.persistence, "size": r.size,
           "sha256": short_sha(r.sha256 if r.sha256 != "unknown" else None), "note": r.detail or ""} for r in m.rows]),

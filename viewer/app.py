@@ -360,8 +360,6 @@ def _body(live: bool = False) -> None:
         return
     try:
         with q.open_backend(db) as con:  # one connection per redraw, the health indicator's too
-            with health:
-                _health(con)
             params = st.query_params
             if "attempt" in params:
                 _attempt_page(con, params["attempt"])
@@ -369,6 +367,10 @@ def _body(live: bool = False) -> None:
                 _run_page(con, params["run"] or None)
             else:
                 _runs_page(con)
+            # Asked last, shown first (its place at the top was kept): the page's own content reaches
+            # the browser without waiting for this query.
+            with health:
+                _health(con)
     except q.DbUnavailable as exc:
         note(str(exc), "error")
 

@@ -18,7 +18,7 @@ from otel_inputs.viewer._format import md_escape
 from otel_inputs.viewer._panel import PARTS_NOT_RECORDED
 from otel_inputs.viewer._backend import DuckDBBackend
 from otel_inputs.viewer._queries import get_inputs, load_attempt
-from apptest_helpers import boxes, open_item, panel_toggles, run_app, table, table_cells, texts
+from apptest_helpers import boxes, open_expander, open_item, panel_toggles, run_app, table, table_cells, texts
 
 RUN = "run-evidence"
 REQUEST = b'{"kind":"logical_request","messages":[{"content":"add a flag","role":"user"}],"model":"m"}'
@@ -86,9 +86,13 @@ def test_attempt_without_part_events_says_parts_were_not_recorded(small: tuple[P
 
 
 def test_both_parts_show_outcome_dispatch_receipt_and_content_on_demand(small: tuple[Path, Path]) -> None:
-    """Request and output show their own outcomes; unknown dispatch reads unknown; the receipt beats "queued"."""
+    """Request and output show their own outcomes; unknown dispatch reads unknown; the receipt beats "queued";
+    one line per part is on the page, the table and content once "Exchange parts" is opened."""
     at = run_app(attempt="ev-1")
-    parts = table(at, "persistence").to_dict("records")
+    assert ("Exchange parts:\nLogical request: captured · dispatched · stored (the store's receipt says so)\n"
+            "Observable output: not captured (capacity exceeded) · unknown · not queued (nothing was handed to the "
+            "store)") in texts(at)
+    parts = table(open_expander(at, "page:parts_more"), "persistence").to_dict("records")
     assert [(p["part"], p["capture"], p["dispatch"]) for p in parts] == [
         ("Logical request", "captured", "dispatched"),
         ("Observable output", "not captured (capacity exceeded)", "unknown")]
@@ -102,7 +106,7 @@ def test_both_parts_show_outcome_dispatch_receipt_and_content_on_demand(small: t
 
 def test_queued_part_without_a_store_receipt_is_not_shown_as_stored(small: tuple[Path, Path]) -> None:
     """A part the span saw queued but the store never receipted reads as unconfirmed, and its content is refused."""
-    at = run_app(attempt="ev-2")
+    at = open_expander(run_app(attempt="ev-2"), "page:parts_more")
     assert ("queued at submit, not confirmed durable: no store receipt (not_found)"
             in list(table(at, "persistence")["persistence"]))
     at.toggle(key="page:part:logical_request:0").set_value(True).run()

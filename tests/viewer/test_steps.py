@@ -28,9 +28,12 @@ def test_steps_in_time_order_with_unknown_tokens_kept_unknown(viewer_fixture: Vi
 
 
 def test_steps_table_on_the_page_with_hostile_tool_names_as_plain_text(env: ViewerFixture) -> None:
-    """The steps table lists kinds, names and arguments; a hostile tool name is a plain cell, never markup."""
+    """The steps table (drawn once its expander is opened, under the visible summary) lists kinds, names and
+    arguments; a hostile tool name is a plain cell, never markup."""
     at = run_app(attempt=env.ids["review"])
-    steps = table(at, "kind")
+    assert "2 model call(s), 3 tool call(s), 0 other; tokens at least 5400 in / at least 320 out" in texts(at)
+    assert not any("kind" in df.value.columns for df in at.dataframe)
+    steps = table(open_expander(at, "page:steps_table"), "kind")
     assert list(steps["kind"]) == ["model call", "tool call", "tool call", "tool call", "model call"]
     assert list(steps["name"])[1:4] == ["read_file", "Read", HOSTILE_LABEL]
     assert steps["arguments"][1] == '{"path": "/work/handoff/review/summary.md"}'
