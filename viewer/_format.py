@@ -109,6 +109,7 @@ STATUS_WORDS: dict[str, str] = {
     "not_captured": "not captured",
     "dispatched": "dispatched",
     "not_dispatched": "not dispatched",
+    "unknown": "unknown",
     "queued": "queued",
     "stored": "stored",
     "failed": "failed",

@@ -35,7 +35,15 @@ from otel_inputs.viewer._evidence import (
     open_evidence,
     overlay_store,
 )
-from otel_inputs.viewer._format import NOT_RECORDED, count_text, size_text, status_text, time_text, value_text
+from otel_inputs.viewer._format import (
+    NOT_RECORDED,
+    count_text,
+    size_text,
+    status_text,
+    status_word,
+    time_text,
+    value_text,
+)
 from otel_inputs.viewer._health import BADGE, health_model
 from otel_inputs.viewer._panel import SEND_KIND_TEXT, build_panel
 from otel_inputs.viewer._retries import group_operations, position_text
@@ -45,6 +53,10 @@ from otel_inputs.viewer._retries import group_operations, position_text
 # Any click on the page redraws it, the exporter-health indicator included.
 LIVE_REFRESH_S = 15
 ANY = "any"
+# The run's attempts table: every column on screen at a 1400 px wide window (as the inputs tables).
+ATTEMPT_COLUMNS = {c: st.column_config.TextColumn(c, width=w) for c, w in (
+    ("started", 195), ("attempt", 250), ("phase", 70), ("agent", 90), ("send kind", 105), ("try", 60),
+    ("turn", 45), ("session", 95), ("coverage", 100), ("items", 50), ("status", 130))}
 # The app's one static style; no recorded string ever reaches HTML.  The page keeps Streamlit's own
 # top padding, which clears its header (docs/viewer.md: nothing sits under the header).
 STYLE = (
@@ -149,16 +161,18 @@ def _runs_page(con: Any) -> None:
     selected = event.selection.rows if event is not None else []
     if selected:
         open_run(runs[selected[0]].run_id)
-    with st.expander("Coverage per run over time"):
-        rows = charts.coverage_over_time_data(runs)
-        st.altair_chart(charts.coverage_over_time_chart(rows), width="stretch")
-        st.text(charts.coverage_over_time_text(runs))
+    over_time = st.expander("Coverage per run over time", key="runs_coverage", on_change="rerun")
+    if over_time.open:  # lazy: the chart's code is fetched only when someone opens it
+        with over_time:
+            rows = charts.coverage_over_time_data(runs)
+            st.altair_chart(charts.coverage_over_time_chart(rows), width="stretch")
+            st.text(charts.coverage_over_time_text(runs))
 
 
 def _choice(label: str, values: tuple[str | None, ...], key: str) -> str | None:
     options = [ANY] + [v if v is not None else q.NULL_VALUE for v in values]
     picked = st.selectbox(label, options, key=key,
-                          format_func=lambda v: NOT_RECORDED if v == q.NULL_VALUE else v)
+                          format_func=lambda v: NOT_RECORDED if v == q.NULL_VALUE else v if v == ANY else status_word(v))
     return None if picked == ANY else picked
 
 
@@ -203,12 +217,12 @@ def _run_page(con: Any, run_id: str | None) -> None:
              "send kind": NOT_RECORDED if r.is_legacy else SEND_KIND_TEXT.get(r.send_kind or "", value_text(r.send_kind)),
              "try": place.get(r.attempt_id, "unknown"),
              "turn": count_text(r.turn_index), "session": value_text(r.session_id),
-             "coverage": r.input_coverage.replace("_", " "), "items": count_text(r.item_count),
+             "coverage": status_word(r.input_coverage), "items": count_text(r.item_count),
              "status": status_text(r.status)}
             for r in page.rows
         ]
-        event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row",
-                             key="attempts_table", width="stretch")
+        event = st.dataframe(_frame(table), hide_index=True, on_select="rerun", selection_mode="single-row",
+                             key="attempts_table", width="stretch", column_config=ATTEMPT_COLUMNS)
         if pages > 1:
             st.number_input("Page", 1, pages, key="f_page")
         selected = event.selection.rows if event is not None else []
@@ -233,15 +247,17 @@ def _run_page(con: Any, run_id: str | None) -> None:
     with tabs[2]:
         bars, link_pts = charts.timeline_data(timeline, links)
         if bars:
-            st.altair_chart(charts.timeline_chart(bars, link_pts), width="stretch")
+            st.altair_chart(charts.timeline_chart(bars, link_pts), width="stretch",
+                            height=charts.chart_height(len(bars)) + 60)  # + the time axis
             st.text("Bars are attempts colored by send kind; dashed lines link a retry to the attempt it retries.")
             st.text(charts.timeline_text(ops))
         else:
             st.text("No timed attempts to draw.")
     with tabs[3]:
         cov_rows = q.run_coverage(con, run_id)
-        st.altair_chart(charts.coverage_chart(cov_rows), width="stretch")
-        st.text("In words: " + "; ".join(f"{r['phase']}: {r['attempts']} {str(r['coverage']).replace('_', ' ')}"
+        st.altair_chart(charts.coverage_chart(cov_rows), width="stretch",
+                        height=charts.chart_height(len({r["phase"] for r in cov_rows})) + 60)
+        st.text("In words: " + "; ".join(f"{r['phase']}: {r['attempts']} {status_word(r['coverage'])}"
                                          for r in cov_rows) + ".")
     with tabs[4]:
         usage = q.run_artifact_usage(con, run_id)
@@ -249,8 +265,9 @@ def _run_page(con: Any, run_id: str | None) -> None:
             st.text(f"Snapshot rows per run: not recorded on this backend ({con.label} has no agent_artifacts "
                     "table); the store's own figures follow.")
         elif usage:
-            st.altair_chart(charts.usage_chart(usage), width="stretch")
-            st.text("In words: " + "; ".join(f"{r['items']} {r['media_type']} item(s) {r['artifact_status']}, "
+            st.altair_chart(charts.usage_chart(usage), width="stretch",
+                            height=charts.chart_height(len({r["artifact_status"] for r in usage})) + 60)
+            st.text("In words: " + "; ".join(f"{r['items']} {r['media_type']} item(s) {status_word(r['artifact_status'])}, "
                                              f"{size_text(r['bytes'])}" for r in usage) + ".")
         else:
             st.text("No snapshots recorded for this run.")
