@@ -31,7 +31,8 @@ MAX_ITEMS_PER_GROUP = 2000
 TABLE_ROW_PX = 35
 TABLE_MAX_ROWS = 10
 """A group's table shows up to this many rows before it scrolls, so 100 items fit on two screens."""
-NO_SELECTION = "(choose an item)"
+NO_SELECTION = "Open an item: choose it here (or type part of its name), or select its row"
+"""The chooser's first entry; its label (what screen readers say) stays "Open an item (<group>)"."""
 CHOOSER_PX = 480
 TEXT_BOX_KEY = "textbox"
 """Containers keyed ``textbox-…`` show their text monospace (the app's one static style, ``app.STYLE``)."""
@@ -324,12 +325,11 @@ def _groups(groups: tuple[ItemGroup, ...], ev: Evidence, key: str, con: Any = No
                      selection_mode="single-row", key=f"{gk}:table", width="stretch",
                      height=_table_height(len(items)), column_config=_group_columns(rows))
         by_id = {r.input_id: r for r in items}
-        # The keyboard path to an item (Tab to it, Enter, type, Enter); in a popover, which the browser
-        # draws only when opened: a select box on the page costs every page load (docs/performance.md).
-        with st.popover(f"Open an item ({g.title.lower()})", icon=":material/search:"):
-            choice = st.selectbox(f"Open an item ({g.title.lower()})", [NO_SELECTION, *by_id], key=f"{gk}:item",
-                                  on_change=_item_chosen, args=(gk, ids), width=CHOOSER_PX,
-                                  format_func=lambda i: i if i == NO_SELECTION else f"#{by_id[i].seq}  {by_id[i].label}")
+        # The keyboard path to an item (Tab to it, type, Enter).  Not in a popover, although one would load
+        # faster: the browser puts a popover's content at the end of the page, out of the Tab order.
+        choice = st.selectbox(f"Open an item ({g.title.lower()})", [NO_SELECTION, *by_id], key=f"{gk}:item",
+                              on_change=_item_chosen, args=(gk, ids), width=CHOOSER_PX, label_visibility="collapsed",
+                              format_func=lambda i: i if i == NO_SELECTION else f"#{by_id[i].seq}  {by_id[i].label}")
         if choice in by_id:
             with st.container(border=True):
                 _item_detail(by_id[choice], ev, key, con, open_attempt)

@@ -57,10 +57,11 @@ ANY = "any"
 ATTEMPT_COLUMNS = {c: st.column_config.TextColumn(c, width=w) for c, w in (
     ("started", 195), ("attempt", 250), ("phase", 70), ("agent", 90), ("send kind", 105), ("try", 60),
     ("turn", 45), ("session", 95), ("coverage", 100), ("items", 50), ("status", 130))}
-# The app's one static style; no recorded string ever reaches HTML.  The page keeps Streamlit's own
-# top padding, which clears its header (docs/viewer.md: nothing sits under the header).
+# The app's one static style; no recorded string ever reaches HTML.  The page starts below Streamlit's
+# 3.75rem header (docs/viewer.md: nothing sits under the header), with less empty space below the page.
 STYLE = (
     "<style>"
+    "[data-testid='stMainBlockContainer'] {padding-top: 4.5rem; padding-bottom: 2rem;}"
     # text boxes (recorded task, messages, previews): plain st.text, shown monospace (viewer/_draw.py, text_box)
     "[class*='st-key-textbox'] [data-testid='stText'] span {font-family: 'Source Code Pro', monospace;"
     " font-size: 0.85rem;}"
