@@ -53,10 +53,21 @@ from otel_inputs.viewer._retries import group_operations, position_text
 # Any click on the page redraws it, the exporter-health indicator included.
 LIVE_REFRESH_S = 15
 ANY = "any"
-# The run's attempts table: every column on screen at a 1400 px wide window (as the inputs tables).
-ATTEMPT_COLUMNS = {c: st.column_config.TextColumn(c, width=w) for c, w in (
-    ("started", 195), ("attempt", 250), ("phase", 70), ("agent", 90), ("send kind", 105), ("try", 60),
-    ("turn", 45), ("session", 95), ("coverage", 100), ("items", 50), ("status", 130))}
+# The run's tables: every column on screen at a 1400 px wide window (as the inputs tables); times in
+# UTC, said once in the column's title.
+STARTED = st.column_config.TextColumn("started (UTC)", width=165)
+ATTEMPT_COLUMNS = {"started": STARTED, **{c: st.column_config.TextColumn(c, width=w) for c, w in (
+    ("attempt", 240), ("phase", 70), ("agent", 90), ("send kind", 105), ("try", 60), ("turn", 45),
+    ("session", 90), ("coverage", 100), ("items", 50), ("status", 125))}}
+OPERATION_COLUMNS = {"started": STARTED, "physical attempts": st.column_config.NumberColumn("attempts", width=70),
+                     **{c: st.column_config.TextColumn(c, width=w) for c, w in (
+                         ("first attempt", 235), ("phase", 60), ("agent", 75), ("sends", 230), ("last attempt", 235),
+                         ("last status", 120))}}
+
+
+def _utc(ns: int | None) -> str:
+    """A table cell's time: the column's title says UTC."""
+    return time_text(ns).removesuffix(" UTC")
 # The app's one static style; no recorded string ever reaches HTML.  The page starts below Streamlit's
 # 3.75rem header (docs/viewer.md: nothing sits under the header), with less empty space below the page.
 STYLE = (
@@ -213,7 +224,7 @@ def _run_page(con: Any, run_id: str | None) -> None:
         st.text(f"{page.total} attempt(s) match; page {page_no} of {pages}. Select one to open it below. "
                 f"The run has {len(timeline)} physical attempt(s) in {len(ops)} logical operation(s).")
         table = [
-            {"started": time_text(r.started_ns), "attempt": r.attempt_id, "phase": value_text(r.phase),
+            {"started": _utc(r.started_ns), "attempt": r.attempt_id, "phase": value_text(r.phase),
              "agent": value_text(r.agent_name),
              "send kind": NOT_RECORDED if r.is_legacy else SEND_KIND_TEXT.get(r.send_kind or "", value_text(r.send_kind)),
              "try": place.get(r.attempt_id, "unknown"),
@@ -234,14 +245,14 @@ def _run_page(con: Any, run_id: str | None) -> None:
         st.text(f"{len(ops)} logical operation(s), {retried} with retries, {len(timeline)} physical attempt(s). "
                 "Select one to open its last attempt.")
         op_rows = [
-            {"started": time_text(o.attempts[0].started_ns), "first attempt": o.root_id,
+            {"started": _utc(o.attempts[0].started_ns), "first attempt": o.root_id,
              "phase": value_text(o.attempts[0].phase), "agent": value_text(o.attempts[0].agent_name),
              "physical attempts": o.count, "sends": o.sends, "last attempt": o.last.attempt_id,
              "last status": status_text(o.last.status)}
             for o in ops
         ]
-        event = st.dataframe(op_rows, hide_index=True, on_select="rerun", selection_mode="single-row",
-                             key="operations_table", width="stretch")
+        event = st.dataframe(_frame(op_rows), hide_index=True, on_select="rerun", selection_mode="single-row",
+                             key="operations_table", width="stretch", column_config=OPERATION_COLUMNS)
         picked = event.selection.rows if event is not None else []
         if picked and picked[0] < len(ops):
             open_attempt(ops[picked[0]].last.attempt_id)
@@ -354,21 +365,19 @@ def _attempt_page(con: Any, attempt_id: str) -> None:
             go_home()
         note(f"No attempt with id {attempt_id} is recorded in this database.", "error")
         return
-    top = st.columns([1, 4], vertical_alignment="center")
-    with top[0]:
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
         if st.button("← Attempts of this run", key="back_run"):
             open_run(bundle.attempt.run_id)
-    with top[1]:
-        st.header("Attempt")
+        st.header("Attempt", anchor=False)
     _draw_attempt(con, bundle, key="page")
 
 
 def _body(live: bool = False) -> None:
     """The page: a top row (exporter health, the viewer menu), then the runs, a run, or an attempt."""
     top = st.container(horizontal=True, vertical_alignment="center")
-    health = top.container(horizontal=True, vertical_alignment="center", width="content")
     with top:
         _viewer_menu()
+    health = top.container(horizontal=True, vertical_alignment="center", width="content")
     if bool(st.session_state.get("live")) != live:  # switched off inside the live fragment: redraw it all
         st.rerun(scope="app")
     db = _db()

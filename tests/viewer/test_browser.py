@@ -59,6 +59,8 @@ def _grids_fit(page) -> list[tuple[float, int, int]]:  # noqa: ANN001
     """(right edge, content width, visible width) of every table on the page, each scrolled into view."""
     out = []
     for grid in page.locator("[data-testid='stDataFrame']").all():
+        if not grid.is_visible():  # another tab's
+            continue
         grid.scroll_into_view_if_needed()
         out.append(grid.evaluate("el => { const s = el.querySelector('.dvn-scroller'); "
                                  "return [el.getBoundingClientRect().right, s.scrollWidth, s.clientWidth]; }"))
@@ -163,12 +165,20 @@ def test_keyboard_alone_opens_previews_and_where_else(page, server: str, viewer_
 
 
 def test_run_page_lists_attempts_and_draws_the_session_timeline(page, server: str, viewer_fixture: ViewerFixture) -> None:
-    """The run page shows its attempt table and a rendered timeline chart."""
+    """The run page shows its attempts and operations tables with every column on screen, and a rendered timeline
+    chart."""
     page.goto(server + "?run=" + viewer_fixture.run_id)
     page.get_by_text("5 attempt(s) match; page 1 of 1.", exact=False).wait_for(state="visible", timeout=30_000)
+    page.locator("[data-testid='stDataFrame']").filter(has_text="att-001").first.wait_for(state="visible",
+                                                                                          timeout=20_000)
+    for right, content, visible in _grids_fit(page):  # the attempts table: every column on screen
+        assert right <= 1400 and content <= visible + 1, (right, content, visible)
     page.get_by_role("tab", name="Operations").click()
     page.get_by_text("3 logical operation(s), 1 with retries, 5 physical attempt(s).", exact=False).wait_for(
         state="visible", timeout=20_000)
+    page.wait_for_timeout(500)
+    for right, content, visible in _grids_fit(page):  # and the operations table
+        assert right <= 1400 and content <= visible + 1, (right, content, visible)
     page.get_by_role("tab", name="Session timeline").click()
     chart = page.locator("[data-testid='stVegaLiteChart']").first
     chart.wait_for(state="visible", timeout=20_000)
@@ -178,16 +188,17 @@ def test_run_page_lists_attempts_and_draws_the_session_timeline(page, server: st
 
 def test_nothing_sits_under_the_header_and_every_inputs_column_is_on_screen(
         page, server: str, viewer_fixture: ViewerFixture) -> None:
-    """At 1400 px the first element (the health indicator) starts below Streamlit's header, and every inputs table
-    (bytes, change and read? columns included) ends inside the window with no sideways scrolling."""
+    """At 1400 px the first row (the viewer menu and the health indicator) starts below Streamlit's header, and
+    every inputs table (change and read? columns included) ends inside the window with no sideways scrolling."""
     page.set_viewport_size({"width": 1400, "height": 900})
     page.goto(server + "?attempt=" + viewer_fixture.ids["review"])
     page.get_by_text("4. Files available").wait_for(state="visible", timeout=30_000)
     _settled(page)
     header_bottom = page.evaluate("() => document.querySelector('[data-testid=stHeader]').getBoundingClientRect().bottom")
+    page.get_by_text("Exporter health").first.wait_for(state="visible", timeout=20_000)
     first = page.locator("[data-testid='stMain'] [data-testid='stElementContainer']").first
-    assert "Exporter health" in first.inner_text()
     assert first.bounding_box()["y"] >= header_bottom
+    assert page.get_by_text("Exporter health").first.bounding_box()["y"] >= header_bottom
     files = page.locator("[data-testid='stDataFrame']").filter(has_text="summary.md").first
     headers = files.evaluate("el => [...el.querySelectorAll('th')].map(h => h.innerText.trim())")
     assert {"read?", "size", "type"} <= set(headers), headers
