@@ -145,11 +145,11 @@ def _health(con: Any) -> None:
     with st.popover("Exporter details", width="content"):
         st.text(m.summary)
         if m.details:
-            st.dataframe(_frame(list(m.details)), hide_index=True, width=620,
+            st.dataframe(_frame(list(m.details)), hide_index=True, width=680,
                          column_config={"source": st.column_config.TextColumn(width=140),
-                                        "counter": st.column_config.TextColumn(width=230),
+                                        "counter": st.column_config.TextColumn(width=240),
                                         "value": st.column_config.NumberColumn(width=70),
-                                        "updated": st.column_config.TextColumn(width=180)})
+                                        "updated": st.column_config.TextColumn(width=210)})
 
 
 def _runs_page(con: Any) -> None:
