@@ -55,17 +55,16 @@ def text_box(text: str, key: str) -> None:
 
 def draw_panel(p: PanelModel, ev: Evidence, *, key: str, open_attempt: Callable[[str], None],
                con: Any = None) -> None:
-    """Draw the header, then the six sections in order, then the steps; previews open beside their table.
+    """Draw the header, then the six sections in order, then the steps; an item's details open below its table.
 
     ``con`` (the refresh's read-only connection) enables the on-demand "where else" look-ups.
     """
-    if p.header is not None:
-        _header(p.header, key, open_attempt)
-    else:
-        kv_lines(p.facts)
     shared = common_placement(p.all_items())
-    if shared is not None:
-        st.text(f"Bytes of every input with a snapshot: {shared}")
+    bytes_line = f"Bytes of every input with a snapshot: {shared}" if shared is not None else None
+    if p.header is not None:
+        _header(p.header, key, open_attempt, bytes_line)
+    else:
+        st.text("\n".join([f"{k}: {v}" for k, v in p.facts] + ([bytes_line] if bytes_line else [])))
     if p.read_tools_problem:
         note(p.read_tools_problem, "warning")
     show_bytes = shared is None  # a bytes column only when the inputs' placements differ
@@ -79,17 +78,15 @@ def draw_panel(p: PanelModel, ev: Evidence, *, key: str, open_attempt: Callable[
         _steps(p.steps, key)
 
 
-def _header(h: HeaderModel, key: str, open_attempt: Callable[[str], None]) -> None:
+def _header(h: HeaderModel, key: str, open_attempt: Callable[[str], None], bytes_line: str | None) -> None:
     # The badge carries icon + word + colour: never colour alone.
     st.badge(f"Input coverage: {h.badge_word}", icon=h.badge_icon, color=h.badge_color)
-    st.text(h.facts_line)
+    # One text element for the lines (each element costs the browser; docs/performance.md)
+    st.text("\n".join([h.facts_line] + ([h.operation_text] if h.operation else []) + ([bytes_line] if bytes_line else [])))
     links = list(h.lineage) + [(o.text, o.attempt_id) for o in h.operation if not o.current]
-    if h.operation:
-        st.text(h.operation_text)
     if links:
-        cols = st.columns(min(len(links), 4))
-        for i, (text, target) in enumerate(links):
-            with cols[i % len(cols)]:
+        with st.container(horizontal=True, gap="medium"):
+            for i, (text, target) in enumerate(links):
                 if st.button(md_escape(text), key=f"{key}:lineage:{i}", type="tertiary"):
                     open_attempt(target)
 

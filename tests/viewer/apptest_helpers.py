@@ -69,3 +69,8 @@ def open_expander(at: AppTest, key: str) -> AppTest:
 def panel_toggles(at: AppTest) -> list[Any]:
     """The attempt panel's switches (the viewer menu's live-refresh switch left out)."""
     return [t for t in at.toggle if t.key != "live"]
+
+
+def lines(at: AppTest) -> list[str]:
+    """Every line of every text element (several facts can share one element)."""
+    return [line for t in texts(at) for line in t.split("\n")]

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fleet"))
-from apptest_helpers import boxes, open_item, run_app, table, texts  # noqa: E402
+from apptest_helpers import boxes, lines, open_item, run_app, table, texts  # noqa: E402
 from s3_server import S3, Relay, relay, s3  # noqa: E402, F401 - fixtures
 from viewer_fixture import FixtureBuilder  # noqa: E402
 
@@ -54,7 +54,7 @@ def _page(monkeypatch: pytest.MonkeyPatch, db: Path, store: Path | None,
     at = run_app(attempt=attempt_id)
     df = table(at, "label")
     column = dict(zip(df["label"], df["bytes"])) if "bytes" in df.columns else None
-    shared = [t[len(SHARED):] for t in texts(at) if t.startswith(SHARED)]
+    shared = [t[len(SHARED):] for t in lines(at) if t.startswith(SHARED)]
     assert (column is None) == (len(shared) == 1), (column, shared)
     cells: dict[str, str] = {}
     for seq, label in zip(df["#"], df["label"]):
@@ -155,7 +155,7 @@ def test_without_a_bucket_or_a_store_the_page_says_so(builder: FixtureBuilder, t
     cells, at = _page(monkeypatch, db, store_path)
     assert cells == {"notes.md": "local copy; bucket not configured", "plan.md": "local copy; bucket not configured",
                      "big.bin": "no bytes captured"}
-    assert SHARED + "local copy; bucket not configured" in texts(at)  # said once: no column repeats it
+    assert SHARED + "local copy; bucket not configured" in lines(at)  # said once: no column repeats it
     assert not any("bytes" in df.value.columns for df in at.dataframe)
     assert not any("not in the bucket" in t for t in texts(at))
     assert set(_page(monkeypatch, db, None)[0].values()) == {"not known: no artifact store configured"}
