@@ -379,6 +379,13 @@ def _where_else(con: Any, row: ItemRow, key: str, open_attempt: Callable[[str], 
                 [r.attempt_id for r in listing.rows], f"{key}:where:{name}:{row.input_id}", open_attempt)
 
 
+STEP_COLUMNS = {"#": st.column_config.NumberColumn("#", width=40),
+                **{c: st.column_config.TextColumn(c, width=w) for c, w in (
+                    ("kind", 85), ("name", 140), ("model", 130), ("started", 100), ("duration", 75), ("tokens", 110),
+                    ("status", 135), ("arguments", 300))}}
+"""The steps table inside its expander: every column on screen at 1400 px (a long argument is cut in its cell)."""
+
+
 def _steps(s: StepsSection, key: str) -> None:
     st.subheader("Steps the agent took")
     for n in s.notes:
@@ -399,7 +406,7 @@ def _steps(s: StepsSection, key: str) -> None:
         rows.append(row)
     with table:
         st.dataframe(_frame(rows), hide_index=True, width="stretch", key=f"{key}:steps",
-                     height=_table_height(len(rows)))
+                     height=_table_height(len(rows)), column_config=STEP_COLUMNS)
 
 
 def _preview(row: ItemRow, ev: Evidence, key: str) -> None:

@@ -59,9 +59,9 @@ STARTED = st.column_config.TextColumn("started (UTC)", width=165)
 ATTEMPT_COLUMNS = {"started": STARTED, **{c: st.column_config.TextColumn(c, width=w) for c, w in (
     ("attempt", 240), ("phase", 70), ("agent", 90), ("send kind", 105), ("try", 60), ("turn", 45),
     ("session", 90), ("coverage", 100), ("items", 50), ("status", 125))}}
-OPERATION_COLUMNS = {"started": STARTED, "physical attempts": st.column_config.NumberColumn("attempts", width=70),
+OPERATION_COLUMNS = {"started": STARTED, "physical attempts": st.column_config.NumberColumn("attempts", width=65),
                      **{c: st.column_config.TextColumn(c, width=w) for c, w in (
-                         ("first attempt", 235), ("phase", 60), ("agent", 75), ("sends", 230), ("last attempt", 235),
+                         ("first attempt", 235), ("phase", 55), ("agent", 70), ("sends", 250), ("last attempt", 235),
                          ("last status", 120))}}
 
 
