@@ -74,7 +74,7 @@ STYLE = (
     "<style>"
     "[data-testid='stMainBlockContainer'] {padding-top: 4.5rem; padding-bottom: 2rem;}"
     # text boxes (recorded task, messages, previews): plain st.text, shown monospace (viewer/_draw.py, text_box)
-    "[class*='st-key-textbox'] [data-testid='stText'] span {font-family: 'Source Code Pro', monospace;"
+    "[class*='st-key-textbox'] [data-testid='stText'] span {font-family: monospace;"
     " font-size: 0.85rem;}"
     "</style>"
 )
