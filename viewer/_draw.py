@@ -119,8 +119,11 @@ def _task(p: PanelModel, key: str, con: Any, open_attempt: Callable[[str], None]
         text_box(t.text, f"{key}-task")
     st.text(" · ".join(f"{k}: {v}" for k, v in t.provenance))
     sha = dict(t.provenance).get("SHA-256")
-    if con is not None and sha and sha != "unknown" and st.toggle("Runs that used this task", key=f"{key}:taskruns"):
-        _task_runs(con, p, key, open_attempt)
+    if con is not None and sha and sha != "unknown":
+        runs = st.expander("Runs that used this task", key=f"{key}:taskruns", on_change="rerun")
+        if runs.open:  # lazy: asked and drawn only once opened
+            with runs:
+                _task_runs(con, p, key, open_attempt)
 
 
 def _task_runs(con: Any, p: PanelModel, key: str, open_attempt: Callable[[str], None]) -> None:

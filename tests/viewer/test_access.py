@@ -68,7 +68,8 @@ def callouts(at: AppTest) -> list[str]:
     return [re.sub(r"\\(.)", r"\1", c.value) for c in (*at.info, *at.warning, *at.error)]
 
 
-LAZY_EXPANDERS = ("page:current_msg", "page:messages", "page:parts_more", "page:steps_table")  # drawn once opened
+LAZY_EXPANDERS = ("page:current_msg", "page:messages", "page:parts_more", "page:steps_table",  # drawn once opened
+                  "page:taskruns")
 
 
 def _toggles_on(at: AppTest) -> None:

@@ -228,7 +228,7 @@ def test_choosing_an_item_highlights_its_row_and_shows_details_below(
 
 
 def test_runs_that_used_this_task_never_lists_this_run(page, server: str, viewer_fixture: ViewerFixture) -> None:
-    """The task's "runs that used this task" switch lists the other run only, never this attempt's own run."""
+    """The task's "runs that used this task" lists the other run only, never this attempt's own run."""
     page.goto(server + "?attempt=" + viewer_fixture.ids["wide"])
     page.get_by_text("1. Task instructions").wait_for(state="visible", timeout=30_000)
     _settled(page)
