@@ -138,7 +138,8 @@ def test_hundred_item_attempt_fits_two_screens_and_a_clicked_row_opens_its_previ
 def test_keyboard_alone_opens_previews_and_where_else(page, server: str, viewer_fixture: ViewerFixture) -> None:
     """Tab reaches the files table and its chooser; typing and Enter open a preview; Space opens where-else."""
     page.goto(server + "?attempt=" + viewer_fixture.ids["wide"])
-    page.get_by_text("4. Files available").wait_for(state="visible", timeout=30_000)
+    page.get_by_label("Open an item (available by path)").first.wait_for(state="visible", timeout=30_000)
+    page.get_by_text("Steps the agent took").wait_for(state="visible", timeout=30_000)
     _settled(page)
     reached_grid = False
     for _ in range(80):
@@ -154,6 +155,8 @@ def test_keyboard_alone_opens_previews_and_where_else(page, server: str, viewer_
     page.keyboard.type("file-012")
     page.keyboard.press("Enter")
     page.get_by_text("Wide attempt content line for file 12.").first.wait_for(state="visible", timeout=20_000)
+    page.get_by_label("Where else was this item?").wait_for(state="attached", timeout=20_000)
+    _settled(page)
     for _ in range(10):
         page.keyboard.press("Tab")
         if page.evaluate("() => document.activeElement.getAttribute('aria-label')") == "Where else was this item?":
