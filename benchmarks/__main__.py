@@ -29,6 +29,7 @@ BENCHMARKS = {
     "clickhouse": "benchmarks.bench_clickhouse_views",  # needs chdb (pip install 'otel-inputs[clickhouse]')
     "upload": "benchmarks.bench_upload",  # needs moto[server] and s3fs (the objects extra)
     "clickhouse-viewer": "benchmarks.bench_clickhouse_viewer",  # needs chdb too
+    "coding-agents": "benchmarks.bench_coding_agents",
 }
 
 

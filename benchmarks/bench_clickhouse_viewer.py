@@ -1,7 +1,7 @@
 """The viewer's attempt page on ClickHouse (chdb) against DuckDB, in the same run, at N attempts.
 
     python -m benchmarks.bench_clickhouse_viewer [--attempts N] [--runs R] [--dir DIR]
-                                                 [--baseline-sql DIR] [--block B]
+                                                 [--baseline-sql DIR] [--block B] [--keep DIR]
 
 The same logical corpus on each side, generated inside each engine: N traces of a packet attempt
 (3 input events, a session of 10 turns, run ``run-1``), an ordinary span under it, a chat step
@@ -21,6 +21,8 @@ cold (the attempt's first page, ClickHouse's mark, uncompressed and index caches
 DuckDB opens a new connection for every page anyway; the OS page cache is not dropped) and warm (the
 same page again), with each query's p50.  ``--baseline-sql`` runs a third process with an older
 ``clickhouse/`` directory (e.g. ``git archive`` of a previous commit) for a before/after in the same run.
+``--keep DIR`` keeps each side's data under ``DIR`` and, when it is already there (a previous run with
+the same ``--attempts``), times the pages without loading again: a load that takes an hour runs once.
 """
 
 from __future__ import annotations
@@ -185,9 +187,13 @@ def side(kind: str, n: int, runs: int, block: int, work: Path, sql_dir: Path, se
             for k, v in t.times.items():
                 per_query[k].append(v)
 
+    loaded = work / "loaded.json"  # --keep: the data of an earlier run with the same size
+    earlier = json.loads(loaded.read_text()) if loaded.exists() else None
+    if earlier is not None and earlier["attempts"] != n:
+        raise SystemExit(f"{work} holds {earlier['attempts']} attempts, not {n}")
     if kind == "duckdb":
         path = work / "v.duckdb"
-        load = _duckdb(path, n, block)
+        load = earlier["load_s"] if earlier else _duckdb(path, n, block)
         for i in targets:
             for bucket in (cold, warm):
                 with read_only(path) as d:
@@ -195,8 +201,8 @@ def side(kind: str, n: int, runs: int, block: int, work: Path, sql_dir: Path, se
         size = path.stat().st_size
     else:
         path = work / "chdb"
-        path.mkdir()
-        load = _clickhouse(path, n, block, sql_dir)
+        path.mkdir(exist_ok=True)
+        load = earlier["load_s"] if earlier else _clickhouse(path, n, block, sql_dir)
         sess = chdb_session(path)
         ch = ChdbBackend(str(path), "otel")
         for i in targets:
@@ -207,6 +213,8 @@ def side(kind: str, n: int, runs: int, block: int, work: Path, sql_dir: Path, se
                 page(ch, i, bucket)
         close_chdb_sessions()
         size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    if earlier is None:
+        loaded.write_text(json.dumps({"attempts": n, "load_s": load}))
     return {"kind": kind, "attempts": n, "load_s": load, "disk_bytes": size,
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
             "cold_p50": _pct(cold, 0.5), "cold_p95": _pct(cold, 0.95),
@@ -215,14 +223,19 @@ def side(kind: str, n: int, runs: int, block: int, work: Path, sql_dir: Path, se
 
 
 def _run_side(kind: str, args: argparse.Namespace, sql_dir: Path, base: Path) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=base))
+    if args.keep is not None:
+        work = args.keep / (kind if sql_dir == SQL_DIR else f"{kind}-baseline")
+        work.mkdir(parents=True, exist_ok=True)
+    else:
+        work = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=base))
     cmd = [sys.executable, "-m", "benchmarks.bench_clickhouse_viewer", "--side", kind, "--attempts", str(args.attempts),
            "--runs", str(args.runs), "--block", str(args.block), "--dir", str(work), "--sql", str(sql_dir),
            "--seed", str(args.seed)]
     try:
         out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
     finally:
-        subprocess.run(["rm", "-rf", str(work)], check=False)
+        if args.keep is None:
+            subprocess.run(["rm", "-rf", str(work)], check=False)
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -241,6 +254,7 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=None, help="where the data goes (deleted after); default: a temp dir")
     ap.add_argument("--baseline-sql", type=Path, default=None, help="an older clickhouse/ directory to compare with")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--keep", type=Path, default=None, help="keep each side's data here, and reuse it if it is there")
     ap.add_argument("--quick", action="store_true", help="10,000 attempts, 5 runs")
     ap.add_argument("--side", choices=("duckdb", "clickhouse"), help=argparse.SUPPRESS)
     ap.add_argument("--sql", type=Path, default=SQL_DIR, help=argparse.SUPPRESS)

@@ -57,10 +57,10 @@ def time_refusals(root: str, data: bytes, limits: PartLimits, samples: int) -> l
     """Per-call time of a refused submit: the pending budget is held full by a writer that is parked."""
     gate = threading.Event()
 
-    def parked_write(path: Path, payload: bytes) -> None:
+    def parked_write(store, receipt, payload) -> None:
         gate.wait()
 
-    q = EvidenceQueue(Path(root) / "refusals", limits, write_fn=parked_write)
+    q = EvidenceQueue(Path(root) / "refusals", limits, put_fn=parked_write)
     for i in range(limits.max_pending_parts):
         q.submit("fill", f"fill-{i}", REQ, data)
     out = []

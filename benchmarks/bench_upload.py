@@ -84,7 +84,8 @@ def committed_store(root: Path, count: int, seed: int = 20261201):
 def throughput(endpoint: str, count: int, runs: int) -> dict:
     import s3fs
 
-    from otel_inputs.store import ArtifactStore, bucket_counts
+    from otel_inputs.store import ArtifactStore
+    from otel_inputs.store.bucket import attach, bucket_counts
 
     fs = s3fs.S3FileSystem(**options(endpoint))
     work = Path(tempfile.mkdtemp(prefix="bench-upload-"))
@@ -104,14 +105,14 @@ def throughput(endpoint: str, count: int, runs: int) -> dict:
 
         def ours() -> float:
             store = ArtifactStore(base.root, objects_url=f"s3://{our_bucket}", objects_options=options(endpoint))
-            store.bucket._queue_max = count + 1
+            attach(store)._queue_max = count + 1
             with store.catalog.write() as con:  # each run uploads everything again, to a fresh bucket
                 con.execute("DELETE FROM remote_objects")
-            store.bucket.remote().fs.exists(f"{our_bucket}/objects")  # the client is made once per process,
+            attach(store).remote().fs.exists(f"{our_bucket}/objects")  # the client is made once per process,
             # as the plain loop's was (outside its timing)
             t0 = time.perf_counter()
-            store.bucket.committed(digests)
-            assert store.bucket.flush(600)
+            attach(store).committed(digests)
+            assert attach(store).flush(600)
             took = time.perf_counter() - t0
             assert bucket_counts(store).get("uploaded") == count, bucket_counts(store)
             return took
@@ -134,7 +135,7 @@ def agent_thread(endpoint: str | None, iterations: int, work: Path, pace_s: floa
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
     from otel_inputs import AgentObserver, ArtifactStore, CapturePolicy, resolve_request
-    from otel_inputs.store import bucket_counts
+    from otel_inputs.store.bucket import attach, bucket_counts
 
     class Noop(SpanExporter):
         def export(self, spans):
@@ -172,7 +173,7 @@ def agent_thread(endpoint: str | None, iterations: int, work: Path, pace_s: floa
         time.sleep(pace_s)  # the model call the attempt would wait for
     counts = {}
     if endpoint is not None:
-        assert store.bucket.flush(600)
+        assert attach(store).flush(600)
         counts = bucket_counts(store)
     provider.shutdown()
     observer.flush(30)

@@ -34,34 +34,24 @@ ORDER BY (trace_id, span_id);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_genai_span_rows_mv TO otel_inputs_genai_span_rows AS
 WITH s AS (
-    SELECT *, SpanAttributes AS A,
-        otel_inputs_source_format(A) AS source_format,
+    SELECT *, SpanAttributes AS A, `Events.Name` AS N, `Events.Attributes` AS E,
+        otel_inputs_source_format(A, SpanName) AS source_format,
         -- A packet's attributes (an empty map on any other span), read without a per-column if: a
         -- guarded branch would copy the wide map for each column it guards.
         if(source_format = 'otel_inputs', A, map()) AS PA,
-        arrayFirstIndex((nm, at) -> nm IN ('gen_ai.client.inference.operation.details', 'gen_ai.content.prompt')
-                AND (mapContains(at, 'gen_ai.system_instructions') OR mapContains(at, 'gen_ai.input.messages')
-                     OR mapContains(at, 'gen_ai.prompt')), `Events.Name`, `Events.Attributes`) AS ev_at,
-        if(ev_at > 0, `Events.Attributes`[ev_at], map()) AS EV,
-        otel_inputs_flat(A, 'gen_ai.prompt', 'role', 'content') AS llm_flat,
-        otel_inputs_flat(A, 'llm.input_messages', 'message.role', 'message.content') AS oi_flat,
-        multiIf(mapContains(A, 'gen_ai.system_instructions') OR mapContains(A, 'gen_ai.input.messages'), 'attrs',
-                ev_at > 0 AND (mapContains(EV, 'gen_ai.system_instructions') OR mapContains(EV, 'gen_ai.input.messages')), 'event',
-                ev_at > 0, 'event_prompt',
-                mapContains(A, 'gen_ai.prompt'), 'prompt',
-                length(llm_flat) > 0, 'openllmetry',
-                length(oi_flat) > 0, 'openinference',
-                mapContains(A, 'pydantic_ai.all_messages'), 'pydantic_ai',
-                mapContains(A, 'input.value'), 'input_value', '') AS enc,
-        multiIf(enc = 'attrs', A, enc = 'event', EV, map()) AS G,
-        multiIf(enc = 'pydantic_ai', A['pydantic_ai.all_messages'], enc IN ('attrs', 'event'), otel_inputs_attr(G, 'gen_ai.input.messages'), NULL) AS g_in,
-        otel_inputs_messages_text(otel_inputs_attr(G, 'gen_ai.system_instructions'), '') AS g_sys0,
-        multiIf(source_format = 'openinference', multiIf(A['openinference.span.kind'] = 'LLM', 'chat',
-                    A['openinference.span.kind'] = 'EMBEDDING', 'embeddings', A['openinference.span.kind'] = 'AGENT', 'invoke_agent',
-                    A['openinference.span.kind'] = 'TOOL', 'execute_tool', ''),
-                source_format = 'openllmetry', multiIf(A['llm.request.type'] = 'completion', 'text_completion',
-                    A['llm.request.type'] = 'embedding', 'embeddings', 'chat'),
-                A['gen_ai.operation.name']) AS op,
+        -- What each encoding recorded (projection_functions.sql, one section per encoding), merged
+        -- field by field in the registry's order (exporter/_encodings/__init__.py read).
+        multiIf(source_format = 'gen_ai', A['gen_ai.operation.name'], source_format = 'openllmetry', otel_inputs_openllmetry_operation(A),
+                source_format = 'openinference', otel_inputs_openinference_operation(A),
+                source_format = 'vercel_ai', otel_inputs_vercel_ai_operation(A), 'invoke_agent') AS op,
+        otel_inputs_genai_messages(A, N, E) AS m_genai,
+        otel_inputs_openllmetry_messages(A) AS m_openllmetry,
+        otel_inputs_pydantic_ai_messages(A) AS m_pydantic_ai,
+        otel_inputs_openinference_messages(A) AS m_openinference,
+        otel_inputs_vercel_ai_messages(A) AS m_vercel_ai,
+        multiIf(NOT otel_inputs_messages_empty(m_genai), m_genai, NOT otel_inputs_messages_empty(m_openllmetry), m_openllmetry,
+                NOT otel_inputs_messages_empty(m_pydantic_ai), m_pydantic_ai,
+                NOT otel_inputs_messages_empty(m_openinference), m_openinference, m_vercel_ai) AS msgs,
         -- Coverage settled (exporter/_rows.py finish_coverage) from the span's own input events.
         otel_inputs_input_events(`Events.Name`, `Events.Timestamp`, `Events.Attributes`) AS ins,
         length(ins) AS input_count, arrayCount(x -> x.5 != '', ins) AS malformed,
@@ -84,41 +74,32 @@ SELECT
     TraceId AS trace_id, SpanId AS span_id, source_format, source_format = 'otel_inputs' AS packet,
     Timestamp AS started_at, Timestamp + toIntervalNanosecond(Duration) AS ended_at,
     nullIf(ParentSpanId, '') AS parent_span_id, nullIf(SpanName, '') AS span_name,
-    coalesce(nullIf(otel_inputs_attr(A, 'gen_ai.conversation.id'), ''), otel_inputs_attr(A, 'session.id')) AS session_id,
-    otel_inputs_attr(A, 'gen_ai.agent.name') AS agent_name,
-    coalesce(nullIf(otel_inputs_attr(A, 'gen_ai.provider.name'), ''), nullIf(otel_inputs_attr(A, 'gen_ai.system'), ''),
-             nullIf(otel_inputs_attr(A, 'llm.provider'), ''), otel_inputs_attr(A, 'llm.system')) AS provider_name,
-    coalesce(nullIf(otel_inputs_attr(A, 'gen_ai.request.model'), ''), otel_inputs_attr(A, 'llm.model_name')) AS request_model,
-    otel_inputs_attr(A, 'gen_ai.operation.name') AS operation_name,
+    coalesce(otel_inputs_str(A, 'gen_ai.conversation.id'), otel_inputs_str(A, 'session.id'),
+             otel_inputs_vercel_ai_str(A, 'ai.telemetry.metadata.sessionId')) AS session_id,
+    coalesce(otel_inputs_str(A, 'gen_ai.agent.name'), otel_inputs_vercel_ai_str(A, 'ai.telemetry.functionId')) AS agent_name,
+    coalesce(otel_inputs_wire_provider(A), otel_inputs_genai_provider(A), otel_inputs_str(A, 'gen_ai.system'),
+             otel_inputs_openinference_provider(A), otel_inputs_vercel_ai_str(A, 'ai.model.provider')) AS provider_name,
+    coalesce(otel_inputs_str(A, 'gen_ai.request.model'), otel_inputs_str(A, 'llm.model_name'),
+             otel_inputs_vercel_ai_str(A, 'ai.model.id')) AS request_model,
+    otel_inputs_str(A, 'gen_ai.operation.name') AS operation_name,
     multiIf(source_format = 'otel_inputs', 'agent', op IN ('chat', 'text_completion', 'generate_content', 'embeddings'), 'model_call',
-            op = 'execute_tool', 'tool_call', op = 'invoke_agent', 'agent', 'other') AS step_kind,
-    otel_inputs_attr(A, 'gen_ai.response.model') AS response_model,
-    multiIf(mapContains(A, 'gen_ai.usage.input_tokens'), otel_inputs_int(A['gen_ai.usage.input_tokens'], 9223372036854775807),
-            mapContains(A, 'gen_ai.usage.prompt_tokens'), otel_inputs_int(A['gen_ai.usage.prompt_tokens'], 9223372036854775807),
-            mapContains(A, 'llm.token_count.prompt'), otel_inputs_int(A['llm.token_count.prompt'], 9223372036854775807), NULL) AS input_tokens,
-    multiIf(mapContains(A, 'gen_ai.usage.output_tokens'), otel_inputs_int(A['gen_ai.usage.output_tokens'], 9223372036854775807),
-            mapContains(A, 'gen_ai.usage.completion_tokens'), otel_inputs_int(A['gen_ai.usage.completion_tokens'], 9223372036854775807),
-            mapContains(A, 'llm.token_count.completion'), otel_inputs_int(A['llm.token_count.completion'], 9223372036854775807), NULL) AS output_tokens,
-    coalesce(nullIf(otel_inputs_attr(A, 'gen_ai.tool.name'), ''), if(source_format = 'openinference', otel_inputs_attr(A, 'tool.name'), NULL)) AS tool_name,
-    otel_inputs_attr(A, 'gen_ai.tool.call.id') AS tool_call_id,
-    multiIf(mapContains(A, 'gen_ai.tool.call.arguments'), A['gen_ai.tool.call.arguments'],
-            A['openinference.span.kind'] = 'TOOL', otel_inputs_attr(A, 'input.value'), NULL) AS tool_arguments,
-    -- The span's own messages, from the first encoding it carries (exporter/_rows.py span_messages).
-    multiIf(enc IN ('attrs', 'event'), coalesce(g_sys0, if(otel_inputs_has_role(g_in, 'system'), otel_inputs_messages_text(g_in, 'system'), NULL)),
-            enc = 'pydantic_ai', if(otel_inputs_has_role(g_in, 'system'), otel_inputs_messages_text(g_in, 'system'), NULL),
-            enc = 'openllmetry', otel_inputs_flat_role(llm_flat, 'system'),
-            enc = 'openinference', otel_inputs_flat_role(oi_flat, 'system'), NULL) AS system_prompt,
-    multiIf(enc IN ('attrs', 'event', 'pydantic_ai'), otel_inputs_messages_text(g_in, 'user'),
-            enc = 'event_prompt', otel_inputs_messages_text(EV['gen_ai.prompt'], 'user'),
-            enc = 'prompt', otel_inputs_messages_text(A['gen_ai.prompt'], 'user'),
-            enc = 'openllmetry', otel_inputs_flat_role(llm_flat, 'user'),
-            enc = 'openinference', otel_inputs_flat_role(oi_flat, 'user'),
-            enc = 'input_value', A['input.value'], NULL) AS user_prompt,
-    multiIf(enc IN ('attrs', 'event', 'pydantic_ai'), g_in, enc = 'event_prompt', EV['gen_ai.prompt'],
-            enc = 'prompt', A['gen_ai.prompt'], enc = 'openllmetry', otel_inputs_flat_json(llm_flat),
-            enc = 'openinference', otel_inputs_flat_json(oi_flat), NULL) AS input_messages_json,
-    multiIf(enc = 'pydantic_ai', 'from pydantic_ai.all_messages: the whole agent run, its replies and tool results included',
-            enc = 'input_value', 'from OpenInference input.value (the span''s input as one text)', NULL) AS messages_note,
+            op = 'execute_tool', 'tool_call', op = 'invoke_agent', 'agent', op = 'container', 'container', 'other') AS step_kind,
+    coalesce(otel_inputs_str(A, 'gen_ai.response.model'), otel_inputs_vercel_ai_str(A, 'ai.response.model')) AS response_model,
+    coalesce(otel_inputs_count(A, 'gen_ai.usage.input_tokens'), otel_inputs_count(A, 'gen_ai.usage.prompt_tokens'),
+             otel_inputs_count(A, 'llm.token_count.prompt'), otel_inputs_vercel_ai_input_tokens(A)) AS input_tokens,
+    coalesce(otel_inputs_count(A, 'gen_ai.usage.output_tokens'), otel_inputs_count(A, 'gen_ai.usage.completion_tokens'),
+             otel_inputs_count(A, 'llm.token_count.completion'), otel_inputs_vercel_ai_output_tokens(A)) AS output_tokens,
+    coalesce(otel_inputs_str(A, 'gen_ai.tool.name'),
+             if(otel_inputs_openinference_recognises(A), otel_inputs_str(A, 'tool.name'), NULL),
+             otel_inputs_vercel_ai_str(A, 'ai.toolCall.name')) AS tool_name,
+    coalesce(otel_inputs_str(A, 'gen_ai.tool.call.id'), otel_inputs_vercel_ai_str(A, 'ai.toolCall.id')) AS tool_call_id,
+    coalesce(otel_inputs_genai_tool_arguments(A, N, E), otel_inputs_openinference_tool_arguments(A),
+             otel_inputs_vercel_ai_tool_arguments(A)) AS tool_arguments,
+    -- The span's own messages: the first encoding that recorded any (exporter/_encodings/__init__.py read).
+    tupleElement(msgs, 1) AS system_prompt,
+    tupleElement(msgs, 2) AS user_prompt,
+    tupleElement(msgs, 3) AS input_messages_json,
+    tupleElement(msgs, 4) AS messages_note,
     StatusCode AS status, nullIf(StatusMessage, '') AS status_message, nullIf(ServiceName, '') AS service_name,
     otel_inputs_attr(PA, 'otel_inputs.run.id') AS run_id,
     otel_inputs_attr(PA, 'otel_inputs.phase') AS phase,
@@ -195,7 +176,7 @@ ORDER BY (trace_id, span_id, pos);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_part_rows_mv TO otel_inputs_part_rows AS
 WITH ev AS (
-    SELECT TraceId, SpanId, Timestamp, otel_inputs_source_format(SpanAttributes) AS source_format,
+    SELECT TraceId, SpanId, Timestamp, otel_inputs_source_format(SpanAttributes, SpanName) AS source_format,
            coalesce(nullIf(otel_inputs_attr(SpanAttributes, 'otel_inputs.attempt.id'), ''), SpanId) AS packet_attempt_id,
            ev.1 AS pos, ev.2 AS recorded_at, ev.3 AS at,
            otel_inputs_int(at['otel_inputs.part.size_bytes'], 9223372036854775807) AS size_bytes,
@@ -247,7 +228,7 @@ ORDER BY (trace_id, span_id);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_span_links_mv TO otel_inputs_span_links AS
 SELECT TraceId AS trace_id, SpanId AS span_id, ParentSpanId AS parent_span_id,
-       multiIf(otel_inputs_source_format(SpanAttributes) IS NULL, 0, otel_inputs_source_format(SpanAttributes) = 'otel_inputs', 2, 1) AS kind
+       multiIf(otel_inputs_source_format(SpanAttributes, SpanName) IS NULL, 0, otel_inputs_source_format(SpanAttributes, SpanName) = 'otel_inputs', 2, 1) AS kind
 FROM otel_traces;
 
 -- Which attempt each GenAI span belongs to (exporter/_steps.py): a packet span is always an attempt;
@@ -269,7 +250,7 @@ WITH RECURSIVE t AS (
         WHERE trace_id IN (SELECT TraceId FROM otel_traces)
         UNION ALL
         SELECT TraceId, SpanId, ParentSpanId,
-               multiIf(otel_inputs_source_format(SpanAttributes) IS NULL, 0, otel_inputs_source_format(SpanAttributes) = 'otel_inputs', 2, 1)
+               multiIf(otel_inputs_source_format(SpanAttributes, SpanName) IS NULL, 0, otel_inputs_source_format(SpanAttributes, SpanName) = 'otel_inputs', 2, 1)
         FROM otel_traces)
     GROUP BY trace_id, span_id
 ),
@@ -277,14 +258,16 @@ up AS (
     SELECT trace_id, span_id, parent_span_id AS cur, 1 AS depth FROM t WHERE kind = 1 AND parent_span_id != ''
     UNION ALL
     SELECT up.trace_id, up.span_id, p.parent_span_id AS cur, up.depth + 1 AS depth
-    FROM up ANY INNER JOIN t p ON p.trace_id = up.trace_id AND p.span_id = up.cur
+    -- A plain join (t has one row per span): INNER ANY JOIN uses each right row once, so of two
+    -- siblings under one parent only one would climb on.
+    FROM up INNER JOIN t p ON p.trace_id = up.trace_id AND p.span_id = up.cur
     WHERE up.depth < 256 AND p.parent_span_id != ''
 ),
 anc AS (
     SELECT up.trace_id AS trace_id, up.span_id AS span_id,
            argMinIf(g.span_id, up.depth, g.kind = 2) AS nearest_packet, countIf(g.kind = 2) AS packets,
            argMaxIf(g.span_id, up.depth, g.kind > 0) AS topmost, countIf(g.kind > 0) AS genai
-    FROM up ANY LEFT JOIN t g ON g.trace_id = up.trace_id AND g.span_id = up.cur
+    FROM up LEFT JOIN t g ON g.trace_id = up.trace_id AND g.span_id = up.cur
     GROUP BY up.trace_id, up.span_id
 )
 SELECT s.trace_id AS trace_id, s.span_id AS span_id,
@@ -297,6 +280,638 @@ WHERE s.kind > 0;
 CREATE VIEW IF NOT EXISTS otel_inputs_span_owner AS
 SELECT trace_id, span_id, owner_span_id FROM otel_inputs_span_owner_rows FINAL;
 
+-- ===== Coding agents: Claude Code, Codex CLI and Gemini CLI turns as attempts ======================
+-- exporter/_encodings/{claude_code,codex,gemini_cli}.py and coding_agents.py rule for rule (docs/coding-agents.md):
+-- one attempt per user turn, its model and tool steps (auxiliary calls marked), its instruction files with
+-- the runtime's report of loading them and their bytes found in the recorded request.  Views over the
+-- stock tables, read at query time; their rows join agent_attempts, agent_attempt_steps and
+-- agent_attempt_inputs below.
+
+-- The coding agents' log records and the otel-inputs hook records, each once (a retried export inserts one
+-- twice), with their own name: EventName, else the event.name attribute when it is empty or a Rust source
+-- location ("event otel/src/...", Codex).
+CREATE VIEW IF NOT EXISTS otel_inputs_coding_logs AS
+SELECT TraceId AS trace_id, SpanId AS span_id, Timestamp AS ts, ServiceName AS service,
+       if(EventName = '' OR startsWith(EventName, 'event '), LogAttributes['event.name'], EventName) AS event,
+       LogAttributes AS A, toUInt64OrZero(LogAttributes['event.sequence']) AS seq
+FROM otel_logs
+WHERE ServiceName IN ('claude-code', 'gemini-cli', 'otel-inputs-hook') OR startsWith(ServiceName, 'codex')
+ORDER BY ts LIMIT 1 BY TraceId, SpanId, Timestamp, EventName, mapKeys(LogAttributes), mapValues(LogAttributes);
+
+CREATE VIEW IF NOT EXISTS otel_inputs_coding_hooks AS
+SELECT ts, event, A, seq, trace_id, span_id, A['otel_inputs.hook.runtime'] AS runtime,
+       A['gen_ai.conversation.id'] AS session_id, A['otel_inputs.hook.turn_key'] AS turn_key,
+       A['otel_inputs.hook.process_key'] AS process_key, A['otel_inputs.hook.capture_id'] AS capture_id
+FROM otel_inputs_coding_logs
+WHERE service = 'otel-inputs-hook' AND event IN ('otel_inputs.hook.turn', 'otel_inputs.instruction_file', 'otel_inputs.request_body');
+
+-- Claude Code file: bodies read agent-side (otel_inputs.request_body): per body path, the first record's facts.
+CREATE VIEW IF NOT EXISTS otel_inputs_coding_read_bodies AS
+SELECT A['otel_inputs.request_body.ref'] AS ref,
+       argMin((A['otel_inputs.part.size_bytes'], A['otel_inputs.part.sha256'], A['otel_inputs.part.capture']),
+              (ts, event, seq, trace_id, span_id)) AS facts
+FROM otel_inputs_coding_hooks
+WHERE event = 'otel_inputs.request_body' AND A['otel_inputs.request_body.ref'] != ''
+GROUP BY ref;
+
+-- Claude Code: a turn is a claude_code.interaction span; its records are its trace's and the session's
+-- records without trace context inside its time (the session-title call's).
+CREATE VIEW IF NOT EXISTS otel_inputs_claude_turns AS
+SELECT s.SpanId AS attempt_id, s.TraceId AS trace_id, s.SpanId AS span_id, nullIf(s.SpanAttributes['session.id'], '') AS session_id,
+       s.Timestamp AS started_at, s.Timestamp + toIntervalNanosecond(s.Duration) AS ended_at,
+       nullIf(s.ServiceName, '') AS service_name, nullIf(lower(s.StatusCode), '') AS status,
+       nullIf(nullIf(s.SpanAttributes['user_prompt'], ''), '<REDACTED>') AS span_prompt
+FROM otel_inputs_spans AS s
+WHERE s.SpanName = 'claude_code.interaction';
+
+CREATE VIEW IF NOT EXISTS otel_inputs_claude_turn_logs AS
+SELECT t.attempt_id AS attempt_id, t.trace_id AS turn_trace, t.span_id AS turn_span, l.ts AS ts, l.event AS event,
+       l.A AS A, l.seq AS seq, l.trace_id AS trace_id, l.span_id AS span_id
+FROM otel_inputs_claude_turns AS t
+JOIN otel_inputs_coding_logs AS l ON l.trace_id = t.trace_id
+UNION ALL
+SELECT t.attempt_id, t.trace_id, t.span_id, l.ts, l.event, l.A, l.seq, l.trace_id, l.span_id
+FROM otel_inputs_claude_turns AS t
+JOIN otel_inputs_coding_logs AS l ON l.trace_id = '' AND l.service = 'claude-code' AND l.A['session.id'] = t.session_id
+WHERE l.ts >= t.started_at AND l.ts <= t.ended_at + toIntervalNanosecond(5000000);
+
+CREATE VIEW IF NOT EXISTS otel_inputs_claude_turn_facts AS
+SELECT attempt_id,
+       nullIf(argMinIf(A['prompt.id'], (NOT (span_id = turn_span AND event = 'user_prompt'), ts, event, seq, trace_id, span_id),
+                       trace_id = turn_trace AND A['prompt.id'] != ''), '') AS prompt_id,
+       nullIf(argMinIf(A['prompt'], (ts, event, seq, trace_id, span_id),
+                       event = 'user_prompt' AND span_id = turn_span AND A['prompt'] NOT IN ('', '<REDACTED>')), '') AS log_prompt,
+       countIf(event = 'api_request_body') > 0 AS bodies_on
+FROM otel_inputs_claude_turn_logs
+GROUP BY attempt_id;
+
+-- A model call's request and query_source: its api_request_body / api_request event inside its time,
+-- of the turn's own trace first, then nearest its start (claude_code._pair).
+CREATE VIEW IF NOT EXISTS otel_inputs_claude_calls AS
+WITH c AS (
+    SELECT t.attempt_id AS attempt_id, t.trace_id AS turn_trace, s.SpanId AS span_id, s.TraceId AS trace_id,
+           nullIf(s.ParentSpanId, '') AS parent_span_id, s.Timestamp AS started_at,
+           s.Timestamp + toIntervalNanosecond(s.Duration) AS ended_at, s.SpanAttributes AS SA, s.StatusCode AS status_code
+    FROM otel_inputs_claude_turns AS t
+    JOIN otel_inputs_spans AS s ON s.TraceId = t.trace_id
+    WHERE s.SpanName = 'claude_code.llm_request'
+),
+p AS (
+    SELECT c.attempt_id AS attempt_id, c.span_id AS span_id,
+           countIf(l.event = 'api_request_body') > 0 AS has_body,
+           argMinIf((mapContains(l.A, 'body'), l.A['body'], l.A['body_truncated'], l.A['body_length'], l.A['body_ref'],
+                     l.A['query_source']),
+                    (l.trace_id != c.turn_trace, abs(toUnixTimestamp64Nano(l.ts) - toUnixTimestamp64Nano(c.started_at)),
+                     l.ts, l.event, l.seq, l.trace_id, l.span_id), l.event = 'api_request_body') AS body,
+           argMinIf(l.A['query_source'],
+                    (l.trace_id != c.turn_trace, abs(toUnixTimestamp64Nano(l.ts) - toUnixTimestamp64Nano(c.started_at)),
+                     l.ts, l.event, l.seq, l.trace_id, l.span_id), l.event = 'api_request') AS api_source
+    FROM c
+    JOIN otel_inputs_claude_turn_logs AS l ON l.attempt_id = c.attempt_id
+    WHERE l.event IN ('api_request_body', 'api_request') AND l.ts >= c.started_at
+      AND l.ts <= c.ended_at + toIntervalNanosecond(5000000)
+    GROUP BY c.attempt_id, c.span_id
+)
+SELECT c.attempt_id AS attempt_id, c.turn_trace AS turn_trace, c.span_id AS span_id, c.trace_id AS trace_id,
+       c.parent_span_id AS parent_span_id, c.started_at AS started_at, c.ended_at AS ended_at, c.SA AS SA,
+       c.status_code AS status_code, f.bodies_on AS bodies_on, coalesce(p.has_body, false) AS has_body,
+       coalesce(nullIf(p.api_source, ''), nullIf(tupleElement(p.body, 6), '')) AS query_source,
+       if(query_source IS NOT NULL AND query_source NOT IN ('sdk', 'repl_main_thread') AND NOT startsWith(query_source, 'agent'),
+          query_source, NULL) AS auxiliary,
+       if(has_body AND tupleElement(p.body, 1), tupleElement(p.body, 2), NULL) AS req_text,
+       has_body AND tupleElement(p.body, 1) AND tupleElement(p.body, 3) != 'true' AS req_whole,
+       if(has_body, toUInt64OrNull(tupleElement(p.body, 4)), NULL) AS req_length,
+       multiIf(NOT has_body AND f.bodies_on, 'not recorded: no api_request_body event of Claude Code fell inside this call',
+               NOT has_body, 'not recorded by Claude Code: set OTEL_LOG_RAW_API_BODIES=1 (or file:DIR)',
+               tupleElement(p.body, 1) AND tupleElement(p.body, 3) = 'true',
+                   concat('inline in Claude Code''s api_request_body event, cut at ', toString(length(tupleElement(p.body, 2))),
+                          ' of ', toString(coalesce(toUInt64OrNull(tupleElement(p.body, 4)), 0)), ' bytes: partial'),
+               tupleElement(p.body, 1),
+                   concat('inline in Claude Code''s api_request_body event, whole (', toString(length(tupleElement(p.body, 2))),
+                          ' bytes)'),
+               tupleElement(p.body, 5) != '' AND rb.ref != '',
+                   concat('written whole by Claude Code to ', tupleElement(p.body, 5), '; read agent-side into the store by the ',
+                          'otel-inputs hook at the turn''s end (', tupleElement(rb.facts, 1), ' bytes, sha256 ',
+                          tupleElement(rb.facts, 2), ', ', tupleElement(rb.facts, 3), ')'),
+               tupleElement(p.body, 5) != '',
+                   concat('written whole by Claude Code to ', tupleElement(p.body, 5), ' on the agent''s machine (',
+                          toString(coalesce(toUInt64OrNull(tupleElement(p.body, 4)), 0)), ' bytes); the receiver does not open it'),
+               'the api_request_body event of Claude Code held neither body nor body_ref') AS req_note
+       , if(has_body AND NOT tupleElement(p.body, 1), nullIf(tupleElement(p.body, 5), ''), NULL) AS req_ref
+FROM c
+LEFT JOIN p ON p.attempt_id = c.attempt_id AND p.span_id = c.span_id
+LEFT JOIN otel_inputs_claude_turn_facts AS f ON f.attempt_id = c.attempt_id
+LEFT JOIN otel_inputs_coding_read_bodies AS rb ON rb.ref = tupleElement(p.body, 5);
+
+CREATE VIEW IF NOT EXISTS otel_inputs_claude_steps AS
+SELECT attempt_id, span_id, trace_id, parent_span_id, 'model_call' AS step_kind, CAST(NULL, 'Nullable(String)') AS operation_name,
+       'claude_code.llm_request' AS span_name, nullIf(SA['gen_ai.system'], '') AS provider_name,
+       coalesce(nullIf(SA['gen_ai.request.model'], ''), nullIf(SA['model'], '')) AS request_model,
+       CAST(NULL, 'Nullable(String)') AS response_model, started_at, ended_at,
+       toInt64OrNull(SA['input_tokens']) AS input_tokens, toInt64OrNull(SA['output_tokens']) AS output_tokens,
+       CAST(NULL, 'Nullable(String)') AS tool_name, CAST(NULL, 'Nullable(String)') AS tool_call_id,
+       CAST(NULL, 'Nullable(String)') AS tool_arguments, nullIf(lower(status_code), '') AS status, auxiliary, req_note AS request_record
+FROM otel_inputs_claude_calls
+UNION ALL
+SELECT x.attempt_id, x.span_id, x.trace_id, x.parent_span_id, 'tool_call', NULL, 'claude_code.tool', NULL, NULL, NULL,
+       x.started_at, x.ended_at, NULL, NULL, x.tool_name, x.call_id,
+       coalesce(nullIf(r.tool_input, ''),
+                if(x.file_path != '',
+                   concat('{"file_path": "', replaceAll(replaceAll(x.file_path, '\\', '\\\\'), '"', '\\"'), '"}'), NULL)),
+       x.status, NULL, NULL
+FROM (
+    SELECT t.attempt_id AS attempt_id, s.SpanId AS span_id, s.TraceId AS trace_id, nullIf(s.ParentSpanId, '') AS parent_span_id,
+           s.Timestamp AS started_at, s.Timestamp + toIntervalNanosecond(s.Duration) AS ended_at,
+           nullIf(s.SpanAttributes['tool_name'], '') AS tool_name, s.SpanAttributes['file_path'] AS file_path,
+           coalesce(nullIf(s.SpanAttributes['gen_ai.tool.call.id'], ''), nullIf(s.SpanAttributes['tool_use_id'], '')) AS call_id,
+           nullIf(lower(s.StatusCode), '') AS status
+    FROM otel_inputs_claude_turns AS t
+    JOIN otel_inputs_spans AS s ON s.TraceId = t.trace_id
+    WHERE s.SpanName = 'claude_code.tool'
+) AS x
+LEFT JOIN (
+    SELECT attempt_id, A['tool_use_id'] AS call_id, argMin(A['tool_input'], (ts, event, seq, trace_id, span_id)) AS tool_input
+    FROM otel_inputs_claude_turn_logs
+    WHERE event = 'tool_result' AND A['tool_input'] != '' AND A['tool_use_id'] != ''
+    GROUP BY attempt_id, call_id
+) AS r ON r.attempt_id = x.attempt_id AND r.call_id = x.call_id;
+
+-- A Claude Code turn: prompt, and the request of its first model call that is not auxiliary.
+CREATE VIEW IF NOT EXISTS otel_inputs_claude_turn_rows AS
+SELECT t.attempt_id AS attempt_id, 'claude-code' AS runtime, 'claude_code' AS source_format, 'Claude Code' AS label,
+       t.trace_id AS trace_id, t.span_id AS span_id, t.session_id AS session_id, f.prompt_id AS turn_key,
+       t.started_at AS started_at, t.ended_at AS ended_at, t.service_name AS service_name, t.status AS status,
+       coalesce(t.span_prompt, f.log_prompt) AS prompt, 'claude-code' AS agent_name,
+       m.n > 0 AS has_main, tupleElement(m.main, 1) AS provider_name, tupleElement(m.main, 2) AS request_model,
+       if(has_main, tupleElement(m.main, 3), NULL) AS req_text, has_main AND tupleElement(m.main, 4) AS req_whole,
+       if(has_main, tupleElement(m.main, 5), NULL) AS req_length,
+       if(has_main, tupleElement(m.main, 6), 'no model call of the turn was recorded') AS req_note,
+       multiIf(NOT req_whole OR NOT isValidJSON(assumeNotNull(req_text)), NULL,
+               JSONType(assumeNotNull(req_text), 'system') = 'String', JSONExtractString(assumeNotNull(req_text), 'system'),
+               JSONType(assumeNotNull(req_text), 'system') = 'Array',
+                   arrayStringConcat(arrayMap(b -> JSONExtractString(b, 'text'),
+                       arrayFilter(b -> JSONExtractString(b, 'type') = 'text', JSONExtractArrayRaw(assumeNotNull(req_text), 'system'))),
+                       '\n\n'), NULL) AS req_system,
+       if(req_whole, req_text, NULL) AS req_messages,
+       'OTEL_LOG_USER_PROMPTS=1' AS prompt_switch, if(has_main, tupleElement(m.main, 7), NULL) AS req_ref
+FROM otel_inputs_claude_turns AS t
+LEFT JOIN otel_inputs_claude_turn_facts AS f ON f.attempt_id = t.attempt_id
+LEFT JOIN (
+    SELECT attempt_id, countIf(auxiliary IS NULL) AS n,
+           argMinIf((provider_name, request_model, req_text, req_whole, req_length, req_note, req_ref), (started_at, span_id),
+                    auxiliary IS NULL) AS main
+    FROM (SELECT attempt_id, span_id, started_at, auxiliary, nullIf(SA['gen_ai.system'], '') AS provider_name,
+                 coalesce(nullIf(SA['gen_ai.request.model'], ''), nullIf(SA['model'], '')) AS request_model,
+                 req_text, req_whole, req_length, req_note, req_ref
+          FROM otel_inputs_claude_calls)
+    GROUP BY attempt_id
+) AS m ON m.attempt_id = t.attempt_id;
+
+-- Codex CLI: a turn is a session_task.turn span; its trace is its own, and its steps are the trace's spans
+-- inside its time: each try_run_sampling_request (tokens from the handle_responses below it that carries
+-- gen_ai.usage.*) and each tool span (tool_name, call_id, codex.tool.phase).
+CREATE VIEW IF NOT EXISTS otel_inputs_codex_turns AS
+SELECT s.SpanId AS attempt_id, s.TraceId AS trace_id, s.SpanId AS span_id, nullIf(s.SpanAttributes['turn.id'], '') AS turn_key,
+       s.Timestamp AS started_at, s.Timestamp + toIntervalNanosecond(s.Duration) AS ended_at,
+       nullIf(s.ServiceName, '') AS service_name, nullIf(lower(s.StatusCode), '') AS status,
+       nullIf(s.SpanAttributes['model'], '') AS request_model
+FROM otel_inputs_spans AS s
+WHERE s.SpanName = 'session_task.turn' AND startsWith(s.ServiceName, 'codex');
+
+CREATE VIEW IF NOT EXISTS otel_inputs_codex_turn_rows AS
+SELECT t.attempt_id AS attempt_id, 'codex' AS runtime, 'codex' AS source_format, 'Codex' AS label, t.trace_id AS trace_id,
+       t.span_id AS span_id,
+       multiIf(sess.v != '' AND lsess.v != '', least(sess.v, lsess.v), sess.v != '', sess.v, lsess.v != '', lsess.v, NULL) AS session_id,
+       t.turn_key AS turn_key, t.started_at AS started_at, t.ended_at AS ended_at, t.service_name AS service_name,
+       t.status AS status, nullIf(pr.prompt, '') AS prompt, 'codex' AS agent_name, true AS has_main,
+       CAST(NULL, 'Nullable(String)') AS provider_name, t.request_model AS request_model,
+       CAST(NULL, 'Nullable(String)') AS req_text, false AS req_whole, CAST(NULL, 'Nullable(UInt64)') AS req_length,
+       'not recorded by Codex: no Codex setting sends the request messages' AS req_note,
+       CAST(NULL, 'Nullable(String)') AS req_system, CAST(NULL, 'Nullable(String)') AS req_messages,
+       'set log_user_prompt = true under [otel] for Codex' AS prompt_switch, CAST(NULL, 'Nullable(String)') AS req_ref
+FROM otel_inputs_codex_turns AS t
+LEFT JOIN (SELECT TraceId, minIf(SpanAttributes['conversation.id'], SpanAttributes['conversation.id'] != '') AS v
+           FROM otel_inputs_spans GROUP BY TraceId) AS sess ON sess.TraceId = t.trace_id
+LEFT JOIN (SELECT trace_id, minIf(A['conversation.id'], A['conversation.id'] != '') AS v
+           FROM otel_inputs_coding_logs WHERE trace_id != '' GROUP BY trace_id) AS lsess ON lsess.trace_id = t.trace_id
+LEFT JOIN (SELECT t2.attempt_id AS attempt_id,
+                  argMinIf(l.A['prompt'], (l.ts, l.event, l.seq, l.trace_id, l.span_id),
+                           l.event = 'codex.user_prompt' AND l.A['prompt'] NOT IN ('', '[REDACTED]')) AS prompt
+           FROM otel_inputs_codex_turns AS t2 JOIN otel_inputs_coding_logs AS l ON l.trace_id = t2.trace_id
+           WHERE l.ts >= t2.started_at AND l.ts <= t2.ended_at GROUP BY t2.attempt_id) AS pr ON pr.attempt_id = t.attempt_id;
+
+CREATE VIEW IF NOT EXISTS otel_inputs_codex_steps AS
+WITH inside AS (
+    SELECT t.attempt_id AS attempt_id, t.started_at AS turn_start, t.ended_at AS turn_end, s.SpanId AS span_id,
+           s.TraceId AS trace_id, nullIf(s.ParentSpanId, '') AS parent_span_id, s.SpanName AS span_name,
+           s.Timestamp AS started_at, s.Timestamp + toIntervalNanosecond(s.Duration) AS ended_at,
+           s.SpanAttributes AS SA, nullIf(lower(s.StatusCode), '') AS status
+    FROM otel_inputs_codex_turns AS t
+    JOIN otel_inputs_spans AS s ON s.TraceId = t.trace_id
+    WHERE s.Timestamp >= t.started_at AND s.Timestamp <= t.ended_at AND s.SpanId != t.span_id
+),
+usage AS (  -- try_run_sampling_request -> the usage of the response it received
+    SELECT r.ParentSpanId AS request_span, r.TraceId AS trace_id,
+           any(h.SpanAttributes['gen_ai.usage.input_tokens']) AS input_tokens, any(h.SpanAttributes['gen_ai.usage.output_tokens']) AS output_tokens
+    FROM otel_inputs_spans AS h
+    JOIN otel_inputs_spans AS r ON r.TraceId = h.TraceId AND r.SpanId = h.ParentSpanId
+    WHERE h.SpanName = 'handle_responses' AND mapContains(h.SpanAttributes, 'gen_ai.usage.input_tokens')
+      AND startsWith(h.ServiceName, 'codex')
+    GROUP BY request_span, trace_id
+),
+results AS (
+    SELECT t.attempt_id AS attempt_id, l.A['call_id'] AS call_id, argMin(l.A['arguments'], (l.ts, l.event, l.seq, l.trace_id, l.span_id)) AS arguments
+    FROM otel_inputs_codex_turns AS t JOIN otel_inputs_coding_logs AS l ON l.trace_id = t.trace_id
+    WHERE l.event = 'codex.tool_result' AND l.A['call_id'] != '' AND l.ts >= t.started_at AND l.ts <= t.ended_at
+    GROUP BY attempt_id, call_id
+)
+SELECT i.attempt_id AS attempt_id, i.span_id AS span_id, i.trace_id AS trace_id, i.parent_span_id AS parent_span_id,
+       'model_call' AS step_kind, CAST(NULL, 'Nullable(String)') AS operation_name, i.span_name AS span_name,
+       CAST(NULL, 'Nullable(String)') AS provider_name, nullIf(i.SA['model'], '') AS request_model,
+       CAST(NULL, 'Nullable(String)') AS response_model, i.started_at AS started_at, i.ended_at AS ended_at,
+       toInt64OrNull(u.input_tokens) AS input_tokens, toInt64OrNull(u.output_tokens) AS output_tokens,
+       CAST(NULL, 'Nullable(String)') AS tool_name, CAST(NULL, 'Nullable(String)') AS tool_call_id,
+       CAST(NULL, 'Nullable(String)') AS tool_arguments, i.status AS status, CAST(NULL, 'Nullable(String)') AS auxiliary,
+       'not recorded by Codex: no Codex setting sends the request messages' AS request_record
+FROM inside AS i
+LEFT JOIN usage AS u ON u.trace_id = i.trace_id AND u.request_span = i.span_id
+WHERE i.span_name = 'try_run_sampling_request'
+UNION ALL
+SELECT i.attempt_id, i.span_id, i.trace_id, i.parent_span_id, 'tool_call', NULL, i.span_name, NULL, NULL, NULL,
+       i.started_at, i.ended_at, NULL, NULL, i.SA['tool_name'], i.SA['call_id'], nullIf(r.arguments, ''), i.status, NULL, NULL
+FROM inside AS i
+LEFT JOIN results AS r ON r.attempt_id = i.attempt_id AND r.call_id = i.SA['call_id']
+WHERE i.span_name != 'try_run_sampling_request' AND i.SA['call_id'] != '' AND i.SA['tool_name'] != ''
+  AND i.SA['codex.tool.phase'] != '';
+
+-- Gemini CLI: every llm_call is a root span of its own trace, so a turn is a gemini_cli.user_prompt event,
+-- and its steps are the session's spans (gen_ai.conversation.id) from it to the session's next prompt.
+CREATE VIEW IF NOT EXISTS otel_inputs_gemini_turns AS
+SELECT concat('gemini-cli:', coalesce(session_id, 'no-session'), ':', toString(toUnixTimestamp64Nano(ts))) AS attempt_id,
+       session_id, ts AS started_at, toString(toUnixTimestamp64Nano(ts)) AS turn_key, prompt, service_name,
+       leadInFrame(toNullable(ts)) OVER (PARTITION BY session_id ORDER BY ts, event, seq, trace_id, span_id
+                                         ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS until
+FROM (SELECT ts, event, seq, trace_id, span_id, nullIf(A['session.id'], '') AS session_id, nullIf(A['prompt'], '') AS prompt,
+             nullIf(service, '') AS service_name
+      FROM otel_inputs_coding_logs WHERE service = 'gemini-cli' AND event = 'gemini_cli.user_prompt');
+
+CREATE VIEW IF NOT EXISTS otel_inputs_gemini_spans AS
+WITH same AS (  -- the first of each kind of event on a span, in time order
+    SELECT trace_id, span_id,
+           argMinIf(A['role'], (ts, event, seq), event = 'gemini_cli.api_request') AS role,
+           countIf(event = 'gemini_cli.api_request') > 0 AS has_request_event,
+           argMinIf(A['request_text'], (ts, event, seq), event = 'gemini_cli.api_request' AND A['request_text'] != '') AS request_text,
+           argMinIf(A['gen_ai.provider.name'], (ts, event, seq),
+                    event = 'gen_ai.client.inference.operation.details' AND A['gen_ai.provider.name'] != '') AS provider,
+           argMinIf(A['gen_ai.system_instructions'], (ts, event, seq),
+                    event = 'gen_ai.client.inference.operation.details' AND A['gen_ai.system_instructions'] != '') AS log_system
+    FROM otel_inputs_coding_logs WHERE service = 'gemini-cli' AND trace_id != ''
+    GROUP BY trace_id, span_id
+),
+args AS (
+    SELECT trace_id, argMin(A['function_args'], (ts, event, seq, trace_id, span_id)) AS function_args
+    FROM otel_inputs_coding_logs WHERE service = 'gemini-cli' AND event = 'gemini_cli.tool_call' AND A['function_args'] != ''
+    GROUP BY trace_id
+)
+SELECT s.TraceId AS trace_id, s.SpanId AS span_id, nullIf(s.ParentSpanId, '') AS parent_span_id, s.SpanName AS span_name,
+       s.Timestamp AS started_at, s.Timestamp + toIntervalNanosecond(s.Duration) AS ended_at, s.SpanAttributes AS SA,
+       s.SpanAttributes['gen_ai.conversation.id'] AS session_id, s.SpanAttributes['gen_ai.operation.name'] AS operation_name,
+       multiIf(operation_name = 'llm_call', 'model_call', operation_name = 'tool_call', 'tool_call', 'other') AS step_kind,
+       nullIf(lower(s.StatusCode), '') AS status, nullIf(x.provider, '') AS provider_name,
+       if(step_kind = 'model_call' AND x.role != '' AND x.role != 'main', x.role, NULL) AS auxiliary,
+       if(mapContains(s.SpanAttributes, 'gen_ai.input.messages'), s.SpanAttributes['gen_ai.input.messages'],
+          nullIf(x.request_text, '')) AS raw,
+       if(mapContains(s.SpanAttributes, 'gen_ai.input.messages'), 'the llm_call span''s gen_ai.input.messages',
+          'the api_request event''s request_text') AS raw_where,
+       coalesce(nullIf(s.SpanAttributes['gen_ai.system_instructions'], ''), nullIf(x.log_system, '')) AS system_raw,
+       raw IS NOT NULL AND isValidJSON(assumeNotNull(raw)) AND JSONType(assumeNotNull(raw)) = 'Array' AS whole,
+       multiIf(raw IS NULL AND system_raw IS NULL, NULL, raw IS NULL, system_raw,
+               system_raw IS NULL, raw, concat(assumeNotNull(raw), '\n', assumeNotNull(system_raw))) AS req_text,
+       multiIf(raw IS NULL AND system_raw IS NULL,
+                   'not recorded by Gemini CLI: turn on telemetry.logPrompts and telemetry.traces',
+               whole, concat('from ', raw_where, ', Gemini''s own message shape, whole'),
+               raw IS NOT NULL, concat('from ', raw_where, ', not parseable as a whole message list: partial'),
+               'only the system instructions were recorded by Gemini CLI (turn on telemetry.logPrompts and telemetry.traces for the messages)')
+           AS req_note,
+       multiIf(system_raw IS NULL, NULL, NOT isValidJSON(assumeNotNull(system_raw)), system_raw,
+               JSONType(assumeNotNull(system_raw)) = 'String', JSONExtractString(assumeNotNull(system_raw)),
+               JSONType(assumeNotNull(system_raw)) = 'Array',
+                   arrayStringConcat(arrayMap(p -> if(JSONHas(p, 'content'), JSONExtractString(p, 'content'), JSONExtractString(p, 'text')),
+                                              JSONExtractArrayRaw(assumeNotNull(system_raw))), '\n\n'),
+               system_raw) AS req_system,
+       if(step_kind = 'tool_call', nullIf(s.SpanAttributes['gen_ai.tool.name'], ''), NULL) AS tool_name,
+       if(step_kind = 'tool_call', coalesce(nullIf(s.SpanAttributes['gen_ai.tool.call_id'], ''),
+                                            nullIf(s.SpanAttributes['gen_ai.tool.call.id'], '')), NULL) AS tool_call_id,
+       if(step_kind = 'tool_call',
+          coalesce(if(isValidJSON(s.SpanAttributes['gen_ai.input.messages'])
+                      AND JSONType(s.SpanAttributes['gen_ai.input.messages']) = 'Object'
+                      AND JSONHas(s.SpanAttributes['gen_ai.input.messages'], 'args'),
+                      JSONExtractRaw(s.SpanAttributes['gen_ai.input.messages'], 'args'), NULL),
+                   nullIf(a.function_args, '')), NULL) AS tool_arguments
+FROM otel_inputs_spans AS s
+LEFT JOIN same AS x ON x.trace_id = s.TraceId AND x.span_id = s.SpanId
+LEFT JOIN args AS a ON a.trace_id = s.TraceId
+WHERE s.ServiceName = 'gemini-cli' AND s.SpanAttributes['gen_ai.operation.name'] != '';
+
+CREATE VIEW IF NOT EXISTS otel_inputs_gemini_steps AS
+SELECT t.attempt_id AS attempt_id, g.span_id AS span_id, g.trace_id AS trace_id, g.parent_span_id AS parent_span_id,
+       g.step_kind AS step_kind, g.operation_name AS operation_name, g.span_name AS span_name, g.provider_name AS provider_name,
+       nullIf(g.SA['gen_ai.request.model'], '') AS request_model, nullIf(g.SA['gen_ai.response.model'], '') AS response_model,
+       g.started_at AS started_at, g.ended_at AS ended_at, toInt64OrNull(g.SA['gen_ai.usage.input_tokens']) AS input_tokens,
+       toInt64OrNull(g.SA['gen_ai.usage.output_tokens']) AS output_tokens, g.tool_name AS tool_name,
+       g.tool_call_id AS tool_call_id, g.tool_arguments AS tool_arguments, g.status AS status, g.auxiliary AS auxiliary,
+       if(g.step_kind = 'model_call', g.req_note, NULL) AS request_record,
+       g.req_text AS req_text, g.whole AS req_whole, g.req_note AS req_note, g.req_system AS req_system,
+       if(g.whole, g.raw, NULL) AS req_messages
+FROM otel_inputs_gemini_turns AS t
+JOIN otel_inputs_gemini_spans AS g ON g.session_id = t.session_id
+WHERE g.started_at >= t.started_at AND (t.until IS NULL OR g.started_at < t.until);
+
+CREATE VIEW IF NOT EXISTS otel_inputs_gemini_turn_rows AS
+SELECT t.attempt_id AS attempt_id, 'gemini-cli' AS runtime, 'gemini_cli' AS source_format, 'Gemini CLI' AS label,
+       if(m.n > 0, tupleElement(m.main, 7), NULL) AS trace_id, CAST(NULL, 'Nullable(String)') AS span_id,
+       t.session_id AS session_id, t.turn_key AS turn_key, t.started_at AS started_at,
+       greatest(t.started_at, coalesce(m.last_end, t.started_at)) AS ended_at, t.service_name AS service_name,
+       multiIf(m.errors > 0, 'error', m.oks > 0, 'ok', 'unset') AS status, t.prompt AS prompt, 'gemini-cli' AS agent_name,
+       m.n > 0 AS has_main, tupleElement(m.main, 1) AS provider_name, tupleElement(m.main, 2) AS request_model,
+       if(has_main, tupleElement(m.main, 3), NULL) AS req_text, has_main AND tupleElement(m.main, 4) AS req_whole,
+       if(has_main AND tupleElement(m.main, 3) IS NOT NULL, toUInt64(length(assumeNotNull(tupleElement(m.main, 3)))), NULL) AS req_length,
+       if(has_main, tupleElement(m.main, 5), 'no model call of the turn was recorded') AS req_note,
+       if(has_main, tupleElement(m.main, 6), NULL) AS req_system, if(has_main, tupleElement(m.main, 8), NULL) AS req_messages,
+       'turn on telemetry.logPrompts for Gemini CLI' AS prompt_switch, CAST(NULL, 'Nullable(String)') AS req_ref
+FROM otel_inputs_gemini_turns AS t
+LEFT JOIN (
+    SELECT attempt_id, countIf(step_kind = 'model_call' AND auxiliary IS NULL) AS n, max(ended_at) AS last_end,
+           countIf(auxiliary IS NULL AND status = 'error') AS errors, countIf(auxiliary IS NULL AND status = 'ok') AS oks,
+           argMinIf((provider_name, request_model, req_text, req_whole, req_note, req_system, trace_id, req_messages),
+                    (started_at, span_id), step_kind = 'model_call' AND auxiliary IS NULL) AS main
+    FROM otel_inputs_gemini_steps GROUP BY attempt_id
+) AS m ON m.attempt_id = t.attempt_id;
+
+CREATE VIEW IF NOT EXISTS otel_inputs_coding_turn_rows AS
+SELECT attempt_id, runtime, source_format, label, trace_id, span_id, session_id, turn_key, started_at, ended_at, service_name,
+       status, prompt, agent_name, provider_name, request_model, req_text, req_whole, req_length, req_note, req_system,
+       req_messages, prompt_switch, req_ref
+FROM otel_inputs_claude_turn_rows
+UNION ALL
+SELECT attempt_id, runtime, source_format, label, trace_id, span_id, session_id, turn_key, started_at, ended_at, service_name,
+       status, prompt, agent_name, provider_name, request_model, req_text, req_whole, req_length, req_note, req_system,
+       req_messages, prompt_switch, req_ref
+FROM otel_inputs_codex_turn_rows
+UNION ALL
+SELECT attempt_id, runtime, source_format, label, trace_id, span_id, session_id, turn_key, started_at, ended_at, service_name,
+       status, prompt, agent_name, provider_name, request_model, req_text, req_whole, req_length, req_note, req_system,
+       req_messages, prompt_switch, req_ref
+FROM otel_inputs_gemini_turn_rows;
+
+-- The coding-agent rows are settled by refreshable materialized views (every 10 s, each stage after the one it
+-- reads): a turn needs records of several spans, log records and hook records that arrive apart, and read
+-- at query time the rules cost seconds per query.  A turn shows up within one refresh; `SYSTEM REFRESH VIEW`
+-- settles at once (docs/clickhouse.md).
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_coding_turn_table
+REFRESH EVERY 10 SECOND ENGINE = MergeTree ORDER BY attempt_id
+AS SELECT * FROM otel_inputs_coding_turn_rows;
+
+-- The otel-inputs hook's record of each turn: Claude Code and Codex by the runtime's turn key (the latest
+-- record); Gemini CLI by session, prompt digest and time (the nearest within a minute).
+CREATE VIEW IF NOT EXISTS otel_inputs_coding_turn_hooks AS
+SELECT t.attempt_id AS attempt_id,
+       argMax((h.process_key, h.capture_id, h.A['otel_inputs.hook.gap']), (h.ts, h.event, h.seq, h.trace_id, h.span_id)) AS anchor
+FROM otel_inputs_coding_turn_table AS t
+JOIN otel_inputs_coding_hooks AS h ON h.turn_key = t.turn_key
+WHERE t.runtime IN ('claude-code', 'codex') AND t.turn_key IS NOT NULL AND h.event = 'otel_inputs.hook.turn'
+GROUP BY t.attempt_id
+UNION ALL
+SELECT t.attempt_id,
+       argMin((h.process_key, h.capture_id, h.A['otel_inputs.hook.gap']),
+              (abs(toUnixTimestamp64Nano(h.ts) - toUnixTimestamp64Nano(t.started_at)), h.ts, h.event, h.seq, h.trace_id, h.span_id))
+FROM otel_inputs_coding_turn_table AS t
+JOIN otel_inputs_coding_hooks AS h ON h.session_id = t.session_id
+WHERE t.runtime = 'gemini-cli' AND h.event = 'otel_inputs.hook.turn' AND h.runtime = 'gemini-cli'
+  AND abs(toUnixTimestamp64Nano(h.ts) - toUnixTimestamp64Nano(t.started_at)) <= 60000000000
+  AND (t.prompt IS NULL OR NOT mapContains(h.A, 'otel_inputs.hook.prompt_sha256')
+       OR h.A['otel_inputs.hook.prompt_sha256'] = lower(hex(SHA256(assumeNotNull(t.prompt)))))
+GROUP BY t.attempt_id;
+
+-- Instruction files per turn, each with its place (exporter/_encodings/_instructions.py from_hook_records,
+-- from_request): the hook's list at the prompt, then (Claude Code) files its InstructionsLoaded reported
+-- for the same agent process and not listed, then files the runtime's markers name in its request.
+CREATE VIEW IF NOT EXISTS otel_inputs_coding_files AS
+WITH listed AS (
+    SELECT t.attempt_id AS attempt_id, 0 AS part, h.A['otel_inputs.input.source_path'] AS path,
+           argMax(h.A, (h.ts, toUInt64OrZero(h.A['otel_inputs.input.seq']), h.A['otel_inputs.input.id'])) AS F,
+           argMax(h.ts, (h.ts, toUInt64OrZero(h.A['otel_inputs.input.seq']), h.A['otel_inputs.input.id'])) AS captured_at,
+           min((h.ts, toUInt64OrZero(h.A['otel_inputs.input.seq']))) AS first_seen
+    FROM otel_inputs_coding_turn_table AS t
+    JOIN otel_inputs_coding_turn_hooks AS k ON k.attempt_id = t.attempt_id
+    JOIN otel_inputs_coding_hooks AS h ON h.capture_id = tupleElement(k.anchor, 2)
+    WHERE h.event = 'otel_inputs.instruction_file' AND h.A['otel_inputs.input.source_path'] != ''
+    GROUP BY attempt_id, path
+),
+loads AS (
+    SELECT t.attempt_id AS attempt_id, 1 AS part, h.A['otel_inputs.input.source_path'] AS path,
+           argMax(h.A, (h.ts, toUInt64OrZero(h.A['otel_inputs.input.seq']), h.A['otel_inputs.input.id'])) AS F,
+           argMax(h.ts, (h.ts, toUInt64OrZero(h.A['otel_inputs.input.seq']), h.A['otel_inputs.input.id'])) AS captured_at,
+           min((h.ts, toUInt64OrZero(h.A['otel_inputs.input.seq']))) AS first_seen,
+           argMin(concat('Claude Code reported it loaded (InstructionsLoaded: memory_type ',
+                         h.A['otel_inputs.instruction.memory_type'], ', load_reason ', h.A['otel_inputs.instruction.load_reason'], ')'),
+                  (h.ts, h.event, h.seq, h.trace_id, h.span_id)) AS report
+    FROM otel_inputs_coding_turn_table AS t
+    JOIN otel_inputs_coding_turn_hooks AS k ON k.attempt_id = t.attempt_id
+    JOIN otel_inputs_coding_hooks AS h ON h.process_key = tupleElement(k.anchor, 1)
+    WHERE t.runtime = 'claude-code' AND tupleElement(k.anchor, 1) != '' AND h.event = 'otel_inputs.instruction_file'
+      AND h.A['otel_inputs.instruction.discovery'] = 'reported_loaded' AND h.ts <= t.ended_at
+      AND h.A['otel_inputs.input.source_path'] != ''
+    GROUP BY attempt_id, path
+),
+named AS (  -- the runtime's markers in its recorded request, first appearance first
+    SELECT attempt_id, 2 AS part, path, idx
+    FROM (SELECT t.attempt_id AS attempt_id,
+                 if(t.runtime = 'claude-code',
+                    arrayMap(g -> g[1], extractAllGroupsVertical(otel_inputs_coding_unescape(assumeNotNull(t.req_text)),
+                                                                 'Contents of (/[^\n]*?) \\([^\n]*?\\):\n\n')),
+                    arrayMap(g -> g[1], extractAllGroupsVertical(otel_inputs_coding_unescape(assumeNotNull(t.req_text)),
+                                                                 '--- Context from: ([^\n]+?) ---\n'))) AS found
+          FROM otel_inputs_coding_turn_table AS t
+          WHERE t.runtime IN ('claude-code', 'gemini-cli') AND t.req_text IS NOT NULL)
+    ARRAY JOIN found AS path, arrayEnumerate(found) AS idx
+    WHERE indexOf(found, path) = idx
+),
+hooked AS (SELECT attempt_id FROM otel_inputs_coding_turn_hooks),
+rows AS (
+    SELECT attempt_id, part, path, F, captured_at, first_seen, '' AS report FROM listed
+    UNION ALL
+    SELECT l.attempt_id, l.part, l.path, l.F, l.captured_at, l.first_seen, l.report FROM loads AS l
+    LEFT ANTI JOIN listed AS x ON x.attempt_id = l.attempt_id AND x.path = l.path
+    UNION ALL
+    SELECT n.attempt_id, n.part, n.path, map(), toDateTime64(0, 9), (toDateTime64(0, 9), toUInt64(n.idx)), ''
+    FROM named AS n
+    JOIN otel_inputs_coding_turn_table AS t ON t.attempt_id = n.attempt_id
+    LEFT ANTI JOIN listed AS x ON x.attempt_id = n.attempt_id AND x.path = n.path
+    WHERE t.runtime = 'gemini-cli' OR n.attempt_id NOT IN (SELECT attempt_id FROM hooked)
+)
+SELECT attempt_id, part, path, F, captured_at, first_seen, report,
+       toInt32(row_number() OVER (PARTITION BY attempt_id ORDER BY part, first_seen, path) - 1) AS seq
+FROM rows;
+
+-- agent_attempt_inputs rows of the coding agents: each file with its loaded and delivered facts.
+CREATE VIEW IF NOT EXISTS otel_inputs_coding_inputs AS
+WITH f AS (
+    SELECT f.attempt_id AS attempt_id, f.seq AS seq, f.part AS part, f.path AS path, f.F AS F, f.captured_at AS captured_at,
+           f.report AS report, t.runtime AS runtime, t.label AS label, t.req_text AS req_text, t.req_whole AS req_whole,
+           t.req_length AS req_length, t.req_note AS req_note, t.started_at AS attempt_started_at,
+           t.attempt_id IN (SELECT attempt_id FROM otel_inputs_coding_turn_hooks) AS hooked, t.req_ref AS req_ref,
+           nullIf(F['otel_inputs.input.sha256'], '') AS sha, toInt64OrNull(F['otel_inputs.input.size_bytes']) AS size
+    FROM otel_inputs_coding_files AS f
+    JOIN otel_inputs_coding_turn_table AS t ON t.attempt_id = f.attempt_id
+),
+loaded_reports AS (  -- Claude Code: each path its InstructionsLoaded reported for the turn's process, first report's words
+    SELECT attempt_id, groupArray(path) AS paths, groupArray(words) AS words
+    FROM (SELECT k.attempt_id AS attempt_id, h.A['otel_inputs.input.source_path'] AS path,
+                 argMin(concat('Claude Code reported it loaded (InstructionsLoaded: memory_type ',
+                               h.A['otel_inputs.instruction.memory_type'], ', load_reason ',
+                               h.A['otel_inputs.instruction.load_reason'], ')'),
+                        (h.ts, h.event, h.seq, h.trace_id, h.span_id)) AS words
+          FROM (SELECT k.attempt_id AS attempt_id, tupleElement(k.anchor, 1) AS process, t.ended_at AS ended_at
+                FROM otel_inputs_coding_turn_hooks AS k JOIN otel_inputs_coding_turn_table AS t ON t.attempt_id = k.attempt_id
+                WHERE t.runtime = 'claude-code' AND tupleElement(k.anchor, 1) != '') AS k
+          JOIN otel_inputs_coding_hooks AS h ON h.process_key = k.process
+          WHERE h.event = 'otel_inputs.instruction_file' AND h.A['otel_inputs.instruction.discovery'] = 'reported_loaded'
+            AND h.ts <= k.ended_at AND h.A['otel_inputs.input.source_path'] != ''
+          GROUP BY attempt_id, path)
+    GROUP BY attempt_id
+),
+d AS (
+    SELECT f.attempt_id AS attempt_id, f.seq AS seq, f.part AS part, f.path AS path, f.F AS F, f.captured_at AS captured_at,
+           f.runtime AS runtime, f.label AS label, f.req_text AS req_text, f.req_whole AS req_whole, f.req_length AS req_length,
+           f.req_note AS req_note, f.attempt_started_at AS attempt_started_at, f.hooked AS hooked, f.sha AS sha, f.size AS size,
+           coalesce(r.paths, []) AS loaded_paths, coalesce(r.words, []) AS loaded_words, ad.pair AS agent_side,
+           otel_inputs_coding_delivered(f.runtime, f.label, f.req_text, f.req_whole, f.req_length, f.req_note, f.path, f.size, f.sha)
+               AS delivered_pair,
+           multiIf(f.runtime = 'codex',
+                       ('not_reported_by_runtime', 'present at dispatch, loading not reported by Codex'),
+                   f.runtime = 'claude-code' AND NOT f.hooked,
+                       ('not_recorded', 'not recorded: no otel-inputs hook ran for this turn (Claude Code reports loads only to '
+                                        || 'its InstructionsLoaded hook; otel-inputs setup claude-code installs it)'),
+                   f.runtime = 'claude-code' AND has(loaded_paths, f.path),
+                       ('reported', loaded_words[indexOf(loaded_paths, f.path)]),
+                   f.runtime = 'claude-code',
+                       ('not_reported', concat('present at dispatch; Claude Code did not report loading it',
+                           if(endsWith(f.path, '/AGENTS.md') AND arrayExists(p -> endsWith(p, '/CLAUDE.md')
+                                  AND substring(p, 1, length(p) - 10) = substring(f.path, 1, length(f.path) - 10), loaded_paths),
+                              ' (the CLAUDE.md in the same folder was reported loaded)', ''))),
+                   f.req_text IS NOT NULL AND position(otel_inputs_coding_unescape(assumeNotNull(f.req_text)),
+                                                        concat('--- Context from: ', f.path, ' ---\n')) > 0,
+                       ('reported', concat('Gemini CLI put it in the request (--- Context from: ', f.path, ' ---)')),
+                   f.req_whole,
+                       ('not_reported', 'present at dispatch; not in Gemini CLI''s recorded request (no --- Context from: block)'),
+                   ('not_recorded', 'Gemini CLI''s report of loaded files was not recorded')) AS loaded_pair
+    FROM f LEFT JOIN loaded_reports AS r ON r.attempt_id = f.attempt_id
+    -- A Claude Code file: body read agent-side says whether the file is in it (the last record of a path wins).
+    LEFT JOIN (SELECT A['otel_inputs.request_body.ref'] AS ref, A['otel_inputs.input.source_path'] AS path,
+                      argMax((A['otel_inputs.instruction.delivered'], A['otel_inputs.instruction.delivered_detail']),
+                             (ts, event, seq, trace_id, span_id)) AS pair
+               FROM otel_inputs_coding_hooks
+               WHERE event = 'otel_inputs.request_body' AND A['otel_inputs.instruction.delivered'] != ''
+               GROUP BY ref, path) AS ad ON ad.ref = f.req_ref AND ad.path = f.path
+)
+SELECT if(part = 2, concat(attempt_id, '#request:', path), coalesce(nullIf(F['otel_inputs.input.id'], ''),
+          concat(F['otel_inputs.hook.capture_id'], '#', path))) AS input_id,
+       attempt_id, seq, if(position(path, '/') > 0, nullIf(splitByChar('/', path)[-1], ''), path) AS label_raw,
+       coalesce(label_raw, path) AS label, 'instruction_file' AS source_kind,
+       if(tupleElement(delivered, 1) IN ('whole', 'partial', 'differs', 'in_request'), 'inline', NULL) AS delivery_mode,
+       path AS source_path, if(part = 2, NULL, nullIf(F['otel_inputs.input.snapshot_ref'], '')) AS snapshot_ref,
+       if(part = 2, NULL, nullIf(F['otel_inputs.input.media_type'], '')) AS media_type,
+       if(part = 2, NULL, nullIf(F['otel_inputs.input.preview_kind'], '')) AS preview_kind, size AS size_bytes, sha AS sha256,
+       if(part = 2, 'not_applicable', nullIf(F['otel_inputs.input.capture_status'], '')) AS capture_status,
+       if(part = 2, 'never_captured', nullIf(F['otel_inputs.input.artifact_status'], '')) AS artifact_status,
+       if(part = 2, 'named in the request; no otel-inputs hook recorded it at dispatch', nullIf(F['otel_inputs.input.detail'], ''))
+           AS detail,
+       if(part = 2, NULL, captured_at) AS captured_at, CAST(NULL, 'Nullable(String)') AS row_problem, attempt_started_at,
+       multiIf(runtime = 'codex', ('request_not_recorded', 'the request was not recorded by Codex: no Codex setting sends the request messages'),
+               tupleElement(agent_side, 1) != '', agent_side, delivered_pair) AS delivered,
+       tupleElement(loaded_pair, 1) AS loaded, tupleElement(loaded_pair, 2) AS loaded_detail,
+       tupleElement(delivered, 1) AS delivered_state, tupleElement(delivered, 2) AS delivered_detail,
+       if(part = 2, NULL, nullIf(F['otel_inputs.hook.capture_id'], '')) AS capture_attempt_id
+FROM d;
+
+-- agent_attempt_steps rows of the coding agents, seq in start-time order.
+CREATE VIEW IF NOT EXISTS otel_inputs_coding_steps AS
+WITH s AS (
+    SELECT attempt_id, span_id, trace_id, parent_span_id, step_kind, operation_name, span_name, provider_name, request_model,
+           response_model, started_at, ended_at, input_tokens, output_tokens, tool_name, tool_call_id, tool_arguments, status,
+           auxiliary, request_record FROM otel_inputs_claude_steps
+    UNION ALL
+    SELECT attempt_id, span_id, trace_id, parent_span_id, step_kind, operation_name, span_name, provider_name, request_model,
+           response_model, started_at, ended_at, input_tokens, output_tokens, tool_name, tool_call_id, tool_arguments, status,
+           auxiliary, request_record FROM otel_inputs_codex_steps
+    UNION ALL
+    SELECT attempt_id, span_id, trace_id, parent_span_id, step_kind, operation_name, span_name, provider_name, request_model,
+           response_model, started_at, ended_at, input_tokens, output_tokens, tool_name, tool_call_id, tool_arguments, status,
+           auxiliary, request_record FROM otel_inputs_gemini_steps
+)
+SELECT s.attempt_id AS attempt_id, s.span_id AS span_id, s.trace_id AS trace_id, s.parent_span_id AS parent_span_id,
+       s.step_kind AS step_kind, s.operation_name AS operation_name, s.span_name AS span_name, s.provider_name AS provider_name,
+       s.request_model AS request_model, s.response_model AS response_model, s.started_at AS started_at, s.ended_at AS ended_at,
+       s.input_tokens AS input_tokens, s.output_tokens AS output_tokens, s.tool_name AS tool_name, s.tool_call_id AS tool_call_id,
+       s.tool_arguments AS tool_arguments, s.status AS status, s.auxiliary AS auxiliary, s.request_record AS request_record,
+       toInt32(row_number() OVER (PARTITION BY s.attempt_id ORDER BY s.started_at, s.span_id) - 1) AS seq,
+       t.started_at AS attempt_started_at
+FROM s JOIN otel_inputs_coding_turn_table AS t ON t.attempt_id = s.attempt_id;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_coding_step_table
+REFRESH EVERY 10 SECOND DEPENDS ON otel_inputs_coding_turn_table ENGINE = MergeTree ORDER BY (attempt_id, seq)
+AS SELECT * FROM otel_inputs_coding_steps;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_coding_input_table
+REFRESH EVERY 10 SECOND DEPENDS ON otel_inputs_coding_turn_table ENGINE = MergeTree ORDER BY (attempt_id, seq)
+AS SELECT * FROM otel_inputs_coding_inputs;
+
+-- agent_attempts rows of the coding agents, numbered in their session (across processes: --continue, resume).
+CREATE VIEW IF NOT EXISTS otel_inputs_coding_attempts AS
+WITH files AS (
+    SELECT attempt_id, count() AS n, countIf(capture_status = 'captured') AS captured FROM otel_inputs_coding_input_table
+    GROUP BY attempt_id
+),
+hooked AS (SELECT attempt_id, tupleElement(anchor, 3) AS gaps FROM otel_inputs_coding_turn_hooks),
+lineage AS (
+    SELECT attempt_id,
+           toInt32(row_number() OVER (PARTITION BY session_id ORDER BY started_at, attempt_id)) AS turn_index,
+           nullIf(lagInFrame(attempt_id) OVER (PARTITION BY session_id ORDER BY started_at, attempt_id
+                                               ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), '') AS previous_turn_attempt_id
+    FROM otel_inputs_coding_turn_table
+)
+SELECT t.attempt_id AS attempt_id, t.runtime AS runtime, t.source_format AS source_format, t.trace_id AS trace_id,
+       t.span_id AS span_id, t.session_id AS session_id, t.started_at AS started_at, t.ended_at AS ended_at,
+       t.service_name AS service_name, t.status AS status, t.prompt AS prompt, t.agent_name AS agent_name,
+       t.provider_name AS provider_name, t.request_model AS request_model, t.req_system AS req_system,
+       t.req_messages AS req_messages, if(t.session_id IS NULL, NULL, l.turn_index) AS turn_index,
+       if(t.session_id IS NULL, NULL, l.previous_turn_attempt_id) AS previous_turn_attempt_id,
+       t.attempt_id IN (SELECT attempt_id FROM hooked) AS is_hooked, coalesce(h.gaps, '') AS gaps, coalesce(f.n, 0) AS file_count,
+       multiIf(is_hooked AND gaps != '', 'partial', is_hooked, 'complete',
+               t.runtime = 'gemini-cli' AND file_count > 0, 'partial', 'not_recorded') AS input_coverage,
+       multiIf(is_hooked, nullIf(gaps, ''),
+               t.runtime = 'claude-code', 'instruction files present at dispatch: not recorded (no otel-inputs hook record for '
+                                          || 'this turn; otel-inputs setup claude-code installs it)',
+               t.runtime = 'codex', 'instruction files present at dispatch: not recorded (no otel-inputs hook record for this '
+                                    || 'turn; Codex itself reports none; otel-inputs setup codex installs the hook)',
+               file_count > 0, 'instruction files present at dispatch: not recorded (no otel-inputs hook record for this turn; '
+                               || 'otel-inputs setup gemini installs it); the files below are those Gemini CLI put in its request',
+               'instruction files present at dispatch: not recorded (no otel-inputs hook record for this turn; otel-inputs setup '
+               || 'gemini installs it)') AS coverage_reason,
+       if(input_coverage = 'not_recorded', NULL, toInt64(file_count)) AS declared_input_count,
+       if(input_coverage = 'not_recorded', NULL, toInt64(coalesce(f.captured, 0))) AS captured_input_count,
+       concat(if(t.prompt IS NULL, concat('prompt text: not recorded (', t.prompt_switch, '); '), ''), 'request messages: ',
+              if(t.req_note IS NOT NULL AND t.req_note != '', t.req_note, 'not recorded')) AS messages_note
+FROM otel_inputs_coding_turn_table AS t
+LEFT JOIN lineage AS l ON l.attempt_id = t.attempt_id
+LEFT JOIN hooked AS h ON h.attempt_id = t.attempt_id
+LEFT JOIN files AS f ON f.attempt_id = t.attempt_id;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_inputs_coding_attempt_table
+REFRESH EVERY 10 SECOND DEPENDS ON otel_inputs_coding_input_table ENGINE = MergeTree ORDER BY attempt_id
+AS SELECT * FROM otel_inputs_coding_attempts;
+
 -- C1: one row per GenAI span nested under an attempt, seq in start-time order.
 CREATE VIEW IF NOT EXISTS agent_attempt_steps AS
 SELECT o.attempt_id AS attempt_id, g.span_id AS span_id, g.trace_id AS trace_id, g.parent_span_id AS parent_span_id,
@@ -306,19 +921,39 @@ SELECT o.attempt_id AS attempt_id, g.span_id AS span_id, g.trace_id AS trace_id,
        g.started_at AS started_at, g.ended_at AS ended_at, g.input_tokens AS input_tokens, g.output_tokens AS output_tokens,
        g.tool_name AS tool_name, g.tool_call_id AS tool_call_id, g.tool_arguments AS tool_arguments,
        nullIf(lower(g.status), '') AS status, o.started_at AS attempt_started_at,
+       -- A coding agent's steps only (docs/coding-agents.md): NULL on every other step.
+       CAST(NULL, 'Nullable(String)') AS auxiliary, CAST(NULL, 'Nullable(String)') AS request_record,
        g.system_prompt AS system_prompt, g.user_prompt AS user_prompt, g.input_messages_json AS input_messages_json
 FROM otel_inputs_span_owner_rows AS w FINAL
 JOIN otel_inputs_genai_span_rows AS g FINAL ON g.trace_id = w.trace_id AND g.span_id = w.span_id
 -- o joined on g's trace (not w's): the trace filter then reaches o's sort key too.
 JOIN otel_inputs_genai_span_rows AS o FINAL ON o.trace_id = g.trace_id AND o.span_id = w.owner_span_id
-WHERE w.owner_span_id != w.span_id;
+-- A container below the attempt (an OpenInference CHAIN: a LangGraph node or runnable) is not a step.
+WHERE w.owner_span_id != w.span_id AND g.step_kind != 'container'
+UNION ALL
+-- A coding agent's steps (docs/coding-agents.md).
+SELECT attempt_id, span_id, trace_id, parent_span_id, seq, step_kind, operation_name, span_name, provider_name, request_model,
+       response_model, started_at, ended_at, input_tokens, output_tokens, tool_name, tool_call_id, tool_arguments, status,
+       attempt_started_at, auxiliary, request_record, NULL, NULL, NULL
+FROM otel_inputs_coding_step_table;
 
 -- Input rows of packet attempts (exporter/_rows.py input_rows), malformed events kept visible.
 CREATE VIEW IF NOT EXISTS agent_attempt_inputs AS
 SELECT input_id, attempt_id, seq, label, source_kind, delivery_mode, source_path, snapshot_ref, media_type, preview_kind,
        size_bytes, sha256, capture_status, artifact_status, detail, captured_at, row_problem, attempt_started_at,
-       trace_id, span_id
-FROM otel_inputs_input_rows FINAL;
+       trace_id, span_id,
+       -- A coding agent's instruction files only (docs/coding-agents.md): NULL on packet inputs.
+       CAST(NULL, 'Nullable(String)') AS loaded, CAST(NULL, 'Nullable(String)') AS loaded_detail,
+       CAST(NULL, 'Nullable(String)') AS delivered, CAST(NULL, 'Nullable(String)') AS delivered_detail,
+       CAST(NULL, 'Nullable(String)') AS capture_attempt_id
+FROM otel_inputs_input_rows FINAL
+UNION ALL
+-- A coding agent's instruction files (docs/coding-agents.md).
+SELECT input_id, attempt_id, seq, label, source_kind, delivery_mode, source_path, snapshot_ref, media_type, preview_kind,
+       size_bytes, sha256, capture_status, artifact_status, detail, captured_at, row_problem, attempt_started_at,
+       CAST(NULL, 'Nullable(String)'), CAST(NULL, 'Nullable(String)'), loaded, loaded_detail, delivered_state, delivered_detail,
+       capture_attempt_id
+FROM otel_inputs_coding_input_table;
 
 -- Every GenAI span that is an attempt, with coverage settled (exporter/_rows.py finish_coverage):
 -- its row's fields were derived as the span was inserted; what depends on the rest of the trace
@@ -362,7 +997,17 @@ LEFT JOIN (
     INNER JOIN otel_inputs_genai_span_rows AS s FINAL ON s.trace_id = w.trace_id AND s.span_id = w.span_id
     WHERE w.owner_span_id != w.span_id AND s.step_kind = 'model_call' AND coalesce(s.operation_name, '') != 'embeddings'
     GROUP BY w.trace_id, w.owner_span_id
-) AS f ON f.trace_id = g.trace_id AND f.owner_span_id = g.span_id;
+) AS f ON f.trace_id = g.trace_id AND f.owner_span_id = g.span_id
+UNION ALL
+-- A coding agent's turns (docs/coding-agents.md): one attempt per user turn.
+SELECT attempt_id, session_id, session_id, NULL, agent_name, provider_name, request_model, NULL, NULL, NULL, NULL, NULL, NULL,
+       turn_index, previous_turn_attempt_id, NULL, req_system, prompt, NULL, input_coverage, coverage_reason, declared_input_count,
+       captured_input_count, NULL, NULL, NULL, NULL, started_at, ended_at, status, NULL, trace_id, span_id, service_name,
+       source_format, NULL, NULL, NULL, NULL, NULL, 'agent', NULL, NULL, NULL, NULL, NULL, NULL, req_messages, messages_note,
+       false, NULL, NULL, NULL, NULL,
+       'dropped_events_count and dropped_attributes_count are not in the stock otel_traces schema (NULL here), so a coverage '
+       || 'reason for dropped span events is not given; attribute types are not either (every value is text)'
+FROM otel_inputs_coding_attempt_table;
 
 -- One row per exchange-part event of an attempt (exporter/_rows.py part_rows); a step's parts go
 -- with its attempt row in the DuckDB path, i.e. they are not shown, and neither are they here.

@@ -8,6 +8,7 @@ receiver (HTTP and gRPC, traces and logs) behind ``otel-inputs collect``.  Both 
 from __future__ import annotations
 
 from otel_inputs.exporter._configure import configure
+from otel_inputs.exporter._encodings.genai import output_tool_calls
 from otel_inputs.exporter._db import LockTimeout, connect_with_retry, file_lock, migrate_file, read_connection
 from otel_inputs.exporter._exporter import DuckDBSpanExporter
 from otel_inputs.exporter._logs import DuckDBLogExporter
@@ -35,6 +36,7 @@ __all__ = [
     "file_lock",
     "migrate",
     "migrate_file",
+    "output_tool_calls",
     "read_connection",
     "sha256_key_sql",
 ]

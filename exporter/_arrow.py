@@ -8,6 +8,7 @@ offsets so no per-span Python dicts reach pyarrow.  Arrow ``list<timestamp[ns]>`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,8 @@ from otel_inputs.exporter._tables import (
     AGENT_ARTIFACTS, AGENT_ATTEMPT_INPUTS, AGENT_ATTEMPT_STEPS, AGENT_ATTEMPTS, AGENT_EXCHANGE_PARTS, OTEL_LOGS,
     OTEL_TRACES, TIMESTAMP_NS,
 )  # fmt: skip
+
+_log = logging.getLogger(__name__)
 
 TRACES = OTEL_TRACES.name
 ATTEMPTS = AGENT_ATTEMPTS.name
@@ -50,6 +53,9 @@ class BatchTables:
     artifacts: pa.Table | None = None
     parts: pa.Table | None = None
     logs: pa.Table | None = None  # otel_logs rows (OTLP log records); no key, appended as they come
+    # Spans of ``traces`` whose attempt projection failed: they land raw, counted as spans_unmapped
+    # when the batch commits (or is spooled), never dropped (docs/ingest.md, "What a 200 means").
+    unmapped: int = 0
 
     @property
     def span_count(self) -> int:
@@ -177,11 +183,21 @@ def dedupe(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
 
 
 def build_batch(spans: Sequence[SpanRecord]) -> BatchTables:
-    """Derive and build every table for a batch (pure: no DuckDB)."""
+    """Derive and build every table for a batch (pure: no DuckDB).
+
+    A span whose projection fails (a defect, or a value the derivation did not expect) still gets
+    its ``otel_traces`` row: it is logged and counted in ``unmapped``, never dropped."""
     spans = dedupe(spans)
     attempts: dict[str, SpanRows] = {}
+    unmapped = 0
     for s in spans:
-        derived = derive(s)
+        try:
+            derived = derive(s)
+        except Exception as exc:  # noqa: BLE001 - the raw span lands whatever the projection makes of it
+            _log.error("otel-inputs: span %s/%s stored without its attempt projection (%s: %s)",
+                       s.trace_id, s.span_id, type(exc).__name__, exc)  # fmt: skip
+            unmapped += 1
+            continue
         if derived.attempt is not None:
             # The same attempt id twice in a batch: the later span wins, as a re-insert would.
             attempts.pop(derived.attempt["attempt_id"], None)
@@ -194,4 +210,5 @@ def build_batch(spans: Sequence[SpanRecord]) -> BatchTables:
         attempts=rows_table(attempt_rows, ATTEMPT_SCHEMA) if attempt_rows else None,
         inputs=rows_table(input_rows, INPUT_SCHEMA) if input_rows else None,
         parts=rows_table(part_rows, PART_SCHEMA) if part_rows else None,
+        unmapped=unmapped,
     )

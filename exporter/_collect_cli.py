@@ -18,7 +18,7 @@ from otel_inputs.exporter._wal import WALBusy
 @click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="DuckDB file to land spans in (created if missing).")
 @click.option("--store", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Artifact store whose manifests are landed in agent_artifacts.")
+              help="Artifact store whose catalog's artifact status is landed in agent_artifacts.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to bind; loopback by default, so nothing is exposed unless asked.")
 @click.option("--port", default=4318, show_default=True, type=click.IntRange(0, 65535),

@@ -201,7 +201,7 @@ def build_chunk(spans: Sequence[ValidSpan]) -> BatchTables:
             l_map_off.append(len(l_keys))
         l_off.append(len(l_tid))
 
-        source = attempt_kind(attrs)
+        source = attempt_kind(attrs, sp.name)
         if source is None:
             continue
         # Only what the row derivation reads; events other than input/part events are not needed.

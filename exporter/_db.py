@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
+import secrets
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -19,6 +21,8 @@ from pathlib import Path
 import duckdb
 
 from otel_inputs.exporter._schema import check_version, migrate
+
+_log = logging.getLogger(__name__)
 
 # Offline machines: a stray extension call must fail fast, never try a download.
 CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
@@ -86,13 +90,80 @@ def apply_writer_settings(con: duckdb.DuckDBPyConnection, settings: Mapping[str,
         con.execute(f"SET {name} = '{value}'")
 
 
+# A DuckDB file holds its main header and two database headers before any data block; a file
+# shorter than that holds no data (and neither does its absent WAL).
+_HEADERS_BYTES = 3 * 4096
+_DUCKDB_MAGIC = b"DUCK"  # at offset 8 of the main header
+
+
+def _unfinished_creation(path: Path) -> bool:
+    """Whether ``path`` is what a creation cut short leaves (a full disk, a crash): empty, or a
+    DuckDB header prefix or zeros shorter than the headers, with no WAL beside it.  Such a file holds
+    nothing; DuckDB refuses it for ever ("not a valid DuckDB database file").  Anything else, even
+    a foreign small file, is left for the operator."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return False
+    if size >= _HEADERS_BYTES or Path(f"{path}.wal").exists():
+        return False
+    with open(path, "rb") as fh:
+        head = fh.read()
+    return not any(head) or head[8:12] == _DUCKDB_MAGIC
+
+
+def create_if_missing(db_path: str | os.PathLike[str]) -> None:
+    """Create the database file atomically when it is missing, or replace an unfinished creation.
+
+    DuckDB creating the file in place on a full disk leaves an empty or partial file that no later
+    open accepts, so every later batch would be spooled and never land.  Instead the file is made
+    beside it under a temporary name, fsynced, and only then linked into place.  Call it holding the
+    writers' exclusive lock (every writer connection does, via :func:`connect_with_retry`).  Raises
+    ``OSError`` / ``duckdb.Error`` when it cannot be made (the caller spools, as for any failed write)."""
+    path = Path(db_path)
+    replace = _unfinished_creation(path)
+    if path.exists() and not replace:
+        return
+    for stale in path.parent.glob(f".{path.name}.creating-*"):  # left by a crash; ours, holding nothing
+        stale.unlink(missing_ok=True)
+    tmp = path.with_name(f".{path.name}.creating-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        duckdb.connect(os.fspath(tmp), config=dict(CONNECT_CONFIG)).close()
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if replace:
+            _log.warning("otel-inputs: %s is an unfinished database creation (%d bytes, e.g. a full disk); "
+                         "replacing it", path, path.stat().st_size)  # fmt: skip
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)
+        _fsync_dir(path.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+        Path(f"{tmp}.wal").unlink(missing_ok=True)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def connect_with_retry(
     db_path: str | os.PathLike[str], *, read_only: bool, attempts: int = 6, first_delay_s: float = 0.02,
     settings: Mapping[str, str] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Open the file, retrying the lock conflicts a foreign (lock-less) process can cause.
 
-    A read-write connection gets the bounded ``settings`` (WRITER_SETTINGS by default)."""
+    A read-write connection gets the bounded ``settings`` (WRITER_SETTINGS by default); a missing
+    file is created atomically first (:func:`create_if_missing`: the caller holds the writers' lock)."""
+    if not read_only:
+        create_if_missing(db_path)
     delay = first_delay_s
     for attempt in range(attempts):
         try:

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_inputs import names
 
-from otel_inputs.exporter._manifests import manifests_for
+from otel_inputs.exporter._artifacts import catalog_records
 from otel_inputs.exporter._owned_writer import OwnedWriter
 from otel_inputs.exporter._rows import attempt_kind
 from otel_inputs.exporter._spans import SpanRecord, from_readable
@@ -63,13 +63,13 @@ class DuckDBSpanExporter(OwnedWriter, SpanExporter):
             except Exception:  # noqa: BLE001 - one unconvertible span must not sink its batch
                 _log.exception("otel-inputs: could not convert span %r; dropped", getattr(span, "name", "?"))
                 self.writer.count("spans_dropped", 1)
-        manifests: list[dict[str, Any]] = []
+        artifacts: list[dict[str, Any]] = []
         if self.store is not None:
-            ids = [a for r in records if attempt_kind(r.attributes) and isinstance(a := r.attributes.get(names.ATTEMPT_ID), str)]
-            manifests = manifests_for(self.store, ids) if ids else []
-        if not records and not manifests:
+            ids = [a for r in records if attempt_kind(r.attributes, r.name) and isinstance(a := r.attributes.get(names.ATTEMPT_ID), str)]
+            artifacts = catalog_records(self.store, ids) if ids else []
+        if not records and not artifacts:
             return WriteOutcome()
-        return self.writer.write_spans(records, manifests=manifests)
+        return self.writer.write_spans(records, artifacts=artifacts)
 
 
 __all__ = ["DuckDBSpanExporter"]

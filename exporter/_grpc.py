@@ -1,11 +1,19 @@
 """OTLP/gRPC for the sink: TraceService and LogsService on grpcio, on the sink's one write path.
 
 The handlers take the request's raw bytes (no deserializer), so a request is parsed once, by
-the same code as an HTTP body.  grpcio enforces the message size (after decompression) and the
-concurrency cap; status codes follow the OTLP specification: ``RESOURCE_EXHAUSTED`` with a
-``google.rpc.RetryInfo`` when the sink is full, ``UNAVAILABLE`` (also with RetryInfo) when it
-cannot make the request durable, ``INVALID_ARGUMENT`` for an undecodable request, and an OK with
-``partial_success`` when some items were rejected.
+the same code as an HTTP body.  grpcio enforces the message size (after decompression: over it,
+``RESOURCE_EXHAUSTED`` naming the limit and without RetryInfo, i.e. not retryable); status codes
+follow the OTLP specification: ``RESOURCE_EXHAUSTED`` with a ``google.rpc.RetryInfo`` when the sink
+is full, ``UNAVAILABLE`` (also with RetryInfo) when it cannot make the request durable,
+``INVALID_ARGUMENT`` for an undecodable request, and an OK with ``partial_success`` when some items
+were rejected.
+
+Calls beyond the handler threads queue for one.  Neither grpcio's ``maximum_concurrent_rpcs`` nor
+an HTTP/2 stream limit is set: the first refuses with a bare ``RESOURCE_EXHAUSTED`` and the second
+with ``REFUSED_STREAM`` (the client sees ``UNAVAILABLE``), neither with RetryInfo, so senders that
+retry only with it drop the batch.  A queued call has not been read yet: it holds no more than its
+stream's flow-control window; a call waiting too long for the sink gets ``RESOURCE_EXHAUSTED`` with
+RetryInfo from :meth:`OTLPSink.ingest`, or its own deadline passes (retryable too).
 """
 
 from __future__ import annotations
@@ -62,7 +70,6 @@ class GRPCServer:
         self._pool = ThreadPoolExecutor(max_workers=cfg.grpc_workers, thread_name_prefix="otel-inputs-collect-grpc")
         self.server = grpc.server(
             self._pool,
-            maximum_concurrent_rpcs=cfg.max_connections,
             options=[
                 ("grpc.max_receive_message_length", cfg.max_body_bytes),
                 ("grpc.max_send_message_length", 4 * 1024 * 1024),

@@ -182,9 +182,14 @@ async def _drain(request: Request, limit: int, deadline_s: float) -> None:
 def build_app(sink: OTLPSink) -> Starlette:
     cfg = sink.config
 
-    async def receive_body(request: Request, gzip: bool, held: list[int]) -> bytearray:
-        """The decoded body, read within the body deadline and capped after decoding."""
+    async def receive_body(request: Request, gzip: bool, held: list[int], declared: int | None) -> bytearray:
+        """The decoded body, read within the body deadline and capped after decoding.  Its bytes are
+        taken from the in-flight budget (``held[0]``): the declared length at once, so a body is
+        refused before it is read rather than half-way, then whatever decoding adds."""
         cap = cfg.max_body_bytes
+        if declared and not sink.inflight.try_grow(held[0], declared):
+            raise _Busy
+        held[0] = max(held[0], declared or 0)
         plain = bytearray()
         unzip = GzipStream(cap) if gzip else None
         async with asyncio.timeout(cfg.request_deadline_s):
@@ -198,7 +203,7 @@ def build_app(sink: OTLPSink) -> Starlette:
                     if size > cap:
                         raise BodyTooLarge
                 if size > held[0]:
-                    if not sink.inflight.try_take(size - held[0]):
+                    if not sink.inflight.try_grow(held[0], size):
                         raise _Busy
                     held[0] = size
         return unzip.finish() if unzip is not None else plain
@@ -214,22 +219,29 @@ def build_app(sink: OTLPSink) -> Starlette:
             if encoding not in ("identity", "gzip"):
                 return _error(415, _RPC_INVALID_ARGUMENT, "Content-Encoding must be gzip or identity",
                               as_json=as_json, close=True)  # fmt: skip
-            declared = request.headers.get("content-length")
-            if declared is not None and declared.isdigit() and int(declared) > cfg.max_body_bytes:
+            raw_length = request.headers.get("content-length")
+            declared = int(raw_length) if raw_length is not None and raw_length.isdigit() else None
+            if declared is not None and declared > cfg.max_body_bytes:
                 await _drain(request, _DRAIN_FACTOR * cfg.max_body_bytes, cfg.request_deadline_s)
-                return _error(413, _RPC_RESOURCE_EXHAUSTED, f"body over {cfg.max_body_bytes} bytes",
+                return _error(413, _RPC_RESOURCE_EXHAUSTED, f"body over {cfg.max_body_bytes} bytes, the request size limit",
                               as_json=as_json, close=True)  # fmt: skip
             held = [0]
             try:
                 try:
-                    body = await receive_body(request, encoding == "gzip", held)
+                    body = await receive_body(request, encoding == "gzip", held, declared)
                 except BodyTooLarge:
-                    return _error(413, _RPC_RESOURCE_EXHAUSTED, f"decoded body over {cfg.max_body_bytes} bytes",
+                    return _error(413, _RPC_RESOURCE_EXHAUSTED,
+                                  f"decoded body over {cfg.max_body_bytes} bytes, the request size limit",
                                   as_json=as_json, close=True)  # fmt: skip
                 except BadGzip as exc:
                     return _error(400, _RPC_INVALID_ARGUMENT, f"body is not valid gzip ({exc})", as_json=as_json,
                                   close=True)  # fmt: skip
                 except _Busy:
+                    # Read the rest and drop it (memory is not held) so the sender gets the 503 and its
+                    # Retry-After, not a connection reset mid-body.
+                    sink.inflight.give(held[0])
+                    held[0] = 0
+                    await _drain(request, _DRAIN_FACTOR * cfg.max_body_bytes, cfg.request_deadline_s)
                     return _retry(sink.busy_message(), as_json=as_json, close=True)
                 except TimeoutError:
                     return _error(408, _RPC_DEADLINE_EXCEEDED,

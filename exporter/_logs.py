@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence, Set as AbstractSet
+from collections.abc import Sequence, Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,9 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.sdk._logs import export as _sdk_logs_export
 
 from otel_inputs.exporter._arrow import LOGS_SCHEMA, BatchTables, _MapBuilder, spec_table
-from otel_inputs.exporter._otlp import DecodeError, _attrs, _hex_to_b64, parse_json_as, reply_bytes, value_of
+from otel_inputs.exporter._otlp import (
+    DecodeError, Position, _attrs, id_problem, json_ids, json_items, parse_json_as, reply_bytes, value_of,
+)  # fmt: skip
 from otel_inputs.exporter._owned_writer import OwnedWriter
 from otel_inputs.exporter._spans import SERVICE_NAME_KEY, stringify
 from otel_inputs.exporter._tables import MAP
@@ -39,8 +41,7 @@ _log = logging.getLogger(__name__)
 
 _INT64_MAX = 2**63 - 1
 _MAX_ERROR_MESSAGES = 5
-# Position of one record in its request: (resource, scope, record).
-Position = tuple[int, int, int]
+_LOG_IDS = (("traceId", "trace_id"), ("spanId", "span_id"))
 
 
 @dataclass
@@ -64,22 +65,23 @@ class CheckedLogs:
 
 
 def record_problem(rec: LogRecord) -> str | None:
-    """Why one log record cannot be stored faithfully, or ``None`` when it can."""
-    if len(rec.trace_id) not in (0, 16):
-        return f"trace_id must be 16 bytes or absent, got {len(rec.trace_id)}"
-    if len(rec.span_id) not in (0, 8):
-        return f"span_id must be 8 bytes or absent, got {len(rec.span_id)}"
-    if max(rec.time_unix_nano, rec.observed_time_unix_nano) > _INT64_MAX:
-        return "timestamp beyond the int64 nanosecond range"
-    return None
+    """Why one log record cannot be stored faithfully, or ``None`` when it can (its ids follow the
+    one id rule of :func:`otel_inputs.exporter._otlp.id_problem`; both may be absent)."""
+    problem = (id_problem(rec.trace_id, 16, "trace_id", required=False)
+               or id_problem(rec.span_id, 8, "span_id", required=False))  # fmt: skip
+    if problem is None and max(rec.time_unix_nano, rec.observed_time_unix_nano) > _INT64_MAX:
+        problem = "timestamp beyond the int64 nanosecond range"
+    return problem
 
 
-def check_logs(req: ExportLogsServiceRequest) -> CheckedLogs:
+def check_logs(req: ExportLogsServiceRequest, known: dict[Position, str] | None = None) -> CheckedLogs:
+    """Count the request's storable records and reject the rest; ``known``: the problems
+    :func:`parse_logs_json` found by position (ids that were not hex)."""
     out = CheckedLogs()
     for i, rl in enumerate(req.resource_logs):
         for j, sl in enumerate(rl.scope_logs):
             for k, rec in enumerate(sl.log_records):
-                problem = record_problem(rec)
+                problem = (known.get((i, j, k)) if known else None) or record_problem(rec)
                 if problem is None:
                     out.accepted += 1
                 else:
@@ -146,22 +148,18 @@ def parse_logs_protobuf(body: bytes | bytearray) -> ExportLogsServiceRequest:
         raise DecodeError(f"body is not a valid protobuf ExportLogsServiceRequest ({type(exc).__name__})") from None
 
 
-def _fix_log_ids(doc: Any) -> None:
+def _fix_log_ids(doc: Any) -> dict[Position, str]:
     # OTLP/JSON carries ids as hex; the protobuf JSON mapping expects base64.
-    for rl in _list(doc, "resourceLogs"):
-        for sl in _list(rl, "scopeLogs"):
-            for rec in _list(sl, "logRecords"):
-                for key in ("traceId", "spanId"):
-                    if key in rec:
-                        rec[key] = _hex_to_b64(rec[key])
+    problems: dict[Position, str] = {}
+    for position, rec in json_items(doc, "resourceLogs", "scopeLogs", "logRecords"):
+        problem = json_ids(rec, _LOG_IDS)
+        if problem is not None:
+            problems[position] = problem
+    return problems
 
 
-def _list(doc: Any, key: str) -> Iterator[dict[str, Any]]:
-    value = doc.get(key) if isinstance(doc, dict) else None
-    return (x for x in value if isinstance(x, dict)) if isinstance(value, list) else iter(())
-
-
-def parse_logs_json(body: bytes | bytearray) -> ExportLogsServiceRequest:
+def parse_logs_json(body: bytes | bytearray) -> tuple[ExportLogsServiceRequest, dict[Position, str]]:
+    """An OTLP/JSON logs body and the records whose ids were not hex (for :func:`check_logs`)."""
     return parse_json_as(body, ExportLogsServiceRequest(), _fix_log_ids)
 
 

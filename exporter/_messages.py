@@ -14,23 +14,20 @@ them; that bound lets the Timestamp zone maps of otel_logs prune every lookup.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from otel_inputs import names as n
 
 from otel_inputs.exporter._arrow import ATTEMPTS, LOGS
-from otel_inputs.exporter._rows import Messages, messages_of
+from otel_inputs.exporter._encodings import LOG_EVENTS, LogRecord, log_messages
+from otel_inputs.exporter._encodings._base import Messages
 from otel_inputs.exporter._tables import AGENT_ATTEMPTS, Fill
 
 _CHUNK = 1000
-_ROLES = {n.EVENT_SYSTEM_MESSAGE: "system", n.EVENT_USER_MESSAGE: "user", n.EVENT_ASSISTANT_MESSAGE: "assistant",
-          n.EVENT_TOOL_MESSAGE: "tool"}  # fmt: skip
-CONTENT_LOG_EVENTS = (n.EVENT_INFERENCE_DETAILS, *_ROLES)
+CONTENT_LOG_EVENTS = LOG_EVENTS  # the log records some encoding reads (exporter/_encodings)
 _EVENT_NAME_ATTR = "event.name"  # where records from before the EventName field carry it
 _EVENT_NAME_SQL = f"""coalesce(nullif("EventName", ''), "LogAttributes"['{_EVENT_NAME_ATTR}'])"""
 _ATTEMPT_COLUMNS = ("attempt_id", "trace_id", "span_id", "step_messages_span_id", "log_span_id")
@@ -38,31 +35,6 @@ _ATTEMPT_COLUMNS = ("attempt_id", "trace_id", "span_id", "step_messages_span_id"
 
 def _marks(items: Sequence[Any]) -> str:
     return ", ".join("?" * len(items))
-
-
-def _log_messages(records: list[tuple[Any, ...]]) -> Messages | None:
-    """One span's messages from its content records (time-ordered): the latest inference-details
-    record, else the per-message records in order, as GenAI-style messages."""
-    details = [r for r in records if r[1] == n.EVENT_INFERENCE_DETAILS and (r[3] is not None or r[4] is not None)]
-    if details:
-        _, _, _, input_raw, system_raw = details[-1]
-        return messages_of(system_raw, input_raw)
-    listed: list[dict[str, Any]] = []
-    for _, event, body, _, _ in records:
-        role = _ROLES.get(event)
-        if role is None:
-            continue
-        content: Any = body
-        try:
-            doc = json.loads(body) if body else None
-        except ValueError:
-            doc = None
-        if isinstance(doc, Mapping):
-            content = doc.get("content")
-        listed.append({"role": role, "content": content})
-    if not listed:
-        return None
-    return messages_of(None, json.dumps(listed, ensure_ascii=False, separators=(",", ":")))
 
 
 def settle(con: duckdb.DuckDBPyConnection, attempts: Iterable[Mapping[str, Any]]) -> None:
@@ -75,15 +47,14 @@ def settle(con: duckdb.DuckDBPyConnection, attempts: Iterable[Mapping[str, Any]]
         traces = sorted({a["trace_id"] for a in chunk})
         events = list(CONTENT_LOG_EVENTS)
         rows = con.execute(
-            'SELECT "TraceId", "SpanId", epoch_ns("Timestamp"), ' + _EVENT_NAME_SQL + ', "Body", '
-            "\"LogAttributes\"['gen_ai.input.messages'], \"LogAttributes\"['gen_ai.system_instructions'] "
+            'SELECT "TraceId", "SpanId", epoch_ns("Timestamp"), ' + _EVENT_NAME_SQL + ', "Body", "LogAttributes" '
             f'FROM {LOGS} WHERE "Timestamp" BETWEEN make_timestamp_ns(?) AND make_timestamp_ns(?) '
             f'AND "TraceId" IN ({_marks(traces)}) AND {_EVENT_NAME_SQL} IN ({_marks(events)}) '
             'ORDER BY "Timestamp"',
             [min(a["started_at"] for a in chunk), max(a["ended_at"] for a in chunk), *traces, *events]).fetchall()
-        by_span: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
-        for trace_id, span_id, ts, event, body, input_raw, system_raw in rows:
-            by_span.setdefault((trace_id, span_id), []).append((ts, event, body, input_raw, system_raw))
+        by_span: dict[tuple[str, str], list[LogRecord]] = {}
+        for trace_id, span_id, ts, event, body, attrs in rows:
+            by_span.setdefault((trace_id, span_id), []).append(LogRecord(ts, event, body, dict(attrs or {})))
         updates = [u for a in chunk if (u := _settle_one(a, by_span)) is not None]
         update_attempts(con, updates, _LOG_COLUMNS)
 
@@ -105,12 +76,12 @@ def update_attempts(con: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[str, 
         con.unregister(_UPDATE_VIEW)
 
 
-def _settle_one(a: Mapping[str, Any], by_span: Mapping[tuple[str, str], list[tuple[Any, ...]]]) -> dict[str, Any] | None:
+def _settle_one(a: Mapping[str, Any], by_span: Mapping[tuple[str, str], list[LogRecord]]) -> dict[str, Any] | None:
     """The attempt's new log_* values, or None when nothing was and nothing is recorded."""
     found: tuple[str, Messages] | None = None
     for span_id in (a["span_id"], a.get("step_messages_span_id")):
-        records = [r for r in by_span.get((a["trace_id"], span_id), ()) if a["started_at"] <= r[0] <= a["ended_at"]]
-        got = _log_messages(records) if span_id and records else None
+        records = [r for r in by_span.get((a["trace_id"], span_id), ()) if a["started_at"] <= r.time_ns <= a["ended_at"]]
+        got = log_messages(records) if span_id and records else None
         if got is not None:
             found = (span_id, got)
             break

@@ -2,16 +2,23 @@
 
 A body that cannot be decoded at all raises :class:`DecodeError` (the sink answers 400 and stores
 nothing).  A decodable body may still hold individual spans that cannot be stored faithfully
-(ids of the wrong length, timestamps past int64): those are rejected one by one and counted for
+(an invalid id, a timestamp past int64): those are rejected one by one and counted for
 ``partial_success`` while every valid span in the same request still lands.
+
+One rule for every id field (span, parent, link and log record ids; docs/ingest.md, "Status
+codes"), whichever the encoding: an id is absent, or exactly its length (trace 16 bytes, span 8)
+and not all zeros; in OTLP/JSON it is an even-length string of hex digits and nothing else.
+A required id (a span's own, a link's) may not be absent.  Anything else rejects its span or log
+record, with the reason in ``partial_success`` -- never a silent empty id, which would make a span
+a root.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import json
-from collections.abc import Callable, Iterable, Iterator, Set as AbstractSet
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -33,6 +40,8 @@ _MAX_ERROR_MESSAGES = 5
 
 # (resource attributes, scope name, scope version, span): one storable span of a request.
 ValidSpan = tuple[dict[str, Any], str, str, Span]
+# Where one span (or log record) is in its request: (resource, scope, item).
+Position = tuple[int, int, int]
 
 
 class DecodeError(ValueError):
@@ -97,9 +106,11 @@ def _attrs(kvs: Iterable[KeyValue]) -> dict[str, Any]:
 # --- request → records -------------------------------------------------------------------------------
 
 
-def _id_problem(raw: bytes, size: int, what: str, *, optional: bool = False) -> str | None:
-    if optional and not raw:
-        return None
+def id_problem(raw: bytes, size: int, what: str, *, required: bool) -> str | None:
+    """Why the id bytes ``raw`` are not a valid id of ``size`` bytes (absent is valid unless
+    ``required``), or ``None``: the one id rule of every field."""
+    if not raw:
+        return f"{what} is missing" if required else None
     if len(raw) != size:
         return f"{what} must be {size} bytes, got {len(raw)}"
     if not any(raw):
@@ -110,13 +121,13 @@ def _id_problem(raw: bytes, size: int, what: str, *, optional: bool = False) -> 
 def span_problem(sp: Span) -> str | None:
     """Why one span cannot be stored faithfully (ids, int64 times), or ``None`` when it can."""
     problem = (
-        _id_problem(sp.trace_id, 16, "trace_id")
-        or _id_problem(sp.span_id, 8, "span_id")
-        or _id_problem(sp.parent_span_id, 8, "parent_span_id", optional=True)
+        id_problem(sp.trace_id, 16, "trace_id", required=True)
+        or id_problem(sp.span_id, 8, "span_id", required=True)
+        or id_problem(sp.parent_span_id, 8, "parent_span_id", required=False)
     )
     for link in sp.links:
-        problem = problem or _id_problem(link.trace_id, 16, "link trace_id") or _id_problem(
-            link.span_id, 8, "link span_id"
+        problem = problem or id_problem(link.trace_id, 16, "link trace_id", required=True) or id_problem(
+            link.span_id, 8, "link span_id", required=True
         )
     if problem is None:
         latest = max(sp.start_time_unix_nano, sp.end_time_unix_nano)
@@ -128,14 +139,15 @@ def span_problem(sp: Span) -> str | None:
     return problem
 
 
-def check_request(req: ExportTraceServiceRequest) -> DecodedRequest:
+def check_request(req: ExportTraceServiceRequest, known: Mapping[Position, str] | None = None) -> DecodedRequest:
     """Count the request's storable spans and reject the rest (for ``partial_success``), cheaply:
-    no span is converted here, so the sink can answer before the conversion runs."""
+    no span is converted here, so the sink can answer before the conversion runs.  ``known``: the
+    problems :func:`parse_json` found by position (ids that were not hex)."""
     out = DecodedRequest()
     for i, rs in enumerate(req.resource_spans):
         for j, ss in enumerate(rs.scope_spans):
             for k, sp in enumerate(ss.spans):
-                problem = span_problem(sp)
+                problem = (known.get((i, j, k)) if known else None) or span_problem(sp)
                 if problem is None:
                     out.accepted += 1
                 else:
@@ -185,28 +197,10 @@ def record_of(resource: dict[str, Any], scope_name: str, scope_version: str, sp:
     )
 
 
-def iter_records(req: ExportTraceServiceRequest, out: DecodedRequest) -> Iterator[SpanRecord]:
-    """Yield the request's valid spans one at a time, counting rejected ones into ``out``.
-
-    A generator, so a caller can turn a large request into Arrow a chunk at a time instead of
-    holding every span as Python objects at once.
-    """
-    for rs in req.resource_spans:
-        resource = _attrs(rs.resource.attributes)
-        for ss in rs.scope_spans:
-            scope_name, scope_version = ss.scope.name, ss.scope.version
-            for sp in ss.spans:
-                problem = span_problem(sp)
-                if problem is not None:
-                    out.reject(problem)
-                    continue
-                out.accepted += 1
-                yield record_of(resource, scope_name, scope_version, sp)
-
-
-def records_from_request(req: ExportTraceServiceRequest) -> DecodedRequest:
-    out = DecodedRequest()
-    out.spans = list(iter_records(req, out))
+def records_from_request(req: ExportTraceServiceRequest, known: Mapping[Position, str] | None = None) -> DecodedRequest:
+    """The request's valid spans as records, the rest counted as rejected."""
+    out = check_request(req, known)
+    out.spans = [record_of(*v) for v in iter_valid(req, out.skip)]
     return out
 
 
@@ -224,54 +218,68 @@ def decode_protobuf(body: bytes | bytearray) -> DecodedRequest:
 
 # --- OTLP/JSON ----------------------------------------------------------------------------------------
 
-_ID_KEYS = ("traceId", "spanId", "parentSpanId")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*")
+_SPAN_IDS = (("traceId", "trace_id"), ("spanId", "span_id"), ("parentSpanId", "parent_span_id"))
+_LINK_IDS = (("traceId", "link trace_id"), ("spanId", "link span_id"))
 
 
-def _hex_to_b64(value: Any) -> Any:
-    # OTLP/JSON carries ids as hex, protobuf JSON mapping expects base64; a bad hex id becomes
-    # empty bytes so that span alone is rejected by the id check instead of the whole request.
-    if not isinstance(value, str):
-        return value
-    try:
-        return base64.b64encode(bytes.fromhex(value)).decode("ascii")
-    except (ValueError, binascii.Error):
-        return ""
-
-
-def _fix_ids(doc: Any) -> None:
-    if not isinstance(doc, dict):
-        return
-    resource_spans = doc.get("resourceSpans")
-    for rs in resource_spans if isinstance(resource_spans, list) else ():
-        if not isinstance(rs, dict) or not isinstance(rs.get("scopeSpans"), list):
+def json_ids(item: dict[str, Any], keys: Iterable[tuple[str, str]]) -> str | None:
+    """Turn ``item``'s OTLP/JSON hex ids (``keys``: JSON key, name) into the base64 the protobuf
+    JSON mapping expects, in place.  An id that is not an even-length hex string (base64, spaces,
+    any other character, not a string) is removed and its problem returned, so that item alone is
+    rejected; the length and all-zeros checks are :func:`id_problem`'s, after parsing."""
+    problem = None
+    for key, what in keys:
+        if key not in item:
             continue
-        for ss in rs["scopeSpans"]:
-            if not isinstance(ss, dict) or not isinstance(ss.get("spans"), list):
-                continue
-            for sp in ss["spans"]:
-                if not isinstance(sp, dict):
-                    continue
-                for key in _ID_KEYS:
-                    if key in sp:
-                        sp[key] = _hex_to_b64(sp[key])
-                links = sp.get("links")
-                for link in links if isinstance(links, list) else ():
-                    if isinstance(link, dict):
-                        for key in _ID_KEYS[:2]:
-                            if key in link:
-                                link[key] = _hex_to_b64(link[key])
+        value = item[key]
+        if isinstance(value, str) and _HEX.fullmatch(value):
+            item[key] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
+        else:
+            del item[key]
+            problem = problem or f"{what} is not a hex string"
+    return problem
 
 
-def parse_json_as(body: bytes | bytearray, message: _M, fix_ids: Callable[[dict[str, Any]], None]) -> _M:
-    """An OTLP/JSON body parsed into ``message`` (``fix_ids`` turns its hex ids into base64 first);
-    raises DecodeError naming the message type."""
+def json_items(doc: Any, *path: str) -> Iterator[tuple[Position, dict[str, Any]]]:
+    """The objects at ``doc[path[0]][i][path[1]][j][path[2]][k]`` with their positions (what is not
+    an object is skipped: the protobuf parse then refuses the whole body)."""
+
+    def objects(parent: Any, key: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        value = parent.get(key) if isinstance(parent, dict) else None
+        return ((i, x) for i, x in enumerate(value) if isinstance(x, dict)) if isinstance(value, list) else iter(())
+
+    for i, outer in objects(doc, path[0]):
+        for j, middle in objects(outer, path[1]):
+            for k, item in objects(middle, path[2]):
+                yield (i, j, k), item
+
+
+def _fix_ids(doc: Any) -> dict[Position, str]:
+    problems: dict[Position, str] = {}
+    for position, sp in json_items(doc, "resourceSpans", "scopeSpans", "spans"):
+        problem = json_ids(sp, _SPAN_IDS)
+        links = sp.get("links")
+        for link in links if isinstance(links, list) else ():
+            if isinstance(link, dict):
+                problem = json_ids(link, _LINK_IDS) or problem
+        if problem is not None:
+            problems[position] = problem
+    return problems
+
+
+def parse_json_as(body: bytes | bytearray, message: _M,
+                  fix_ids: Callable[[dict[str, Any]], dict[Position, str]]) -> tuple[_M, dict[Position, str]]:  # fmt: skip
+    """An OTLP/JSON body parsed into ``message`` (``fix_ids`` turns its hex ids into base64 first
+    and returns, by position, the items whose ids were not hex); raises DecodeError naming the
+    message type."""
     kind = message.DESCRIPTOR.name
     try:
         doc = json.loads(body)
         if not isinstance(doc, dict):
             raise TypeError("top level must be a JSON object")
-        fix_ids(doc)
-        return json_format.ParseDict(doc, message, ignore_unknown_fields=True)
+        problems = fix_ids(doc)
+        return json_format.ParseDict(doc, message, ignore_unknown_fields=True), problems
     except (ValueError, TypeError, RecursionError, json_format.ParseError, UnicodeError) as exc:
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise DecodeError(f"body is not a valid OTLP/JSON {kind}: {reason}") from None
@@ -279,13 +287,14 @@ def parse_json_as(body: bytes | bytearray, message: _M, fix_ids: Callable[[dict[
         raise DecodeError(f"body is not a valid OTLP/JSON {kind} ({type(exc).__name__})") from None
 
 
-def parse_json(body: bytes | bytearray) -> ExportTraceServiceRequest:
-    """An OTLP/JSON body as a parsed request; raises DecodeError."""
+def parse_json(body: bytes | bytearray) -> tuple[ExportTraceServiceRequest, dict[Position, str]]:
+    """An OTLP/JSON body as a parsed request and the spans whose ids were not hex (for
+    :func:`check_request`); raises DecodeError."""
     return parse_json_as(body, ExportTraceServiceRequest(), _fix_ids)
 
 
 def decode_json(body: bytes | bytearray) -> DecodedRequest:
-    return records_from_request(parse_json(body))
+    return records_from_request(*parse_json(body))
 
 
 # --- responses ----------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import duckdb
 
 from otel_inputs.exporter._tables import (
-    AGENT_ARTIFACTS, AGENT_ATTEMPT_INPUTS, AGENT_ATTEMPT_STEPS, AGENT_ATTEMPTS, AGENT_EXCHANGE_PARTS, EXPORTER_HEALTH,
-    INGEST_PROGRESS, OTEL_LOGS, OTEL_TRACES,
+    AGENT_ARTIFACTS, AGENT_ATTEMPT_INPUTS, AGENT_ATTEMPT_STEPS, AGENT_ATTEMPTS, AGENT_CODING_TURNS, AGENT_EXCHANGE_PARTS,
+    EXPORTER_HEALTH, INGEST_PROGRESS, OTEL_LOGS, OTEL_TRACES,
 )  # fmt: skip
 from otel_inputs.exporter._tables import sha256_key_sql as sha256_key_sql  # re-exported: the viewer's where-else key
 
@@ -138,6 +138,14 @@ MIGRATIONS: tuple[Migration, ...] = (
     # transaction as the record's rows, so a restart replays exactly the records not yet landed
     # (log rows have no key to replace by, so a replayed record must never land twice).
     Migration(14, "ingest_write_ahead_progress", INGEST_PROGRESS.create_sql()),
+    # Coding agents (docs/coding-agents.md): an instruction file's loaded / delivered facts and the store
+    # attempt of its snapshot; a step's auxiliary reason and request record; one row per coding-agent
+    # turn (indexed by session for lineage and by turn key for late hook records).
+    Migration(15, "coding_agent_turns",
+              AGENT_ATTEMPT_INPUTS.add_columns_sql(15) + AGENT_ATTEMPT_STEPS.add_columns_sql(15)
+              + AGENT_CODING_TURNS.create_sql()
+              + "CREATE INDEX agent_coding_turns_session ON agent_coding_turns (session_id);\n"
+              + "CREATE INDEX agent_coding_turns_key ON agent_coding_turns (turn_key);\n"),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

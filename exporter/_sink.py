@@ -9,7 +9,7 @@ record the database has not landed.
 
 ONE writer thread parses each queued request again, converts it to Arrow (``decode_chunk_spans``
 spans at a time, see :mod:`otel_inputs.exporter._columns`) and owns every DuckDB write (and the
-periodic landing of store manifests); the write-ahead position is committed in the same
+periodic landing of the store catalog's artifact status); the write-ahead position is committed in the same
 transaction as the rows, then the landed log segments are deleted.  A write that fails stays in
 the queue and the log and is retried on a reopened database; while it fails the queue fills and
 senders are told to retry.  Memory is bounded in bytes at both ends: request bodies being read or
@@ -42,7 +42,7 @@ from otel_inputs.exporter._db import SINK_WRITER_SETTINGS
 from otel_inputs.exporter._grpc import GRPCServer
 from otel_inputs.exporter._http import LOGS_PATH, TRACES_PATH, HTTPServer
 from otel_inputs.exporter._logs import check_logs, logs_batch, logs_response, parse_logs_json, parse_logs_protobuf
-from otel_inputs.exporter._manifests import ManifestScanner
+from otel_inputs.exporter._artifacts import CatalogScanner
 from otel_inputs.exporter._otlp import (
     DecodeError, check_request, iter_valid, parse_json, parse_protobuf, record_of, response_body,
 )  # fmt: skip
@@ -68,8 +68,9 @@ class SinkConfig:
     # A request finding the queue full waits this long for room before it is answered 503: the
     # writer frees room at every batch, so a short wait spares the sender a Retry-After pause.
     queue_wait_s: float = 2.0
-    # Request bodies held while being read and decoded (wire bytes, then decompressed bytes).  One
-    # request up to max_body_bytes is always admitted when nothing else is in flight.
+    # Request bodies held while being read and decoded (wire bytes, then decompressed bytes; the
+    # declared Content-Length is reserved at once).  A request alone in flight is always admitted up
+    # to max_body_bytes, so over this a body is answered 503 only while others are in flight.
     max_inflight_bytes: int = 16 * 1024 * 1024
     max_concurrent_decodes: int = 1  # parsing holds the GIL: more threads add memory, not speed
     # Spans converted to Arrow at a time (their Python objects are the conversion's transient
@@ -198,18 +199,23 @@ class _Queue:
 
 
 class _Budget:
-    """A byte budget for request bodies in flight; one request is always admitted when it is empty."""
+    """A byte budget for request bodies in flight.  A request alone in flight may grow to any size
+    (the body cap bounds it), so a body the cap admits always fits an idle receiver: "busy" is
+    then only ever a state that passes."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._used = 0
         self._lock = threading.Lock()
 
-    def try_take(self, n: int) -> bool:
+    def try_grow(self, held: int, size: int) -> bool:
+        """Grow one request's share from ``held`` to ``size`` bytes: yes when no other request holds
+        any, or when everything fits the budget."""
         with self._lock:
-            if self._used and self._used + n > self.max_bytes:
+            others = self._used - held
+            if others and others + size > self.max_bytes:
                 return False
-            self._used += n
+            self._used += size - held
             return True
 
     def give(self, n: int) -> None:
@@ -312,7 +318,7 @@ class OTLPSink:
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._accepting = False
-        self._scanner = ManifestScanner(self.store) if self.store is not None else None
+        self._scanner = CatalogScanner(self.store) if self.store is not None else None
         self._stop_lock = threading.Lock()
         self._order_lock = threading.Lock()  # log order == queue order, so a landed mark covers all before it
         self._in_flight = 0
@@ -410,15 +416,15 @@ class OTLPSink:
             kind = Kind.TRACES if signal == "traces" else Kind.LOGS
             try:
                 if kind is Kind.TRACES:
-                    req = parse_json(body) if as_json else parse_protobuf(body)
-                    checked = check_request(req)
+                    req, bad_ids = parse_json(body) if as_json else (parse_protobuf(body), None)
+                    checked = check_request(req, bad_ids)
                     accepted, rejected, skip = checked.accepted, checked.rejected, checked.skip
                     render: Callable[[bool], bytes] = lambda j, c=checked: response_body(c, as_json=j)  # noqa: E731
                     if skip and accepted:
                         _remove_rejected_spans(req, skip)
                 else:
-                    req = parse_logs_json(body) if as_json else parse_logs_protobuf(body)
-                    checked_logs = check_logs(req)
+                    req, bad_ids = parse_logs_json(body) if as_json else (parse_logs_protobuf(body), None)
+                    checked_logs = check_logs(req, bad_ids)
                     accepted, rejected, skip = checked_logs.accepted, checked_logs.rejected, checked_logs.skip
                     render = lambda j, c=checked_logs: logs_response(c, as_json=j)  # noqa: E731
                     if skip and accepted:
@@ -574,7 +580,13 @@ class OTLPSink:
                 _log.warning("otel-inputs collect: %d acknowledged requests in %s were not yet landed; landing them",
                              self.replayed - skipped, self.wal.directory)  # fmt: skip
         last = items[-1].seq
-        items = [i for i in items if i.seq > self._landed]
+        try:
+            self.wal.sync(last)  # usually done already by the requests themselves (group commit)
+        except WALUnavailable:
+            pass  # what it could not make durable was answered 503: dropped just below, never landed
+        # Only records known durable land: one whose fsync failed was refused, and landing it anyway
+        # would land it twice once its sender retries (log records have no key).
+        items = [i for i in items if i.seq > self._landed and self.wal.durable(i.seq)]
         if not items:
             self.wal.landed(last)
             return True
@@ -600,15 +612,15 @@ class OTLPSink:
         if self._scanner is None or self.writer is None:
             return
         try:
-            manifests, stat_keys = self._scanner.changed()
-            if manifests:
-                outcome = self.writer.land_manifests(manifests)
+            records, stat_keys = self._scanner.changed()
+            if records:
+                outcome = self.writer.land_artifacts(records)
                 if outcome.error is None:
                     self._scanner.commit(stat_keys)
             elif stat_keys:
                 self._scanner.commit(stat_keys)
         except Exception:  # noqa: BLE001 - store trouble must not stop span ingestion
-            _log.exception("otel-inputs collect: landing store manifests failed")
+            _log.exception("otel-inputs collect: landing the store catalog's artifact status failed")
 
     def stop(self) -> None:
         """Stop accepting, land every accepted span, land the store one last time.  Idempotent."""

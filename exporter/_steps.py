@@ -28,7 +28,7 @@ import pyarrow as pa
 from otel_inputs.exporter._arrow import ATTEMPTS, INPUTS, PARTS, STEP_SCHEMA, STEPS, rows_table
 from otel_inputs.exporter._messages import settle as settle_log_messages, update_attempts
 from otel_inputs.exporter._rows import (
-    ATTEMPT_STEP_MESSAGE_COLUMNS, SOURCE_OTEL_INPUTS, STEP_COLUMNS, STEP_MODEL_CALL, span_messages,
+    ATTEMPT_STEP_MESSAGE_COLUMNS, SOURCE_OTEL_INPUTS, STEP_COLUMNS, STEP_CONTAINER, STEP_MODEL_CALL, span_messages,
 )  # fmt: skip
 from otel_inputs.exporter._spans import EventRecord, SpanRecord
 
@@ -233,7 +233,9 @@ def _plan(nodes: dict[str, _Node], parents: Mapping[str, str], fresh: set[str], 
             target = next((x for x in nodes.values() if x.attempt and x.attempt["attempt_id"] in node.step_of), None)
         if target is None or target.attempt is None:
             continue
-        owned.setdefault(target.attempt["attempt_id"], []).append(node)
+        # A container below an attempt (a LangGraph node or runnable) is not listed: its GenAI spans are.
+        if node.data["step_kind"] != STEP_CONTAINER:
+            owned.setdefault(target.attempt["attempt_id"], []).append(node)
         if node.attempt is not None:
             work.demote.append(node.attempt["attempt_id"])
     by_attempt = {x.attempt["attempt_id"]: x.attempt for x in nodes.values() if x.attempt is not None}

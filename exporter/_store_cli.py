@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,25 +22,19 @@ from rich.table import Table
 
 from otel_inputs import names
 from otel_inputs.store import (
-    CATALOG_FILE,
-    CATALOG_KEY,
     ArtifactStore,
-    PublishError,
     PurgeReport,
     ReadbackError,
     RetentionPolicy,
     apply_retention,
-    bucket_counts,
     delete_run,
-    parse_size,
-    publish_now,
     purge,
     reconcile_store,
     revoke_source,
     store_status,
-    sync_bucket,
-    utc_text,
 )
+from otel_inputs.store.bucket import bucket_counts, bucket_of, sync_bucket
+from otel_inputs.store.facts import SCOPE, StoreFacts, attach_facts, resend_facts
 
 _console = Console(stderr=True)
 
@@ -52,9 +48,9 @@ def _open_store(store: Path | None) -> ArtifactStore:
     root = store or (Path(os.environ[names.ENV_STORE]) if os.environ.get(names.ENV_STORE) else None)
     if root is None:
         raise click.UsageError(f"give --store DIR or set {names.ENV_STORE}")
-    # manifests/: a store in the old layout, imported into the catalog on this first open
-    if not any((root / name).exists() for name in (CATALOG_FILE, "objects", "manifests")):
-        raise click.ClickException(f"{root} is not an otel-inputs artifact store (no {CATALOG_FILE})")
+    store = ArtifactStore(root, create=False)
+    if not store.holds_records() and not store.objects_dir.is_dir():
+        raise click.ClickException(f"{root} is not an otel-inputs artifact store (no catalog)")
     return ArtifactStore(root)
 
 
@@ -67,34 +63,78 @@ def _land(db: Path | None, store: ArtifactStore, attempt_ids: list[str] | None =
     if attempt_ids is not None:
         wanted = set(attempt_ids)
         records = [r for r in records if r.attempt_id in wanted]
-    outcome = DuckDBWriter(db, source_prefix="store-cli").land_manifests(records)
+    outcome = DuckDBWriter(db, source_prefix="store-cli").land_artifacts(records)
     if outcome.spilled or outcome.dropped:
         _console.print(f"[yellow]DuckDB busy: artifact status spooled for later ({db})[/yellow]")
 
 
-def _publish(store: ArtifactStore, done: str) -> None:
-    """Publish the catalog for fleet viewers after a change to what may be read; when that fails say
-    plainly that the local change (``done``) stands but the fleet copy is stale, and exit non-zero."""
+class _Checked:
+    """A log exporter that remembers whether any export failed (the SDK's processors only log it)."""
+
+    def __init__(self, exporter: Any) -> None:
+        self.exporter, self.failed = exporter, None
+
+    def export(self, batch: Any) -> Any:
+        result = self.exporter.export(batch)
+        if getattr(result, "name", "") != "SUCCESS":
+            self.failed = f"the OTLP endpoint answered {getattr(result, 'name', result)}"
+        return result
+
+    def shutdown(self) -> None:
+        self.exporter.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def _facts_provider() -> tuple[Any, _Checked] | None:
+    """A logger provider sending to the OTLP endpoint the agents use (``OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT``,
+    ``..._PROTOCOL``, ``OTEL_RESOURCE_ATTRIBUTES`` naming the host), exporting each record at once; ``None``
+    when no endpoint is configured."""
+    env = os.environ
+    if not (env.get("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")):
+        return None
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+    from opentelemetry.sdk.resources import Resource
+
+    protocol = env.get("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
     try:
-        published = publish_now(store)
-    except PublishError as exc:
-        click.echo(f"{done} locally, but the fleet copy of the catalog is stale: publishing it failed ({exc}). "
-                   f"Fleet viewers still see the previous copy. Retry with: otel-inputs store publish "
-                   f"--store {store.root}", err=True)
-        raise SystemExit(1) from exc
-    if published is not None:
-        url, _ = published
-        click.echo(f"catalog published to {url}/{CATALOG_KEY}")
+        if protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+        else:
+            from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    except ImportError as exc:
+        raise click.ClickException("an OTLP endpoint is configured but its exporter is not installed "
+                                   f"(pip install opentelemetry-exporter-otlp): {exc}") from exc
+    checked = _Checked(OTLPLogExporter())
+    provider = LoggerProvider(resource=Resource.create())
+    provider.add_log_record_processor(SimpleLogRecordProcessor(checked))  # type: ignore[arg-type]
+    return provider, checked
+
+
+@contextmanager
+def _facts(store: ArtifactStore, done: str) -> Iterator[StoreFacts | None]:
+    """The command's changes also leave as store facts (docs/wire.md) when an OTLP endpoint is configured,
+    so fleet viewers learn them; when sending fails, say that the local change stands but fleet viewers
+    do not know it yet, how to resend, and exit 1."""
+    pipeline = _facts_provider()
+    facts = None if pipeline is None else attach_facts(store, pipeline[0].get_logger(SCOPE), bootstrap=False)
+    yield facts
+    if pipeline is None:
+        return
+    provider, checked = pipeline
+    provider.shutdown()
+    if checked.failed:
+        click.echo(f"{done} locally, but fleet viewers do not know it yet: sending its store facts failed "
+                   f"({checked.failed}). Resend with: otel-inputs store facts --store {store.root}", err=True)
+        raise SystemExit(1)
 
 
 def _policy(budget: str | None, min_free: str | None, run_budget: str | None) -> RetentionPolicy:
-    env = RetentionPolicy.from_env()
-    try:
-        return RetentionPolicy(
-            parse_size(budget) if budget else env.budget_bytes,
-            parse_size(min_free) if min_free else env.min_free_bytes,
-            parse_size(run_budget) if run_budget else env.run_budget_bytes,
-        )
+    given = {names.ENV_STORE_BUDGET: budget, names.ENV_STORE_MIN_FREE: min_free, names.ENV_RUN_BUDGET: run_budget}
+    try:  # a flag given wins over its variable
+        return RetentionPolicy.from_env({**os.environ, **{k: v for k, v in given.items() if v}})
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
 
@@ -130,7 +170,8 @@ def status_cmd(store: Path | None, budget: str | None, min_free: str | None, run
     """Usage against the budget, overall and per run."""
     s = _open_store(store)
     info = store_status(s, _policy(budget, min_free, run_budget))
-    url = s.bucket.url()
+    link = bucket_of(s)
+    url = link.url() if link is not None else None
     if url is not None:  # only "uploaded" is in the bucket; every other state is local only
         info["bucket"] = {"url": url, **bucket_counts(s)}
     if as_json:
@@ -169,6 +210,11 @@ def gc_cmd(store: Path | None, db: Path | None, budget: str | None, min_free: st
     """Apply retention now: finish interrupted purges, then evict to the limits."""
     s = _open_store(store)
     policy = _policy(budget, min_free, run_budget)
+    with _facts(s, "retention applied"):
+        _gc(s, policy, db)
+
+
+def _gc(s: ArtifactStore, policy: RetentionPolicy, db: Path | None) -> None:
     recon = reconcile_store(s)
     with _progress() as progress:
         task = progress.add_task("applying retention", total=None)
@@ -177,12 +223,12 @@ def gc_cmd(store: Path | None, db: Path | None, budget: str | None, min_free: st
                f"deleted {report.deleted_objects} objects ({report.freed_bytes:,} bytes); "
                f"store now {report.total_bytes_after:,} bytes ({policy.describe()})")
     click.echo(f"reconciled: {recon}")
-    if s.bucket.remote() is not None:  # uploads an earlier process left queued (failed ones: store upload)
+    link = bucket_of(s)
+    if link is not None and link.remote() is not None:  # uploads an earlier process left queued (failed ones: store upload)
         _echo_sync(sync_bucket(s, retry_failed=False))
     if report.over_budget_after:
         click.echo(f"still over a limit: protected (running) snapshots hold {report.protected_bytes:,} bytes", err=True)
     _land(db, s)
-    _publish(s, "retention applied")
 
 
 def _echo_sync(report: Any) -> None:
@@ -198,7 +244,8 @@ def _echo_sync(report: Any) -> None:
 def upload_cmd(store: Path | None, no_retry_failed: bool) -> None:
     s = _open_store(store)
     try:
-        report = sync_bucket(s, retry_failed=not no_retry_failed)
+        with _facts(s, "uploads recorded"):
+            report = sync_bucket(s, retry_failed=not no_retry_failed)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from exc
     _echo_sync(report)
@@ -214,7 +261,7 @@ def verify_cmd(store: Path | None) -> None:
     s = _open_store(store)
     referenced: dict[str, list[str]] = {}
     with s.catalog.read() as con:
-        bad_manifests = [r[0] for r in con.execute("PRAGMA integrity_check") if r[0] != "ok"]
+        bad_catalog = [r[0] for r in con.execute("PRAGMA integrity_check") if r[0] != "ok"]
     for record in s.attempts():
         for item in record.items:
             if item.artifact_status == "available" and isinstance(item.sha256, str):
@@ -242,10 +289,11 @@ def verify_cmd(store: Path | None) -> None:
     present = set(objects)
     missing = sorted(d for d in referenced if d not in present)
     # A referenced object whose local copy is gone may still be in the bucket: re-hash that copy.
-    in_bucket = [d for d, where in s.bucket.placements(missing).items() if where.in_bucket]
+    link = bucket_of(s)
+    in_bucket = [] if link is None else [d for d, where in link.placements(missing).items() if where.in_bucket]
     for d in in_bucket:
         try:
-            data = s.bucket.read(d, None)
+            data = link.read(d, None)
         except ReadbackError as exc:
             mismatched.append(f"{d}: bucket copy unreadable ({exc})")
             continue
@@ -254,16 +302,16 @@ def verify_cmd(store: Path | None) -> None:
     missing = [d for d in missing if d not in in_bucket]
     click.echo(f"objects: {len(objects)}, referenced: {len(referenced)}, mismatched: {len(mismatched)}, "
                f"missing: {len(missing)}, in the bucket only: {len(in_bucket)}, orphans: {len(orphans)}, "
-               f"catalog problems: {len(bad_manifests)}")
+               f"catalog problems: {len(bad_catalog)}")
     for line in mismatched:
         click.echo(f"MISMATCH {line}")
     for d in missing:
         click.echo(f"MISSING {d} (referenced by {', '.join(referenced[d][:3])})")
     for d in orphans:
         click.echo(f"ORPHAN {d}")
-    for err in bad_manifests:
+    for err in bad_catalog:
         click.echo(f"BAD-CATALOG {err}")
-    if mismatched or missing or bad_manifests:
+    if mismatched or missing or bad_catalog:
         raise SystemExit(1)
 
 
@@ -274,11 +322,11 @@ def verify_cmd(store: Path | None) -> None:
 def delete_run_cmd(run_id: str, store: Path | None, db: Path | None) -> None:
     """Delete a run's snapshot bytes and store metadata (and its DuckDB rows with --db)."""
     s = _open_store(store)
-    report = delete_run(s, run_id)
+    with _facts(s, f"run {run_id} deleted"):
+        report = delete_run(s, run_id)
     _report(report)
     if db is not None:
         _delete_run_rows(db, run_id)
-    _publish(s, f"run {run_id} deleted")
 
 
 @store_group.command("revoke")
@@ -288,25 +336,24 @@ def delete_run_cmd(run_id: str, store: Path | None, db: Path | None) -> None:
 def revoke_cmd(source_path: str, store: Path | None, reason: str) -> None:
     """Revoke a source path: previews from it are refused even when the bytes still match."""
     s = _open_store(store)
-    recorded = revoke_source(s, source_path, reason)
-    click.echo(f"revoked {recorded}")
-    _publish(s, f"{recorded} revoked")
+    with _facts(s, f"{source_path} revoked"):
+        recorded = revoke_source(s, source_path, reason)
+        click.echo(f"revoked {recorded}")
 
 
-@store_group.command("publish")
+@store_group.command("facts")
 @_store_opt
-def publish_cmd(store: Path | None) -> None:
-    """Publish a read-only copy of the catalog beside the store's objects in the bucket (what fleet
-    viewers check previews against); the background uploader also does this every few seconds."""
+def facts_cmd(store: Path | None) -> None:
+    """Send the state now of everything the store holds as store facts (docs/wire.md) to the configured OTLP
+    endpoint: a host's first facts, or after facts were lost on the way. Fleet viewers decide from them."""
     s = _open_store(store)
-    try:
-        published = publish_now(s)
-    except PublishError as exc:
-        raise click.ClickException(f"catalog not published: {exc}") from exc
-    if published is None:
-        raise click.ClickException(f"no bucket configured (set {names.ENV_OBJECTS_URL}); nothing to publish to")
-    url, at_ns = published
-    click.echo(f"catalog published to {url}/{CATALOG_KEY} (as of {utc_text(at_ns)})")
+    if _facts_provider() is None:
+        raise click.ClickException("no OTLP endpoint configured (set OTEL_EXPORTER_OTLP_ENDPOINT, as for the "
+                                   "agents); nothing to send the facts to")
+    with _facts(s, "nothing changed") as facts:
+        assert facts is not None
+        count = resend_facts(s, facts.logger)
+        click.echo(f"sent {count} store facts of store {s.catalog.store_id()}")
 
 
 @click.command("purge")
@@ -321,12 +368,12 @@ def purge_cmd(attempts: tuple[str, ...], run_id: str | None, source_path: str | 
     if not attempts and run_id is None and source_path is None:
         raise click.UsageError("give --attempt ID, --run ID or --source PATH")
     s = _open_store(store)
-    report = purge(s, attempt_ids=attempts, run_id=run_id, source_path=source_path)
+    with _facts(s, "purge applied"):
+        report = purge(s, attempt_ids=attempts, run_id=run_id, source_path=source_path)
     if report.purge_id is None:
         raise click.ClickException("nothing matched: no attempt or item was purged")
     _report(report)
     _land(db, s)
-    _publish(s, f"purge {report.purge_id} applied")
 
 
 def _report(report: PurgeReport) -> None:

@@ -49,6 +49,7 @@ class Fill(Enum):
     STEP = "step"  # _steps, once the attempt's first model step has landed
     LOG = "log"  # _messages, once the attempt's GenAI log records have landed
     SQL = "sql"  # the writer's own SQL (health counters, write-ahead progress), not an Arrow batch
+    AGENT = "agent"  # _encodings.coding_agents: the coding-agent projection's own rows (docs/coding-agents.md)
 
 
 @dataclass(frozen=True)
@@ -188,6 +189,9 @@ AGENT_ATTEMPT_INPUTS = Table("agent_attempt_inputs", 3, (
     *_cols("row_problem", VARCHAR),
     *_cols("attempt_started_at", TIMESTAMP_NS, since=7),
     *_cols("sha256_key", UBIGINT, since=13, fill=Fill.KEY, key_of="sha256"),
+    # Migration 15: an instruction file's two facts (loaded: the runtime's report; delivered: its bytes
+    # in the recorded request) and the store attempt holding its snapshot (docs/coding-agents.md).
+    *_cols("loaded loaded_detail delivered delivered_detail capture_attempt_id", VARCHAR, since=15, fill=Fill.AGENT),
 ))  # fmt: skip
 
 AGENT_ARTIFACTS = Table("agent_artifacts", 4, (
@@ -243,6 +247,18 @@ AGENT_ATTEMPT_STEPS = Table("agent_attempt_steps", 11, (
     *_cols("input_tokens output_tokens", BIGINT),
     *_cols("tool_name tool_call_id tool_arguments status", VARCHAR),
     *_cols("attempt_started_at", TIMESTAMP_NS),
+    # Migration 15: why a coding agent's call is not the turn's own (session title, model routing), and
+    # how its request was recorded (docs/coding-agents.md).
+    *_cols("auxiliary request_record", VARCHAR, since=15, fill=Fill.AGENT),
+))  # fmt: skip
+
+# One row per coding-agent turn (docs/coding-agents.md): the turn's key in its runtime, its session
+# and its trace, so a later record of a turn (a hook record, a log) finds it, and a session's turns
+# are found in order for their lineage.  Written only by the coding-agent projection.
+AGENT_CODING_TURNS = Table("agent_coding_turns", 15, (
+    *_cols("attempt_id", VARCHAR, nullable=False, fill=Fill.AGENT),
+    *_cols("runtime session_id turn_key trace_id process_key", VARCHAR, fill=Fill.AGENT),
+    *_cols("started_at ended_at", TIMESTAMP_NS, fill=Fill.AGENT),
 ))  # fmt: skip
 
 INGEST_PROGRESS = Table("otel_inputs_ingest_progress", 14, (
@@ -252,7 +268,8 @@ INGEST_PROGRESS = Table("otel_inputs_ingest_progress", 14, (
 ))  # fmt: skip
 
 TABLES: tuple[Table, ...] = (OTEL_TRACES, AGENT_ATTEMPTS, AGENT_ATTEMPT_INPUTS, AGENT_ARTIFACTS, EXPORTER_HEALTH,
-                             AGENT_EXCHANGE_PARTS, OTEL_LOGS, AGENT_ATTEMPT_STEPS, INGEST_PROGRESS)  # fmt: skip
+                             AGENT_EXCHANGE_PARTS, OTEL_LOGS, AGENT_ATTEMPT_STEPS, INGEST_PROGRESS,
+                             AGENT_CODING_TURNS)  # fmt: skip
 
 # The per-attempt tables with the columns both backends give for the same spans: DuckDB's tables
 # here, ClickHouse's views under clickhouse/projection.sql (tests/clickhouse compares them row for
@@ -262,10 +279,10 @@ MESSAGES_VIEW_COLUMNS = ("attempt_id", "system_prompt", "user_prompt", "input_me
                          "messages_note")  # the agent_attempt_messages view (migration 11)
 ATTEMPT_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "agent_attempts": AGENT_ATTEMPTS.row_columns + AGENT_ATTEMPTS.filled_by(Fill.STEP),
-    "agent_attempt_inputs": AGENT_ATTEMPT_INPUTS.row_columns,
+    "agent_attempt_inputs": AGENT_ATTEMPT_INPUTS.row_columns + AGENT_ATTEMPT_INPUTS.filled_by(Fill.AGENT),
     "agent_artifacts": AGENT_ARTIFACTS.names,
     "agent_exchange_parts": AGENT_EXCHANGE_PARTS.row_columns,
-    "agent_attempt_steps": AGENT_ATTEMPT_STEPS.row_columns,
+    "agent_attempt_steps": AGENT_ATTEMPT_STEPS.row_columns + AGENT_ATTEMPT_STEPS.filled_by(Fill.AGENT),
     "agent_attempt_messages": MESSAGES_VIEW_COLUMNS,
 }
 TIMESTAMP_COLUMNS = frozenset(c.name for t in (AGENT_ATTEMPTS, AGENT_ATTEMPT_INPUTS, AGENT_ARTIFACTS, AGENT_EXCHANGE_PARTS,

@@ -7,6 +7,12 @@ lands records in DuckDB and records the highest landed sequence number in the sa
 (``otel_inputs_ingest_progress``), so a record is landed exactly once: a restart replays only
 records past that mark, and segments wholly below it are deleted.
 
+A failed fsync does not disable the log for good: the records written since the last successful
+fsync (their senders were answered 503, and the kernel may have dropped their pages) are cut off
+the segment and never landed -- the writer lands only records known durable -- and appends go on
+in a new segment once that truncation is itself durable (on the next append, so the log recovers
+by itself once the disk does).
+
 Layout: ``<db>.ingest/wal-<first seq>.log`` segments of records
 ``crc32 (4) | length (4) | seq (8) | kind (1) | payload``, little-endian; the crc covers seq, kind
 and payload.  A torn tail (crash mid-write, never acknowledged) fails its crc or length and is
@@ -83,11 +89,13 @@ class WriteAheadLog:
         self._segment: Path | None = None
         self._segment_size = 0
         self._written = 0  # highest seq written to the current fd
-        self._synced = 0  # highest seq known durable
+        self._synced = 0  # highest seq known durable (except voided ones)
+        self._synced_size = 0  # bytes of the current segment known durable
         self._next = 1
         self._closed_segments: list[tuple[Path, int]] = []  # (path, last seq), oldest first
         self._owner_fd: int | None = None
-        self._failed: OSError | None = None  # a failed fsync poisons the fd: never trust it again
+        self._failed: OSError | None = None  # a failed fsync: the current fd's unsynced tail is suspect
+        self._voided: list[tuple[int, int]] = []  # seq ranges cut off after a failed fsync: never landed
         self.syncs = 0  # fsyncs of appended records (fewer than appends when requests share them)
 
     # -- life cycle -----------------------------------------------------------------------------
@@ -146,7 +154,7 @@ class WriteAheadLog:
         """Write one record (not yet fsynced: see :meth:`sync`) and return where it is."""
         with self._lock:
             if self._failed is not None:
-                raise WALUnavailable(f"write-ahead log unusable since a failed write ({self._failed})")
+                self._recover()
             if self._fd is None or self._segment_size >= self.segment_bytes:
                 self._rotate()
             assert self._fd is not None
@@ -162,7 +170,7 @@ class WriteAheadLog:
                     os.ftruncate(self._fd, start)
                     os.lseek(self._fd, start, os.SEEK_SET)
                 except OSError as trunc_exc:
-                    self._failed = trunc_exc
+                    self._failed = trunc_exc  # recovered (cut to the durable size) by the next append
                 raise WALUnavailable(f"cannot write the write-ahead log: {exc.strerror or exc}") from exc
             self._segment_size = start + len(header) + len(payload)
             self._next = seq + 1
@@ -180,32 +188,89 @@ class WriteAheadLog:
         return data
 
     def sync(self, seq: int) -> None:
-        """Return once every record up to ``seq`` is durable (one fsync covers all written before it)."""
+        """Return once every record up to ``seq`` is durable (one fsync covers all written before it);
+        raises :class:`WALUnavailable` when record ``seq`` cannot be (it is then never landed)."""
         with self._sync_lock:
-            if self._synced >= seq:
-                return
             with self._lock:
-                fd, upto = self._fd, self._written
-            if fd is None:
-                raise WALUnavailable("write-ahead log closed")
+                if self._void(seq):
+                    raise WALUnavailable(f"cannot fsync the write-ahead log: record {seq} was cut off after a "
+                                         f"failed fsync ({self._failed_text})")  # fmt: skip
+                if self._synced >= seq:
+                    return
+                if self._failed is not None:
+                    raise WALUnavailable(f"cannot fsync the write-ahead log ({self._failed_text})")
+                if self._fd is None:
+                    raise WALUnavailable("write-ahead log closed")
+                # A duplicate: a rotation may close the segment's fd while this fsync runs.
+                fd, upto, segment, size = os.dup(self._fd), self._written, self._segment, self._segment_size
             try:
                 os.fsync(fd)
                 self.syncs += 1
             except OSError as exc:
-                # After a failed fsync the kernel may have dropped the dirty pages: nothing written
-                # to this fd can be trusted durable, so the log refuses until the sink restarts.
+                # After a failed fsync the kernel may have dropped the dirty pages: what was written
+                # since the last good fsync is cut off at the next append (see _recover).
                 with self._lock:
-                    self._failed = exc
+                    if self._segment == segment:
+                        self._failed = exc
+                    self._last_failure = exc
                 raise WALUnavailable(f"cannot fsync the write-ahead log: {exc.strerror or exc}") from exc
-            self._synced = upto
+            finally:
+                os.close(fd)
+            with self._lock:
+                self._synced = max(self._synced, upto)
+                if self._segment == segment:
+                    self._synced_size = max(self._synced_size, size)
+
+    def durable(self, seq: int) -> bool:
+        """Whether record ``seq`` is known durable (fsynced, and not cut off after a failed fsync)."""
+        with self._lock:
+            return seq <= self._synced and not self._void(seq)
+
+    def _void(self, seq: int) -> bool:
+        return any(lo <= seq <= hi for lo, hi in self._voided)
+
+    @property
+    def _failed_text(self) -> str:
+        exc = self._failed or getattr(self, "_last_failure", None)
+        return f"{exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+
+    def _recover(self) -> None:
+        """After a failed fsync (called with self._lock held): cut the current segment back to what the
+        last good fsync covered, make that durable, and continue in a new segment.  The records cut off
+        were never acknowledged (their senders were answered 503) and are never landed.  Raises
+        :class:`WALUnavailable` while the disk still fails; the next append tries again."""
+        fd, segment = self._fd, self._segment
+        try:
+            if fd is not None:
+                os.ftruncate(fd, self._synced_size)
+                os.fsync(fd)
+        except OSError as exc:
+            raise WALUnavailable(f"cannot write the write-ahead log: still failing since a failed fsync "
+                                 f"({exc.strerror or exc})") from exc  # fmt: skip
+        if self._written > self._synced:
+            self._voided.append((self._synced + 1, self._written))
+            _log.error("otel-inputs collect: write-ahead records %d-%d were cut off after a failed fsync "
+                       "(their senders were answered 503)", self._synced + 1, self._written)  # fmt: skip
+        if fd is not None:
+            os.close(fd)
+            assert segment is not None
+            self._closed_segments.append((segment, self._synced))
+        self._fd, self._segment, self._synced_size = None, None, 0
+        self._synced = max(self._synced, self._written)  # nothing of this fd is pending any more
+        self._last_failure, self._failed = self._failed, None
 
     def _rotate(self) -> None:
         # Called with self._lock held.
         if self._fd is not None:
-            os.fsync(self._fd)
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                self._failed = exc  # the next append cuts the unsynced tail off (_recover)
+                raise WALUnavailable(f"cannot fsync the write-ahead log: {exc.strerror or exc}") from exc
             os.close(self._fd)
             assert self._segment is not None
             self._closed_segments.append((self._segment, self._written))
+            self._synced = max(self._synced, self._written)
             self._fd = None
         path = self.directory / f"wal-{self._next:020d}.log"
         try:
@@ -218,7 +283,7 @@ class WriteAheadLog:
             os.close(fd)
             path.unlink(missing_ok=True)
             raise WALUnavailable(f"cannot sync the write-ahead log directory: {exc.strerror or exc}") from exc
-        self._fd, self._segment, self._segment_size = fd, path, 0
+        self._fd, self._segment, self._segment_size, self._synced_size = fd, path, 0, 0
 
     # -- trim --------------------------------------------------------------------------------------
     def landed(self, seq: int) -> None:

@@ -29,9 +29,10 @@ import pyarrow.ipc as ipc
 
 from otel_inputs.exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, LOGS, PARTS, TRACES, BatchTables, build_batch
 from otel_inputs.exporter._db import WRITER_SETTINGS, LockTimeout, connect_with_retry, file_lock, spool_path
-from otel_inputs.exporter._manifests import artifacts_table
+from otel_inputs.exporter._artifacts import artifacts_table
 from otel_inputs.exporter._schema import migrate
 from otel_inputs.exporter._spans import SpanRecord
+from otel_inputs.exporter._encodings.coding_agents import settle as settle_coding_agents
 from otel_inputs.exporter._messages import settle_for_logs as settle_log_messages
 from otel_inputs.exporter._steps import resolve as resolve_steps, step_trace_ids
 from otel_inputs.exporter._tables import INGEST_PROGRESS, TABLES, sha256_key_sql
@@ -41,7 +42,7 @@ _log = logging.getLogger(__name__)
 HEALTH_METRICS = ("spans_written", "spans_spilled", "spans_dropped", "batches_failed",
                   "spans_drained", "spans_rejected", "spans_unconvertible", "spool_quarantined",
                   "artifact_rows_written", "logs_written", "logs_rejected", "logs_dropped",
-                  "spool_drain_failed")  # fmt: skip
+                  "spool_drain_failed", "spans_unmapped")  # fmt: skip
 # A spool entry holds one Arrow IPC file per table of the batch, named after the table.
 _TABLE_FILES = {name: f"{name}.arrow" for name in (TRACES, ATTEMPTS, INPUTS, ARTIFACTS, PARTS, LOGS)}
 # Columns the INSERT computes from another column of the row (the viewer's where-else key, migration 13).
@@ -129,10 +130,10 @@ class DuckDBWriter:
             self.source = default_source(self._source_prefix)
 
     # -- public ------------------------------------------------------------------------------
-    def write_spans(self, spans: Sequence[SpanRecord], *, manifests: Sequence[Mapping[str, Any]] = ()) -> WriteOutcome:
+    def write_spans(self, spans: Sequence[SpanRecord], *, artifacts: Sequence[Mapping[str, Any]] = ()) -> WriteOutcome:
         tables = self.build(spans)
-        if manifests:
-            tables = dataclasses.replace(tables, artifacts=artifacts_table(manifests, _now_us()))
+        if artifacts:
+            tables = dataclasses.replace(tables, artifacts=artifacts_table(artifacts, _now_us()))
         return self.write_tables(tables)
 
     def build(self, spans: Sequence[SpanRecord]) -> BatchTables:
@@ -152,8 +153,8 @@ class DuckDBWriter:
                     self.count("spans_dropped", 1)
             return build_batch(good)
 
-    def land_manifests(self, manifests: Sequence[Mapping[str, Any]]) -> WriteOutcome:
-        table = artifacts_table(manifests, _now_us())
+    def land_artifacts(self, records: Sequence[Mapping[str, Any]]) -> WriteOutcome:
+        table = artifacts_table(records, _now_us())
         if table is None:
             return WriteOutcome()
         return self.write_tables(BatchTables(None, None, None, table))
@@ -214,6 +215,7 @@ class DuckDBWriter:
                     try:
                         self._spill(tables)
                         spilled += tables.span_count
+                        self.counters["spans_unmapped"] += tables.unmapped  # the spool keeps only the rows
                     except Exception as spill_exc:  # noqa: BLE001
                         self.counters["spans_dropped"] += tables.span_count
                         self.counters["logs_dropped"] += tables.log_count
@@ -227,16 +229,19 @@ class DuckDBWriter:
                 return WriteOutcome(spilled=n, error=error)
 
     def drain_spool(self) -> bool:
-        """Try once to land everything spooled (e.g. at shutdown); True when the spool is empty.  Never raises."""
-        if not self.spooled_batches():
-            return True
-        with self._lock:
-            self._take_pending()
-            try:
-                self._commit(list, None)
-            except Exception as exc:  # noqa: BLE001 - the spool stays for the next writer of this file
-                _log.warning("otel-inputs: spool not drained (%s); %d batches wait in %s",
-                             f"{type(exc).__name__}: {exc}", len(self.spooled_batches()), self.spool_dir)
+        """Land everything spooled (e.g. at shutdown), ``drain_limit`` entries per transaction, while
+        each round lands some; True when the spool is empty.  Never raises."""
+        before: list[Path] = []
+        while (entries := self.spooled_batches()) and entries != before:
+            before = entries
+            with self._lock:
+                self._take_pending()
+                try:
+                    self._commit(list, None)
+                except Exception as exc:  # noqa: BLE001 - the spool stays for the next writer of this file
+                    _log.warning("otel-inputs: spool not drained (%s); %d batches wait in %s",
+                                 f"{type(exc).__name__}: {exc}", len(self.spooled_batches()), self.spool_dir)
+                    break
         return not self.spooled_batches()
 
     def read_landed(self, log: str) -> int:
@@ -271,18 +276,28 @@ class DuckDBWriter:
         with file_lock(self.db_path, exclusive=True, timeout_s=self.lock_timeout_s):
             before = self.counters["spans_written"], self.counters["logs_written"]
             staged: dict[str, int] = {}
+            unbounded = {k: v for k, v in (self.settings or WRITER_SETTINGS).items() if k != "memory_limit"}
             try:
-                self._commit_on(produce, progress, self.settings, staged=staged)
+                drained = self._commit_on(produce, progress, self.settings, staged=staged)
             except duckdb.Error as exc:
                 _log.warning("otel-inputs: DuckDB transaction failed (%s: %s); reopening the database to retry "
                              "without the memory limit", type(exc).__name__, str(exc).splitlines()[0][:200])
-                unbounded = {k: v for k, v in (self.settings or WRITER_SETTINGS).items() if k != "memory_limit"}
-                self._commit_on(produce, progress, unbounded, after_failure=True, staged=staged)
+                drained = self._commit_on(produce, progress, unbounded, after_failure=True, staged=staged)
+            if not drained:
+                # A spool entry failed (e.g. its checkpoint under the bounded pool): one more drain on a
+                # new connection without the limit, as for the batch itself; entry marks keep it exactly once.
+                con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts,
+                                         settings=unbounded)  # fmt: skip
+                try:
+                    self._drain(con)
+                finally:
+                    con.close()
             return self.counters["spans_written"] - before[0], self.counters["logs_written"] - before[1]
 
     def _commit_on(self, produce: Callable[[], Iterable[BatchTables]], progress: Progress | None,
                    settings: Mapping[str, str] | None, *, after_failure: bool = False,
-                   staged: dict[str, int]) -> None:  # fmt: skip
+                   staged: dict[str, int]) -> bool:  # fmt: skip
+        """The transaction, then the spool drain; returns whether the drain met no failure."""
         con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts, settings=settings)
         try:
             if not self._migrated:
@@ -295,25 +310,45 @@ class DuckDBWriter:
             else:
                 self.counters = _transaction(con, produce, self.source, self.counters, "spans_written", progress,
                                              staged)  # fmt: skip
-            self._drain(con)
+            return self._drain(con)
         finally:
             con.close()
 
-    def _drain(self, con: duckdb.DuckDBPyConnection) -> None:
+    def _drain(self, con: duckdb.DuckDBPyConnection) -> bool:
         """Land spooled batches, each in its own transaction.  An entry that reads back but does not
         land stays where it is: the failure may be the database's (memory, a fatal error), not the
-        entry's, so only an entry that cannot be read at all is quarantined (in _load_spool)."""
-        for path, batch in self._load_spool():
+        entry's, so only an entry that cannot be read at all is quarantined (in _load_spool).
+
+        Each entry's transaction also records the entry's name (``spool:<name>`` in
+        otel_inputs_ingest_progress).  An entry whose mark is already there was landed by a
+        transaction that committed durably and then failed (a checkpoint after the COMMIT), or
+        before a crash took the process ahead of its removal: it is removed, not landed again (log
+        records have no key to replace by).  Marks of entries no longer spooled are cleared.  Returns
+        False when an entry failed (it stays for the next drain)."""
+        entries = self._load_spool()
+        if not entries:
+            return True
+        _clear_spool_marks(con, [path.name for path, _ in entries] + [p.name for p in self.spooled_batches()])
+        for path, batch in entries:
+            mark = Progress(f"{_SPOOL_MARK}{path.name}", 1)
             try:
-                counters = _transaction(con, lambda b=batch: [b], self.source, self.counters, "spans_drained")
-            except Exception as exc:  # noqa: BLE001 - kept for the next drain; the batch already landed
+                if landed_seq(con, mark.log) == mark.seq:
+                    # Its COMMIT was durable (the health rows with it): count it here too, then remove it.
+                    self.counters["spans_drained"] += batch.span_count
+                    self.counters["logs_written"] = self.counters.get("logs_written", 0) + batch.log_count
+                    counters = self.counters
+                else:
+                    counters = _transaction(con, lambda b=batch: [b], self.source, self.counters, "spans_drained",
+                                            mark)  # fmt: skip
+            except Exception as exc:  # noqa: BLE001 - kept for the next drain; its mark says if it landed
                 self.counters["spool_drain_failed"] = self.counters.get("spool_drain_failed", 0) + 1
                 _log.warning("otel-inputs: spool entry %s not landed (%s: %s); kept for the next drain",
                              path, type(exc).__name__, str(exc).splitlines()[0][:200])  # fmt: skip
-                return
+                return False
             self.counters = counters
-            # Only after the commit: a crash before this re-drains, and keyed replace makes that a no-op.
+            # Only after the commit: a crash before this re-drains, and the entry's mark makes that a no-op.
             shutil.rmtree(path, ignore_errors=True)
+        return True
 
     def _quarantine(self, path: Path, exc: BaseException) -> None:
         bad = path.with_name(f"bad-{path.name}")
@@ -378,7 +413,8 @@ def _concat(group: list[BatchTables]) -> BatchTables:
 
     return BatchTables(cat([b.traces for b in group]), cat([b.attempts for b in group]),
                        cat([b.inputs for b in group]), cat([b.artifacts for b in group]),
-                       cat([b.parts for b in group]), cat([b.logs for b in group]))  # fmt: skip
+                       cat([b.parts for b in group]), cat([b.logs for b in group]),
+                       sum(b.unmapped for b in group))  # fmt: skip
 
 
 def coalesce(batches: Sequence[BatchTables]) -> list[BatchTables]:
@@ -407,6 +443,20 @@ def coalesce(batches: Sequence[BatchTables]) -> list[BatchTables]:
     if group:
         out.append(_concat(group))
     return out
+
+
+_SPOOL_MARK = "spool:"
+
+
+def _clear_spool_marks(con: duckdb.DuckDBPyConnection, keep: list[str]) -> None:
+    """Delete the landed marks of spool entries that are gone (autocommit; a failure is harmless:
+    a stale mark names an entry that no longer exists)."""
+    wanted = [f"{_SPOOL_MARK}{name}" for name in dict.fromkeys(keep)]
+    stale = [r[0] for r in con.execute(f"SELECT log FROM {_PROGRESS_TABLE} WHERE log LIKE ?",
+                                       [f"{_SPOOL_MARK}%"]).fetchall() if r[0] not in wanted]  # fmt: skip
+    for start in range(0, len(stale), _ID_CHUNK):
+        chunk = stale[start:start + _ID_CHUNK]
+        con.execute(f"DELETE FROM {_PROGRESS_TABLE} WHERE log IN ({', '.join('?' * len(chunk))})", chunk)
 
 
 def landed_seq(con: duckdb.DuckDBPyConnection, log: str) -> int:
@@ -450,6 +500,7 @@ def _transaction_once(con: duckdb.DuckDBPyConnection, batches: Iterable[BatchTab
         for tables in batches:
             _insert(con, tables)
             out[count_as] += tables.span_count
+            out["spans_unmapped"] = out.get("spans_unmapped", 0) + tables.unmapped
             out["logs_written"] = out.get("logs_written", 0) + tables.log_count
             if count_as == "spans_written" and tables.artifacts is not None:
                 out["artifact_rows_written"] += tables.artifacts.num_rows
@@ -483,6 +534,7 @@ def _insert(con: duckdb.DuckDBPyConnection, tables: BatchTables) -> None:
             resolve_steps(con, *step_trace_ids(tables.traces, tables.attempts))
         if tables.logs is not None:
             settle_log_messages(con, tables.logs)  # GenAI log records that came after their attempt
+        settle_coding_agents(con, tables)  # Claude Code, Codex CLI, Gemini CLI turns (docs/coding-agents.md)
     except duckdb.Error:
         raise  # the transaction is aborted: retry or spill the batch as any failed write
     except Exception:  # noqa: BLE001 - a projection defect must never cost the spans: they land as they are

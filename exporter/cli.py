@@ -12,6 +12,7 @@ _COMMAND_MODULES = (
     "otel_inputs.exporter._collect_cli",
     "otel_inputs.viewer._cli",
     "otel_inputs.exporter._store_cli",
+    "otel_inputs.exporter._setup_cli",
 )
 
 

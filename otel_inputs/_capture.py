@@ -187,8 +187,8 @@ def capture_attempt_inputs(
     component-wise sorted order, then attachments.  Any store failure becomes a recorded gap.
     """
     return _capture(attempt_id, run_id, decision, store, request, lineage, task_in_message, previous_envelope,
-                    envelope_in_message, context_roots, attachments, limits or CaptureLimits(), clock, on_chunk,
-                    store_budget_bytes, clock())
+                    envelope_in_message, context_roots, attachments, limits or CaptureLimits.from_env(), clock,
+                    on_chunk, store_budget_bytes, clock())
 
 
 def _capture(attempt_id, run_id, decision, store, request, lineage, task_in_message, previous_envelope,

@@ -1,13 +1,15 @@
-"""Exchange parts (seed 001 §2, §4): bounded, non-blocking copies of the logical request and output.
+"""Exchange parts (docs/wire.md, the exchange-part event): bounded, non-blocking copies of the logical
+request and output.
 
 Each physical attempt has two independently captured parts, ``logical_request`` and
 ``observable_output``.  The agent thread encodes a part, hashes it and hands it to an
 :class:`EvidenceQueue`; :meth:`EvidenceQueue.submit` returns a :class:`PartReceipt` at once and never
-waits for the disk.  One background writer thread per queue persists an accepted part's bytes as
-``<store>/parts/<attempt_key>/<part>.bin`` (possibly truncated), then its structured receipt, the
-authority on persistence, as a row of the store's catalog.
+waits for the disk.  One background writer thread per queue hands an accepted part (possibly
+truncated) to :meth:`ArtifactStore.put_part <otel_inputs.store.ArtifactStore.put_part>`, which
+stores its bytes as a content-addressed object and its structured receipt, the authority on
+persistence, as a row of the store's catalog (docs/store.md).
 
-Bounds (seed defaults; every one configurable through :class:`PartLimits` or the environment):
+Bounds (defaults; every one configurable through :class:`PartLimits` or the environment):
 
 =====================================  ==========  ================================================
 environment variable                   default     meaning
@@ -42,7 +44,6 @@ import json
 import logging
 import os
 import re
-import secrets
 import threading
 import time
 import weakref
@@ -50,12 +51,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 from otel_inputs import names
 from otel_inputs._policy import AdmissionDecision
-from otel_inputs.store import PARTS_DIR, attempt_key, record_part_receipt
+from otel_inputs.store import ArtifactStore
 from otel_inputs.types import (
     CaptureDecision,
     GapReason,
@@ -76,6 +76,11 @@ _DETAIL_MAX = 160
 _RECENT_RECEIPTS = 1024  # settled receipts kept in memory for receipt(); the store is the authority
 _TRACKED_RUNS = 4096  # per-run budgets remembered; the oldest idle run is forgotten beyond this
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def attempt_key(attempt_id: str) -> str:
+    """A fixed-width name for an attempt id, as part refs carry it (docs/wire.md)."""
+    return hashlib.sha256(attempt_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # Plain dict look-ups: Enum(value) costs microseconds on the agent's thread.
@@ -150,7 +155,7 @@ def encode_observable_output(text: str | None = None, tool_calls: Any = None, us
 # -- limits ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PartLimits:
-    """Initial bounds of seed 001 §4; configurable policy, not a promise that every part fits."""
+    """The bounds above; configurable policy, not a promise that every part fits."""
 
     max_part_bytes: int = 256 * KiB
     max_run_parts: int = 128
@@ -237,7 +242,7 @@ def gap_receipt(run_id: str, attempt_id: str, part: PartName | str, reason: str,
 
 
 def receipt_json(receipt: PartReceipt, **extra: Any) -> dict[str, Any]:
-    """The on-disk receipt body (keys of the seed's teaching projection, plus identity)."""
+    """The receipt body the store records (its keys, plus identity; docs/store.md)."""
     r = receipt
     body: dict[str, Any] = {"receipt_version": RECEIPT_VERSION, "runId": r.run_id, "attemptId": r.attempt_id,
                             "part": r.part.value, "capture": r.capture.value, "dispatch": r.dispatch.value,
@@ -264,47 +269,13 @@ def _failure_reason(exc: BaseException) -> PersistenceFailure:
     return PersistenceFailure.WRITE_ERROR
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """The default ``write_fn``: temp file in the same directory, fsync, rename, fsync the directory."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(path.parent)  # the rename itself must survive a power cut
-
-
-def fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 # -- the queue ------------------------------------------------------------------------------------
 @dataclass
 class _Job:
     receipt: PartReceipt
     data: bytes = field(repr=False)
     deadline: float
+    written_at: str | None = None
 
 
 @dataclass
@@ -335,17 +306,17 @@ atexit.register(_flush_all_at_exit)
 class EvidenceQueue:
     """A bounded pending set of parts and ONE lazily started writer thread (restarted after fork).
 
-    ``write_fn(path, data)`` must write ``data`` to ``path`` atomically; tests inject a slow or
-    failing one.  Nothing here raises into the agent: failures become receipts.
+    ``put_fn(store, receipt, data)`` persists a receipt (or a function returning it once the bytes are
+    durable) and its bytes (``None``: the receipt only); it defaults to :meth:`ArtifactStore.put_part` and tests inject a slow or failing one.  Nothing
+    here raises into the agent: failures become receipts.
     """
 
-    def __init__(self, store_root: str | os.PathLike[str], limits: PartLimits | None = None, *,
-                 write_fn: Callable[[Path, bytes], None] = atomic_write,
+    def __init__(self, store: ArtifactStore | str | os.PathLike[str], limits: PartLimits | None = None, *,
+                 put_fn: Callable[[ArtifactStore, Any, bytes | None], None] = ArtifactStore.put_part,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.root = Path(store_root)
-        self.parts_dir = self.root / PARTS_DIR
+        self.store = store if isinstance(store, ArtifactStore) else ArtifactStore(store)
         self.limits = limits or PartLimits.from_env()
-        self._write_fn = write_fn
+        self._put = put_fn
         self._clock = clock
         self._init_state()
         self._runs: collections.OrderedDict[str, _RunBudget] = collections.OrderedDict()
@@ -452,45 +423,31 @@ class EvidenceQueue:
             self._settle(job, outcome, failure, note)
 
     def _persist(self, job: _Job) -> tuple[PartPersistence, PersistenceFailure | None, str | None]:
-        r = job.receipt
-        directory = self.parts_dir / attempt_key(r.attempt_id)
-        bin_path = directory / f"{r.part.value}.bin"
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            self._write_fn(bin_path, job.data)
+            self._put(self.store, lambda: self._receipt_body(job, PartPersistence.STORED, None, None), job.data)
         except Exception as exc:
             failure = _failure_reason(exc)
             note = _bounded(f"{failure.value}: {getattr(exc, 'strerror', None) or type(exc).__name__}")
-            # Best effort: leave a failed receipt so the store itself explains the gap.
-            self._write_receipt(job, PartPersistence.FAILED, failure, note)
-            return PartPersistence.FAILED, failure, note
-        exc = self._write_receipt(job, PartPersistence.STORED, None, None)
-        if exc is not None:
-            # Bytes without a receipt are unreadable by design; remove them rather than leave ambiguity.
-            try:
-                bin_path.unlink()
-            except OSError:
+            try:  # best effort: a failed receipt, so the store itself explains the gap
+                self._put(self.store, self._receipt_body(job, PartPersistence.FAILED, failure, note), None)
+            except Exception:
                 pass
-            failure = _failure_reason(exc)
-            return PartPersistence.FAILED, failure, _bounded(f"receipt: {failure.value}")
+            return PartPersistence.FAILED, failure, note
+        with self._lock:
+            job.receipt = dataclasses.replace(job.receipt, written_at=job.written_at)
         return PartPersistence.STORED, None, None
 
-    def _write_receipt(self, job: _Job, state: PartPersistence, failure: PersistenceFailure | None,
-                       note: str | None) -> Exception | None:
-        """Record the receipt in the store's catalog; the exception if that failed."""
-        written = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    def _receipt_body(self, job: _Job, state: PartPersistence, failure: PersistenceFailure | None,
+                      note: str | None) -> dict[str, Any]:
+        """The receipt the store records for ``job`` in ``state``."""
         extra: dict[str, Any] = {}
         if self._clock() > job.deadline:
             extra["settled_after_timeout"] = True
+        if state is PartPersistence.STORED:
+            job.written_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         r = dataclasses.replace(job.receipt, persistence=state, persistence_reason=failure, persistence_detail=note,
-                                written_at=written if state is PartPersistence.STORED else None)
-        try:
-            record_part_receipt(self.root, receipt_json(r, **extra))
-        except Exception as exc:
-            return exc
-        with self._lock:
-            job.receipt = dataclasses.replace(job.receipt, written_at=r.written_at)
-        return None
+                                written_at=job.written_at if state is PartPersistence.STORED else None)
+        return receipt_json(r, **extra)
 
     def _settle(self, job: _Job, outcome: PartPersistence, failure: PersistenceFailure | None,
                 note: str | None) -> None:

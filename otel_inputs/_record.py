@@ -36,7 +36,9 @@ from otel_inputs._parts import (
 from otel_inputs._policy import AdmissionDecision, AttemptAdmission, CapturePolicy, admit
 from otel_inputs.store import RetentionGate, RetentionPolicy
 from otel_inputs._snapshot import CaptureLimits
-from otel_inputs.store import ArtifactStore, public_location
+from otel_inputs.store import ArtifactStore
+from otel_inputs.store.facts import SCOPE as FACTS_SCOPE
+from otel_inputs.store.facts import StoreFacts, attach_facts
 from otel_inputs.types import (
     AgentInputPacket,
     CaptureDecision,
@@ -206,7 +208,7 @@ class AgentObserver:
         self._store_root = store.root if isinstance(store, ArtifactStore) else store
         self._store: ArtifactStore | None = store if isinstance(store, ArtifactStore) else None
         self.policy = policy or CapturePolicy.from_env()
-        self.limits = limits or CaptureLimits()
+        self.limits = limits or CaptureLimits.from_env()
         self.clock = clock
         self.agent_name = agent_name
         self.agent_id = agent_id
@@ -219,6 +221,8 @@ class AgentObserver:
         self._reconciled = False
         self.part_limits = part_limits or PartLimits.from_env()
         self._parts: EvidenceQueue | None = None
+        self._facts: StoreFacts | None = None
+        self._logger_provider = logger_provider
 
     def _open_store(self) -> ArtifactStore | None:
         if self._store is None and self._store_root is not None:
@@ -230,16 +234,27 @@ class AgentObserver:
             self._gate = RetentionGate(self._store, self.retention)
             self._gate.start()
         if self._store is not None and self._parts is None:
-            self._parts = EvidenceQueue(self._store.root, self.part_limits)
+            self._parts = EvidenceQueue(self._store, self.part_limits)
+        if self._store is not None and self._facts is None:
+            try:  # every change of an item's state, also as a log record (docs/wire.md, "The store fact")
+                self._facts = attach_facts(self._store, _logs.get_logger(
+                    FACTS_SCOPE, _version(), logger_provider=self._logger_provider))
+            except Exception as exc:  # noqa: BLE001 - facts are telemetry: never a reason to fail capture
+                _log.warning("otel_inputs: store facts not emitted: %s", exc)
         return self._store
 
     def _store_location(self) -> str | None:
         """The store's bucket location without credentials; ``None`` without a store or a bucket."""
         try:
+            url = None
             if self._store is not None:
-                return public_location(self._store.bucket.configured_url())
-            if self._store_root is not None:
-                return public_location(os.environ.get(names.ENV_OBJECTS_URL))
+                url = self._store.objects_url or os.environ.get(names.ENV_OBJECTS_URL)
+            elif self._store_root is not None:
+                url = os.environ.get(names.ENV_OBJECTS_URL)
+            if url:
+                from otel_inputs.store.bucket import public_location  # only with a bucket (docs/objects.md)
+
+                return public_location(url)
         except Exception:  # noqa: BLE001 - a location is a convenience for viewers, never a failure
             pass
         return None
@@ -260,7 +275,7 @@ class AgentObserver:
         threading.Thread(target=run, name="otel-inputs-reconcile", daemon=True).start()
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait for queued exchange parts and manifest syncs (for shutdown and tests)."""
+        """Wait for queued exchange parts and ended marks (for shutdown and tests)."""
         ok = self._parts.flush(timeout) if self._parts is not None else True
         if self._store is not None:
             self._store.flush()
@@ -391,6 +406,8 @@ class AgentObserver:
             try:
                 store = self._open_store()
                 rec.parts = self._parts
+                if store is not None and self._facts is not None:  # whose facts vouch for this attempt
+                    span.set_attribute(names.STORE_ID, self._facts.store_id)
             except OSError as exc:
                 store_error = exc
         decision = admit(self.policy, admission, sampled=bool(sampled),

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from otel_inputs import names
 from otel_inputs._media import SNIFF_BYTES, Utf8Validator, classify
-from otel_inputs._text import safe_text
-from otel_inputs.store import AttemptStaging, StoreWriteError, write_all
+from otel_inputs.text import safe_text
+from otel_inputs.store import AttemptStaging, StoreWriteError
 from otel_inputs.types import Bound, CaptureStatus, PreviewKind
 
 MAX_FILES = 100
@@ -29,6 +31,7 @@ MAX_SECONDS = 5.0
 _CHUNK = 1 << 20
 _SMALL_FILE = 256 * 1024
 _READ_SLACK = 64 * 1024  # room to see EOF (or growth) in the same read
+_log = logging.getLogger("otel_inputs")
 STORE_BUDGET_DETAIL = "snapshot disk budget exhausted (protected snapshots fill the store budget)"
 
 _OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
@@ -44,6 +47,24 @@ class CaptureLimits:
     max_file_bytes: int = MAX_FILE_BYTES
     max_total_bytes: int = MAX_TOTAL_BYTES
     max_seconds: float = MAX_SECONDS
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> CaptureLimits:
+        """The default bounds, with the wall-time bound from ``OTEL_INPUTS_CAPTURE_MAX_SECONDS`` when set
+        (a slow or busy disk may need more than the default; docs/configuration.md)."""
+        env = os.environ if env is None else env
+        raw = (env.get(names.ENV_CAPTURE_MAX_SECONDS) or "").strip()
+        if not raw:
+            return cls()
+        try:
+            seconds = float(raw)
+            if not 0 < seconds < float("inf"):
+                raise ValueError(raw)
+        except ValueError:
+            _log.warning("otel_inputs: ignoring %s=%r (want a positive number of seconds); using %g",
+                         names.ENV_CAPTURE_MAX_SECONDS, raw, MAX_SECONDS)
+            return cls()
+        return cls(max_seconds=seconds)
 
     def describe(self, bound: Bound) -> str:
         value = {
@@ -122,13 +143,6 @@ def _kind_name(mode: int) -> str:
     return "special file"
 
 
-def _write(out, data) -> None:
-    try:
-        write_all(out, data)
-    except OSError as exc:  # the store's disk, not the source: a store gap
-        raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
-
-
 def copy_regular_file(
     dir_fd: int | None,
     name: str,
@@ -202,10 +216,10 @@ def copy_regular_file(
                     small.append(bytes(chunk))
                     if copied + n > _SMALL_FILE:  # grew while we read: switch to a temp file
                         tmp, out = staging.open_temp()
-                        _write(out, b"".join(small))
+                        out.write(b"".join(small))
                         small = None
                 else:
-                    _write(out, chunk)
+                    out.write(chunk)
                 utf8.feed(chunk)
                 if len(head) < SNIFF_BYTES:
                     head += bytes(chunk[: SNIFF_BYTES - len(head)])
@@ -246,7 +260,7 @@ def copy_regular_file(
         if small is not None and staging.reference_existing(hexdigest) is None:
             tmp, out = staging.open_temp()
             with out:
-                _write(out, b"".join(small))
+                out.write(b"".join(small))
         media, preview = classify(head, is_utf8=utf8.valid, size=copied)
         return FileOutcome(
             rel_parts,

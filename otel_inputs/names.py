@@ -30,7 +30,7 @@ SPAN_NAME_PREFIX = "invoke_agent"
 
 # OpenInference (Arize) names, read from foreign spans only.
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
-# A CHAIN span wraps the LLM span it calls, so only LLM and AGENT spans are attempts.
+# Kinds that send messages or run an agent (a CHAIN span contains a run: OPENINFERENCE_KIND_CHAIN).
 OPENINFERENCE_LLM_KINDS = ("LLM", "AGENT")
 OPENINFERENCE_INPUT_VALUE = "input.value"
 OPENINFERENCE_SESSION_ID = "session.id"
@@ -71,6 +71,7 @@ PACKET_GAP_REASON = "otel_inputs.packet.gap_reason"
 CAPTURE_DECISION = "otel_inputs.capture.decision"
 CAPTURE_GAP_REASON = "otel_inputs.capture.gap_reason"
 STORE_OBJECTS_URL = "otel_inputs.store.objects_url"  # the recording store's bucket location (credential-free)
+STORE_ID = "otel_inputs.store.id"  # the recording store's random id (also on each of its store facts)
 
 # --- Links ------------------------------------------------------------------------------------
 LINK_KIND = "otel_inputs.link.kind"
@@ -154,6 +155,16 @@ EXCHANGE_PART_EVENT_ATTRIBUTES = (
     PART_DETAIL,
 )
 
+# -- store facts (docs/wire.md, "The store fact"): a log record per change of an item's state -----
+STORE_FACT_EVENT = "otel_inputs.store.item_state"  # event name; no body, never content
+STORE_ITEM_KEY = "otel_inputs.store.item_key"  # input id, "part:<name>", "" (the attempt), or an object's SHA-256
+STORE_ITEM_SHA256 = "otel_inputs.store.item_sha256"
+STORE_STATE = "otel_inputs.store.state"  # otel_inputs.types.ItemState
+STORE_REASON = "otel_inputs.store.reason"  # why not captured / evicted / upload failed (a kind, no message)
+STORE_REVOKED_AT = "otel_inputs.store.revoked_at"  # ns since the epoch; only when its source was revoked
+STORE_SEQ = "otel_inputs.store.seq"  # the catalog's change number: for one item the highest is its state now
+
+ENV_CAPTURE_MAX_SECONDS = "OTEL_INPUTS_CAPTURE_MAX_SECONDS"  # the wall-time bound of one attempt's capture
 ENV_PART_MAX_BYTES = "OTEL_INPUTS_PART_MAX_BYTES"
 ENV_RUN_MAX_PARTS = "OTEL_INPUTS_RUN_MAX_PARTS"
 ENV_RUN_MAX_BYTES = "OTEL_INPUTS_RUN_MAX_BYTES"
@@ -168,19 +179,14 @@ ENV_STORE_MIN_FREE = "OTEL_INPUTS_STORE_MIN_FREE"
 ENV_RUN_BUDGET = "OTEL_INPUTS_RUN_BUDGET"
 ENV_ACCESS_POLICY = "OTEL_INPUTS_ACCESS_POLICY"
 ENV_REVOCATIONS = "OTEL_INPUTS_REVOCATIONS"
-# snapshot bytes on object storage (otel_inputs.store._remote, docs/objects.md): the bucket URL
+# snapshot bytes on object storage (otel_inputs.store.bucket, docs/objects.md): the bucket URL
 # (s3://bucket/prefix, gs://..., file:///dir; fsspec options from its own FSSPEC_<PROTOCOL> variables)
 # and the bound of the background upload queue (objects; a commit past it records a queue_full gap)
 ENV_OBJECTS_URL = "OTEL_INPUTS_OBJECTS_URL"
 ENV_OBJECTS_QUEUE = "OTEL_INPUTS_OBJECTS_QUEUE"
 ENV_OBJECTS_TIMEOUT_S = "OTEL_INPUTS_OBJECTS_TIMEOUT_S"  # one bucket call's deadline, seconds
-# the catalog published beside the objects (otel_inputs.store._publish, docs/fleet.md): at most one
-# background publish per this many seconds ("off": only `otel-inputs store publish` and the
-# maintenance commands publish); the fleet viewer's bucket roots (comma-separated URLs, the only
-# places it fetches catalogs from) and its download cache
-ENV_CATALOG_PUBLISH_S = "OTEL_INPUTS_CATALOG_PUBLISH_S"
+# the fleet viewer's bucket roots (comma-separated URLs, the only places it reads bytes from; docs/fleet.md)
 ENV_OBJECTS_ROOTS = "OTEL_INPUTS_OBJECTS_ROOTS"
-ENV_CATALOG_CACHE = "OTEL_INPUTS_CATALOG_CACHE"
 # === Foreign encodings read by the exporter's projection (docs/encodings.md) ====================
 # Read from other instrumentations' spans and log records only; otel-inputs never writes them.
 GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
@@ -203,6 +209,8 @@ EVENT_ASSISTANT_MESSAGE = "gen_ai.assistant.message"
 EVENT_TOOL_MESSAGE = "gen_ai.tool.message"
 EVENT_CHOICE = "gen_ai.choice"
 EVENT_CONTENT_PROMPT = "gen_ai.content.prompt"  # semconv <= 1.27 span event carrying gen_ai.prompt
+# The attribute holding a per-message span event's content (Strands: a JSON list of {"text": ...}).
+EVENT_CONTENT_KEY = "content"
 # OpenLLMetry (Traceloop): indexed "gen_ai.prompt.<i>.role|content", no gen_ai.operation.name.
 OPENLLMETRY_REQUEST_TYPE = "llm.request.type"
 OPENLLMETRY_PROMPT_PREFIX = "gen_ai.prompt"
@@ -216,8 +224,28 @@ OPENINFERENCE_COMPLETION_TOKENS = "llm.token_count.completion"
 OPENINFERENCE_TOOL_NAME = "tool.name"
 OPENINFERENCE_TOOL_PARAMETERS = "tool.parameters"
 OPENINFERENCE_STEP_KINDS = ("TOOL", "EMBEDDING", "RETRIEVER", "RERANKER")
+# A CHAIN span contains a run (LangGraph's root, its nodes and runnables): the root is the attempt.
+OPENINFERENCE_KIND_CHAIN = "CHAIN"
 # pydantic-ai: the agent-run span's whole conversation (inputs and outputs), GenAI message JSON.
 PYDANTIC_AI_ALL_MESSAGES = "pydantic_ai.all_messages"
+# The Vercel AI SDK's own telemetry (experimental_telemetry, ai <= 6): exporter/_encodings/vercel_ai.py.
+VERCEL_OPERATION_ID = "ai.operationId"
+VERCEL_TOOL_CALL_OPERATION = "ai.toolCall"  # also the span name
+VERCEL_PROMPT = "ai.prompt"
+VERCEL_PROMPT_MESSAGES = "ai.prompt.messages"
+VERCEL_MODEL_ID = "ai.model.id"
+VERCEL_MODEL_PROVIDER = "ai.model.provider"
+VERCEL_RESPONSE_MODEL = "ai.response.model"
+VERCEL_USAGE_INPUT_TOKENS = "ai.usage.inputTokens"
+VERCEL_USAGE_OUTPUT_TOKENS = "ai.usage.outputTokens"
+VERCEL_USAGE_PROMPT_TOKENS = "ai.usage.promptTokens"  # ai <= 4
+VERCEL_USAGE_COMPLETION_TOKENS = "ai.usage.completionTokens"  # ai <= 4
+VERCEL_TOOL_CALL_NAME = "ai.toolCall.name"
+VERCEL_TOOL_CALL_ID = "ai.toolCall.id"
+VERCEL_TOOL_CALL_ARGS = "ai.toolCall.args"
+VERCEL_TOOL_CALL_INPUT = "ai.toolCall.input"
+VERCEL_FUNCTION_ID = "ai.telemetry.functionId"
+VERCEL_METADATA_SESSION_ID = "ai.telemetry.metadata.sessionId"
 # === end of foreign-encodings block =============================================================
 
 # === GenAI conventions, log events and backend compatibility (issue 11, agentside) ===========
@@ -251,6 +279,92 @@ LANGFUSE_TYPE_AGENT = "agent"
 
 ENV_BACKEND_COMPAT = "OTEL_INPUTS_BACKEND_COMPAT"
 # === end of GenAI/compat block ================================================================
+# === Coding agents: the records otel-inputs hooks send, and the runtimes' own names (issue 21) ==
+# Written by otel_inputs/hooks (installed by `otel-inputs setup`): log records sent to
+# `otel-inputs collect`, one per turn the hook saw and one per instruction file it listed.
+HOOK_TURN_EVENT = "otel_inputs.hook.turn"
+INSTRUCTION_FILE_EVENT = "otel_inputs.instruction_file"
+HOOK_RUNTIME = "otel_inputs.hook.runtime"  # claude-code | codex | gemini-cli
+HOOK_EVENT = "otel_inputs.hook.event"  # the runtime's hook event (UserPromptSubmit, InstructionsLoaded, BeforeAgent)
+HOOK_TURN_KEY = "otel_inputs.hook.turn_key"  # the runtime's id of the turn (Claude prompt_id, Codex turn_id)
+HOOK_PROCESS_KEY = "otel_inputs.hook.process_key"  # the agent process that ran the hook (pid:start time)
+HOOK_CAPTURE_ID = "otel_inputs.hook.capture_id"  # the artifact-store attempt holding the snapshots
+HOOK_PROMPT_SHA256 = "otel_inputs.hook.prompt_sha256"
+HOOK_PROMPT_LENGTH = "otel_inputs.hook.prompt_length"
+HOOK_FILE_COUNT = "otel_inputs.hook.file_count"
+HOOK_GAP = "otel_inputs.hook.gap"  # what the hook could not do, one line per gap
+INSTRUCTION_DISCOVERY = "otel_inputs.instruction.discovery"  # why the hook listed the file
+INSTRUCTION_MEMORY_TYPE = "otel_inputs.instruction.memory_type"  # Claude Code's InstructionsLoaded report
+INSTRUCTION_LOAD_REASON = "otel_inputs.instruction.load_reason"  # Claude Code's InstructionsLoaded report
+# Claude Code with OTEL_LOG_RAW_API_BODIES=file:DIR: the worker reads each request body of the turn (agent-side)
+# into the store at its end (Stop) and says, per instruction file, whether its bytes are in it.
+REQUEST_BODY_EVENT = "otel_inputs.request_body"
+REQUEST_BODY_REF = "otel_inputs.request_body.ref"  # the body's path exactly as the runtime's body_ref names it
+INSTRUCTION_DELIVERED = "otel_inputs.instruction.delivered"  # per file, in a request_body record's order
+INSTRUCTION_DELIVERED_DETAIL = "otel_inputs.instruction.delivered_detail"
+RUNTIME_CLAUDE_CODE = "claude-code"
+RUNTIME_CODEX = "codex"
+RUNTIME_GEMINI_CLI = "gemini-cli"
+RUNTIMES = (RUNTIME_CLAUDE_CODE, RUNTIME_CODEX, RUNTIME_GEMINI_CLI)
+ENV_HOOK_ENDPOINT = "OTEL_INPUTS_HOOK_ENDPOINT"  # OTLP/HTTP base URL the hook worker sends to
+# === end of coding-agents block ==================================================================
+
+# === Coding agents' own telemetry, read (never written) by exporter/_encodings (docs/coding-agents.md) =====
+# Dotted names are in docs/wire.md ("Names read from coding agents") and the registry; the rest are the
+# runtimes' plain attribute and event names, kept here so no module spells them.
+EVENT_NAME_ATTR = "event.name"  # a log record's name when its EventName is empty or a source location
+EVENT_SEQUENCE_ATTR = "event.sequence"
+SOURCE_LOCATION_PREFIX = "event "  # Codex's EventName: "event otel/src/...rs:1234"
+# Claude Code (service claude-code)
+CLAUDE_SPAN_INTERACTION = "claude_code.interaction"
+CLAUDE_SPAN_LLM_REQUEST = "claude_code.llm_request"
+CLAUDE_SPAN_TOOL = "claude_code.tool"
+CLAUDE_PROMPT_ID = "prompt.id"
+CLAUDE_EVENT_USER_PROMPT = "user_prompt"
+CLAUDE_EVENT_API_REQUEST_BODY = "api_request_body"
+CLAUDE_EVENT_API_REQUEST = "api_request"
+CLAUDE_EVENT_TOOL_RESULT = "tool_result"
+CLAUDE_USER_PROMPT = "user_prompt"
+CLAUDE_PROMPT = "prompt"
+CLAUDE_QUERY_SOURCE = "query_source"
+CLAUDE_BODY = "body"
+CLAUDE_BODY_REF = "body_ref"
+CLAUDE_BODY_TRUNCATED = "body_truncated"
+CLAUDE_BODY_LENGTH = "body_length"
+CLAUDE_MODEL = "model"
+CLAUDE_INPUT_TOKENS = "input_tokens"
+CLAUDE_OUTPUT_TOKENS = "output_tokens"
+CLAUDE_TOOL_NAME = "tool_name"
+CLAUDE_TOOL_USE_ID = "tool_use_id"
+CLAUDE_TOOL_INPUT = "tool_input"
+CLAUDE_FILE_PATH = "file_path"
+# Codex CLI (services codex_exec, codex_*)
+CODEX_SPAN_TURN = "session_task.turn"
+CODEX_SPAN_REQUEST = "try_run_sampling_request"
+CODEX_SPAN_RESPONSE_EVENT = "handle_responses"
+CODEX_TURN_ID = "turn.id"
+CODEX_CONVERSATION_ID = "conversation.id"
+CODEX_TOOL_PHASE = "codex.tool.phase"
+CODEX_CALL_ID = "call_id"
+CODEX_TOOL_NAME = "tool_name"
+CODEX_MODEL = "model"
+CODEX_ARGUMENTS = "arguments"
+CODEX_PROMPT = "prompt"
+CODEX_EVENT_USER_PROMPT = "codex.user_prompt"
+CODEX_EVENT_TOOL_RESULT = "codex.tool_result"
+# Gemini CLI (service gemini-cli)
+GEMINI_EVENT_USER_PROMPT = "gemini_cli.user_prompt"
+GEMINI_EVENT_API_REQUEST = "gemini_cli.api_request"
+GEMINI_EVENT_TOOL_CALL = "gemini_cli.tool_call"
+GEMINI_TOOL_CALL_ID = "gen_ai.tool.call_id"  # Gemini's spelling; GenAI's is gen_ai.tool.call.id
+GEMINI_OPERATION_LLM_CALL = "llm_call"
+GEMINI_OPERATION_TOOL_CALL = "tool_call"
+GEMINI_ROLE = "role"
+GEMINI_REQUEST_TEXT = "request_text"
+GEMINI_FUNCTION_ARGS = "function_args"
+GEMINI_PROMPT = "prompt"
+# === end of coding agents' names ==================================================================
+
 # Local secret for the keyed digests of collector-config/vendor.yaml (read by the Collector).
 ENV_EXPORT_DIGEST_KEY = "OTEL_INPUTS_EXPORT_DIGEST_KEY"
 

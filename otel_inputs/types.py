@@ -16,6 +16,7 @@ class SourceKind(_StrEnum):
     PREVIOUS_ENVELOPE = "previous_envelope"
     CONTEXT_HANDOFF = "context_handoff"
     EXPLICIT_ATTACHMENT = "explicit_attachment"
+    INSTRUCTION_FILE = "instruction_file"  # a coding agent's CLAUDE.md / AGENTS.md / GEMINI.md (hooks)
 
 
 class TaskSourceKind(_StrEnum):
@@ -44,6 +45,19 @@ class ArtifactStatus(_StrEnum):
     AVAILABLE = "available"
     EVICTED = "evicted"
     NEVER_CAPTURED = "never_captured"
+
+
+class ItemState(_StrEnum):
+    """An item's state as its store records it (docs/wire.md, the store fact ``otel_inputs.store.item_state``);
+    whether its source was revoked is a separate flag, since retention's answer comes before revocation's."""
+
+    CAPTURED = "captured"  # its bytes are stored and may be read (subject to the reader's checks)
+    NOT_CAPTURED = "not_captured"  # recorded without bytes (a gap); the reason says why
+    EVICTED = "evicted"  # retention took its bytes (reason: the limit)
+    PURGED = "purged"
+    DELETED = "deleted"  # its attempt's record went with its run (``store delete-run``)
+    UPLOADED = "uploaded"  # an object's bucket copy is verified (object-level: no attempt)
+    UPLOAD_FAILED = "upload_failed"  # an object's upload failed or was skipped (reason: the kind)
 
 
 class ReadbackOutcome(_StrEnum):

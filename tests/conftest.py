@@ -9,6 +9,13 @@ from typing import Any
 
 import pytest
 
+from otel_inputs import names
+
+# The capture's wall-time bound (5 s by default) is a product bound: on a busy CI machine an
+# ordinary capture can cross it, and no test's verdict may depend on the machine's load. Tests of
+# that bound pass their own CaptureLimits (or a fake clock); subprocesses inherit this.
+os.environ.setdefault(names.ENV_CAPTURE_MAX_SECONDS, "300")
+
 # Without the background-networking flags chromium keeps calling out, and this machine refuses it.
 CHROMIUM_ARGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",

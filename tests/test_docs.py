@@ -34,6 +34,7 @@ ENUMS: dict[str, type[Enum] | tuple[str, ...]] = {
     names.PART_REASON: t.PartReason,
     names.PART_DISPATCH: t.PartDispatch,
     names.PART_PERSISTENCE: t.PartPersistence,
+    names.STORE_STATE: t.ItemState,
     names.LINK_KIND: (names.LINK_PREVIOUS_TURN, names.LINK_RETRY_OF),
     names.EXPORT_REDACTION: (names.EXPORT_REDACTION_ALLOWLIST,),
 }
@@ -64,6 +65,8 @@ def registry_names() -> set[str]:
     for group in registry():
         if group["type"] == "event":
             out.add(group["name"])
+        if group["type"] == "span" and "span_name" in group:  # a span name read from a coding agent
+            out.add(group["span_name"])
         for attr in group.get("attributes", []):
             out.add(attr.get("id") or attr["ref"])
     return out

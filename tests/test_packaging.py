@@ -31,68 +31,119 @@ def test_no_generic_top_level_import_package_is_installed() -> None:
     assert config["package-dir"]["otel_inputs.viewer"] == "viewer"
 
 
-def _modules(folder: str, package: str) -> dict[str, Path]:
+ROOTS = (("otel_inputs", "otel_inputs"), ("exporter", "otel_inputs.exporter"), ("viewer", "otel_inputs.viewer"))
+# The product's parts (docs/architecture.md, "Parts"), longest package first: a module belongs to the first
+# whose package it is in.  A part may import another part only through that part's public modules.
+PARTS = ("otel_inputs.exporter", "otel_inputs.viewer", "otel_inputs.store", "otel_inputs")
+
+
+def _modules() -> dict[str, Path]:
     files = {}
-    for path in (ROOT / folder).rglob("*.py"):
-        parts = [p for p in path.relative_to(ROOT / folder).with_suffix("").parts if p != "__init__"]
-        files[".".join([package, *parts])] = path
+    for folder, package in ROOTS:
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = [p for p in path.relative_to(ROOT / folder).with_suffix("").parts if p != "__init__"]
+            files[".".join([package, *parts])] = path
     return files
 
 
-def _all_imports(folder: str, package: str) -> dict[str, set[str]]:
-    """Every ``package`` module under ``folder`` and every module it imports anywhere (function-level
-    imports too; ``TYPE_CHECKING`` blocks left out, they never run); ``from pkg import name`` counts
-    as importing ``pkg`` and ``pkg.name``."""
-    graph: dict[str, set[str]] = {}
-    for name, path in _modules(folder, package).items():
-        deps: set[str] = set()
-
-        class Imports(ast.NodeVisitor):
-            def visit_If(self, node: ast.If) -> None:
-                if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
-                    self.generic_visit(node)
-
-            def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-                if node.module:
-                    deps.add(node.module)
-                    deps.update(f"{node.module}.{alias.name}" for alias in node.names)
-
-            def visit_Import(self, node: ast.Import) -> None:
-                deps.update(alias.name for alias in node.names)
-
-        Imports().visit(ast.parse(path.read_text()))
-        graph[name] = deps
-    return graph
+def _imports(source: str) -> set[str]:
+    """Every module ``source`` imports anywhere: at the top, inside functions and under ``TYPE_CHECKING``
+    (a loop through any of them still ties the modules together); ``from pkg import name`` counts as
+    importing ``pkg`` and ``pkg.name``."""
+    deps: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            deps.add(node.module)
+            deps.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            deps.update(alias.name for alias in node.names)
+    return deps
 
 
-def _module_imports(folder: str, package: str) -> dict[str, set[str]]:
-    """The same, limited to the modules of ``package`` (``from pkg import module`` is the module)."""
-    files = _modules(folder, package)
+def _graph() -> dict[str, set[str]]:
+    """Module -> the product modules it imports (``from pkg import module`` is the module, not pkg)."""
+    files = _modules()
     graph = {}
-    for name, deps in _all_imports(folder, package).items():
-        inside = {d for d in deps if d in files and d != name}
-        # `from pkg import module` imports the module, not pkg's __init__ (unless a name of it is used)
+    for name, path in files.items():
+        inside = {d for d in _imports(path.read_text()) if d in files and d != name}
         graph[name] = {d for d in inside if not any(o.startswith(d + ".") and o in files for o in inside)}
     return graph
 
 
-def test_no_module_imports_one_that_imports_it_back() -> None:
-    """Within otel_inputs (agent API and store), the exporter and the viewer, no module imports a module that imports it back."""
-    for folder, package in (("otel_inputs", "otel_inputs"), ("exporter", "otel_inputs.exporter"),
-                            ("viewer", "otel_inputs.viewer")):
-        graph = _module_imports(folder, package)
-        pairs = sorted({tuple(sorted((a, b))) for a, deps in graph.items() for b in deps if a in graph.get(b, ())})
-        assert not pairs, pairs
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
 
 
-def test_the_viewer_and_exporter_import_only_public_modules_of_the_other_parts() -> None:
-    """The viewer imports no private module of the exporter, the store or the agent API; the exporter none of the store's or the agent API's."""
+def _part(module: str) -> str:
+    return next(p for p in PARTS if module == p or module.startswith(p + "."))
+
+
+# Circles found when this check learned to see them, in parts being reworked elsewhere (docs/architecture.md):
+# each is held here, by name, until it goes; any other circle fails.
+KNOWN_CIRCLES = (
+    ["otel_inputs.exporter._grpc", "otel_inputs.exporter._http", "otel_inputs.exporter._sink"],  # TYPE_CHECKING
+    ["otel_inputs.viewer._lineage", "otel_inputs.viewer._queries", "otel_inputs.viewer._retries"],  # TYPE_CHECKING
+)
+
+
+def test_no_import_circle_of_any_length() -> None:
+    """No module reaches itself through its imports, counting function-level and TYPE_CHECKING imports."""
+    assert [c for c in _cycles(_graph()) if c not in KNOWN_CIRCLES] == []
+
+
+def test_the_cycle_check_sees_a_circle_through_a_function_level_import() -> None:
+    """The circle finder reports a three-module loop closed by an import inside a function."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert "x.y" in _imports("def f():\n    from x.y import z\n")
+    assert "x.t" in _imports("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x.t\n")
+
+
+def test_parts_import_only_the_public_modules_of_other_parts() -> None:
+    """The agent API, the store, the exporter and the viewer import no private (underscore) module of
+    another part; within a part anything goes."""
+    files = _modules()
     private = []
-    for folder, package, foreign in (("viewer", "otel_inputs.viewer", ("otel_inputs.exporter", "otel_inputs.store", "otel_inputs")),
-                                     ("exporter", "otel_inputs.exporter", ("otel_inputs.store", "otel_inputs"))):
-        for name, deps in _all_imports(folder, package).items():
-            for dep in deps:
-                owner = next((f for f in foreign if dep.startswith(f + ".")), None)
-                if owner and not dep.startswith(package) and dep[len(owner) + 1:].split(".")[0].startswith("_"):
-                    private.append(f"{name} imports {dep}")
+    for name, path in files.items():
+        mine = _part(name)
+        for dep in _imports(path.read_text()):
+            if not (dep == "otel_inputs" or dep.startswith("otel_inputs.")):
+                continue
+            theirs = _part(dep)
+            rest = dep[len(theirs) + 1:].split(".") if dep != theirs else []
+            # `from pkg import name`: a trailing name that is not a module is an attribute, not a module
+            if rest and dep not in files and dep.rsplit(".", 1)[0] in files:
+                rest = rest[:-1]
+            if theirs != mine and any(seg.startswith("_") for seg in rest):
+                private.append(f"{name} imports {dep}")
     assert not private, private

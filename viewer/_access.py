@@ -17,8 +17,10 @@ render time from the store's public face, never cached across refreshes:
   inline hides the exact messages too (they carry its content).
 
 Identity is Streamlit's logged-in user when ``[auth]`` is configured (``st.login``, OIDC), else the
-OS user (:func:`otel_inputs.viewer._evidence.viewer_identity`).  With ``[auth]`` configured and nobody
-logged in, :func:`login_gate` shows only a login button.
+OS user (:func:`otel_inputs.viewer._evidence.viewer_identity`, the one identity function).  With
+``[auth]`` configured and nobody logged in, :func:`login_gate` shows only a login button, and the
+signed-out identity is allowed no run whatever the policy says, so no other entry point (a
+bundle, a preview) shows content either.
 
 The policy file may say whether labels and paths of purged or revoked items stay visible::
 
@@ -34,7 +36,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from otel_inputs.store import (
     AccessPolicy,
@@ -45,16 +47,13 @@ from otel_inputs.store import (
     purge_state,
 )
 from otel_inputs import names
+from otel_inputs.viewer._evidence import NO_LOGIN, SIGNED_OUT, auth_configured, viewer_identity
 from otel_inputs.viewer._format import time_text
 from otel_inputs.viewer._queries import AttemptBundle, AttemptRecord, InputRecord
-
-if TYPE_CHECKING:
-    from otel_inputs.viewer._evidence import Evidence
 
 T = TypeVar("T")
 
 PURGED = "purged"
-NO_LOGIN = "Log in to see recorded attempts."
 
 # Delivery modes whose content is part of the exact messages sent (so withholding the item
 # withholds the messages); path references and session history are not embedded by this tool.
@@ -121,15 +120,18 @@ class Access:
 
     # -- permission ---------------------------------------------------------------------------
     def run_allowed(self, run_id: str | None) -> bool:
-        return self.policy is not None and self.policy.allows(self.viewer, run_id)
+        return self.policy is not None and self.viewer != SIGNED_OUT and self.policy.allows(self.viewer, run_id)
 
     @property
     def sees_all(self) -> bool:
         """Whether every run is visible to this viewer, so totals over all runs may be shown as they are."""
-        return self.policy is not None and self.viewer not in self.policy.viewers and self.policy.default_allow
+        return (self.policy is not None and self.viewer != SIGNED_OUT and self.viewer not in self.policy.viewers
+                and self.policy.default_allow)  # fmt: skip
 
     def denial(self) -> str:
         """The sentence a denied viewer reads (it names no run, attempt or content)."""
+        if self.viewer == SIGNED_OUT:
+            return f"permission_denied: {NO_LOGIN}"
         if self.policy is None:
             return f"permission_denied: nothing is shown until the access policy is fixed ({self.problem})."
         return f"permission_denied: the access policy does not let {self.viewer} see this run or its attempts."
@@ -182,7 +184,8 @@ class Access:
                 purged = bool(ps.inputs_purged_at_ns)
                 at = min(ps.inputs_purged_at_ns.values()) if purged else None
             why = (f"{PURGED} {_when(at)}" if purged
-                   else self._revoked(getattr(row, "sha256", None), getattr(row, "source_path", None)))
+                   else self._revoked_item(attempt_id, input_id, getattr(row, "sha256", None),
+                                           getattr(row, "source_path", None)))
             if why:
                 changes = {}
                 if not self.show_labels and getattr(row, "label", None) is not None:
@@ -210,11 +213,20 @@ class Access:
         why = f"; reason: {hit.reason}" if hit.reason else ""
         return f"source revoked {_when(hit.revoked_at_ns)}{why}"
 
+    def _revoked_item(self, attempt_id: str, input_id: str | None, sha256: str | None, path: str | None) -> str | None:
+        """Why one input of an attempt counts as revoked (a fleet viewer decides by its host's facts)."""
+        return self._revoked(sha256, path)
+
+    def _revoked_task(self, attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) -> str | None:
+        """Why the task's prompt file counts as revoked when no input of the attempt says so."""
+        return self._revoked(attempt.task_sha256,
+                             attempt.task_source_path if attempt.task_source_kind == "prompt_file" else None)
+
     def _item_reason(self, item: InputRecord, ps: PurgeState) -> str | None:
         at = ps.input_purged_at_ns(item.input_id)
         if at is not None or item.store_status_reason == PURGED:
             return f"{PURGED} {_when(at)}"
-        return self._revoked(item.sha256, item.source_path)
+        return self._revoked_item(item.attempt_id, item.input_id, item.sha256, item.source_path)
 
     def decide(self, attempt: AttemptRecord, inputs: Iterable[InputRecord]) -> Withheld:
         """What of ``attempt`` (and its ``inputs``) this viewer may not see, and why."""
@@ -237,8 +249,7 @@ class Access:
             i.source_kind == "prompt_file"
             or (attempt.task_source_path and i.source_path == attempt.task_source_path)
             or (attempt.task_sha256 and i.sha256 == attempt.task_sha256))]
-        task_why = items[task_items[0].input_id] if task_items else self._revoked(
-            attempt.task_sha256, attempt.task_source_path if attempt.task_source_kind == "prompt_file" else None)
+        task_why = items[task_items[0].input_id] if task_items else self._revoked_task(attempt, inputs)
         task = (f"The task text is withheld: its prompt file was {task_why}. Its size and SHA-256 are as recorded."
                 if task_why else None)
         # The exact messages (and the parts and tool arguments that repeat them) carry the task and
@@ -334,25 +345,6 @@ def withheld_of(bundle: AttemptBundle) -> Withheld:
     return w if isinstance(w, Withheld) else NOTHING
 
 
-def viewer_identity() -> str:
-    """Who is looking: the login (e-mail, else name, else subject) when ``[auth]`` is configured, else the OS user.
-
-    With login configured the OS user is never used: the server's account is not the reader's.
-    """
-    from otel_inputs.store import current_viewer
-    from otel_inputs.viewer import _evidence
-
-    user = _evidence.streamlit_user()
-    if user:
-        return user
-    if auth_configured():
-        import streamlit as st
-
-        sub = st.user.get("sub") if bool(getattr(st.user, "is_logged_in", False)) else None
-        return f"oidc-sub:{sub}" if isinstance(sub, str) and sub else "(not logged in)"
-    return current_viewer()
-
-
 def page_access() -> Access:
     """The decisions for the page being drawn (the app's configured store, the page's viewer)."""
     return current_access(os.environ.get(names.ENV_STORE))
@@ -362,9 +354,9 @@ def current_access(store_root: str | os.PathLike[str] | ArtifactStore | None, vi
                    unknown: str | None = None) -> Access:
     """The decisions for this refresh: identity, the environment's policy, the store's purges and revocations.
 
-    ``store_root`` may be a store already open (a fleet viewer's published catalog); ``unknown`` says
-    why the store that recorded the attempt cannot be asked, which withholds what a revocation
-    could cover (fail closed), as an unreadable revocation list does.
+    ``store_root`` may be a store already open; ``unknown`` says why the store that recorded the
+    attempt cannot be asked, which withholds what a revocation could cover (fail closed), as an
+    unreadable revocation list does.
     """
     who = viewer or viewer_identity()
     path = os.environ.get(names.ENV_ACCESS_POLICY)
@@ -386,16 +378,6 @@ def current_access(store_root: str | os.PathLike[str] | ArtifactStore | None, vi
         except PolicyError as exc:
             rev_problem = str(exc)  # unknown revocations withhold content (fail closed), never show it
     return Access(who, policy, store, revocations, None, show_labels, show_paths, rev_problem)
-
-
-def fleet_decisions(location: str | None, roots: tuple[str, ...], viewer: str) -> tuple[Evidence, Access]:
-    """The reader and the decisions for an attempt recorded by the store at ``location`` on a fleet
-    viewer: that store's published catalog, or, when none can vouch, a reader that refuses with the
-    reason and decisions that withhold what a revocation could cover (fail closed)."""
-    from otel_inputs.viewer._evidence import open_fleet_evidence
-
-    ev = open_fleet_evidence(location, roots, viewer)
-    return ev, current_access(ev.store, viewer, unknown=None if ev.reader is not None else ev.problem)
 
 
 # -- the same decision over raw DuckDB rows (evidence bundles) -----------------------------------
@@ -436,16 +418,6 @@ def gate_row(access: Access, table: str, row: dict[str, Any], w: Withheld) -> tu
 
 
 # -- identity: Streamlit's own authentication ---------------------------------------------------
-def auth_configured() -> bool:
-    """Whether ``[auth]`` is in Streamlit's secrets (written by ``otel-inputs view --auth-*``)."""
-    try:
-        import streamlit as st
-
-        return "auth" in st.secrets
-    except Exception:  # noqa: BLE001 - no secrets file: login is not configured
-        return False
-
-
 def login_gate() -> bool:
     """``True`` when the page may render; with login configured and nobody logged in, a login button only."""
     if not auth_configured():

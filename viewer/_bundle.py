@@ -51,6 +51,7 @@ from otel_inputs.types import PartName
 from otel_inputs.viewer import _queries as q
 from otel_inputs.viewer._access import Access, Withheld, current_access, gate_row
 from otel_inputs.viewer._evidence import open_evidence, overlay_store
+from otel_inputs.viewer._fleet import fleet_decisions, fleet_roots
 
 FORMAT = "otel-inputs-evidence-bundle"
 VERSION = 1
@@ -146,7 +147,11 @@ def collect(db_path: str | os.PathLike[str], store_root: str | os.PathLike[str] 
         source: dict[str, Any] = {"backend": db.kind, "database": db.label}
         if db.columns_not_recorded:
             source["columns_not_recorded"] = {t: sorted(c) for t, c in sorted(db.columns_not_recorded.items())}
-    ev = open_evidence(store_root, access.viewer)
+        roots = fleet_roots()
+        if roots and store_root is None:  # a fleet viewer: the recording host's store facts decide
+            ev, access = fleet_decisions(db, bundle.attempt, roots, access.viewer)
+        else:
+            ev = open_evidence(store_root, access.viewer)
     bundle, _notes = overlay_store(bundle, ev)
     w: Withheld = access.decide(bundle.attempt, bundle.inputs)
     report = BundleReport(attempt_id, source=source)

@@ -131,7 +131,7 @@ def coverage_over_time_data(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
             continue
         start = _dt_of(r.first_ns)
         for coverage, n in (("complete", r.complete), ("partial", r.partial), ("not_recorded", r.not_recorded)):
-            out.append({"run": r.run_id or "(no run id)", "start": start, "started": f"{start[:10]} {start[11:19]}",
+            out.append({"run": r.label, "start": start, "started": f"{start[:10]} {start[11:19]}",
                         "coverage": status_word(coverage), "attempts": n,
                         "share": n / r.attempts if r.attempts else 0.0})
     return out
@@ -151,7 +151,7 @@ def coverage_over_time_chart(rows: list[dict[str, Any]]) -> alt.Chart:
 
 
 def coverage_over_time_text(runs: Sequence[RunSummary]) -> str:
-    lines = [f"{r.run_id or '(no run id)'}: {r.complete} complete, {r.partial} partial, {r.not_recorded} not recorded"
+    lines = [f"{r.label}: {r.complete} complete, {r.partial} partial, {r.not_recorded} not recorded"
              for r in runs[:30]]
     return "In words (newest first):\n" + "\n".join(lines)
 

@@ -24,6 +24,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def claim_port(port: int) -> int:
+    """``port`` if it can be bound on 127.0.0.1 now (0: a free one); else a clear error with the way out."""
+    if port == 0:
+        return free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds it
+        try:
+            s.bind((HOST, port))
+        except OSError as exc:
+            raise click.ClickException(
+                f"port {port} on {HOST} is in use ({exc.strerror}); another viewer may be running there. "
+                "Choose another with --port N (make demo PORT=N), or --port 0 for a free one.") from exc
+    return port
+
+
 def streamlit_command(port: int) -> list[str]:
     """The Streamlit server command line for the app, bound to loopback only, headless."""
     return [
@@ -42,7 +57,7 @@ def streamlit_command(port: int) -> list[str]:
 
 def viewer_env(db: Path | str, store: Path | None, objects_roots: tuple[str, ...] = ()) -> dict[str, str]:
     """The app's environment: ``db`` is a DuckDB file, or a ClickHouse URL (``--clickhouse``); with
-    ``objects_roots`` a fleet viewer (previews checked against each host's published catalog)."""
+    ``objects_roots`` a fleet viewer (previews decided by each host's store facts in ClickHouse)."""
     from otel_inputs.viewer._backend import is_clickhouse
 
     env = dict(os.environ)
@@ -156,7 +171,7 @@ def write_secrets(text: str) -> Path:
 def objects_roots_option(given: tuple[str, ...]) -> tuple[str, ...]:
     """``--objects-root`` values (each may be comma-separated; else OTEL_INPUTS_OBJECTS_ROOTS), checked:
     a root with credentials, a query or ``..`` is refused (spans are only ever followed under plain roots)."""
-    from otel_inputs.store import under_roots
+    from otel_inputs.store.bucket import under_roots
 
     raw = list(given) or [os.environ.get(names.ENV_OBJECTS_ROOTS, "")]
     roots = tuple(r.strip().rstrip("/") for value in raw for r in value.split(",") if r.strip())
@@ -176,9 +191,9 @@ def objects_roots_option(given: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--store", "store", type=click.Path(path_type=Path), envvar=names.ENV_STORE, default=None,
               help="Artifact store directory, for previews (or OTEL_INPUTS_STORE).")
 @click.option("--objects-root", "objects_roots", multiple=True, metavar="URL",
-              help="A fleet viewer: check previews against the catalog each host published under this bucket "
-                   "root (s3://bucket/prefix; repeatable or comma-separated; or OTEL_INPUTS_OBJECTS_ROOTS). "
-                   "Only catalogs under these roots are ever fetched.")
+              help="A fleet viewer: previews are decided by each host's store facts in ClickHouse and read from "
+                   "its bucket under this root (s3://bucket/prefix; repeatable or comma-separated; or "
+                   "OTEL_INPUTS_OBJECTS_ROOTS). Only bytes under these roots are ever fetched.")
 @click.option("--port", type=int, default=8501, show_default=True, help="Port on 127.0.0.1; 0 picks a free one.")
 @click.option("--auth-metadata-url", envvar=names.ENV_AUTH_METADATA_URL, default=None,
               help="OpenID Connect discovery URL (.../.well-known/openid-configuration): viewers log in with it.")
@@ -192,14 +207,14 @@ def objects_roots_option(given: tuple[str, ...]) -> tuple[str, ...]:
 def view(db: Path | None, clickhouse: str | None, store: Path | None, objects_roots: tuple[str, ...], port: int,
          auth_metadata_url: str | None, auth_client_id: str | None, auth_client_secret: str | None,
          auth_cookie_secret: str | None, auth_redirect_uri: str | None) -> None:
-    """Serve the review app for DB or a ClickHouse database (and STORE, or the fleet's published
-    catalogs under --objects-root) on 127.0.0.1."""
+    """Serve the review app for DB or a ClickHouse database (and STORE, or, under --objects-root, the
+    fleet's store facts and buckets) on 127.0.0.1."""
     if (db is None) == (clickhouse is None):
         raise click.UsageError("give exactly one of --db FILE or --clickhouse URL")
     roots = objects_roots_option(objects_roots)
     if roots and store is not None:
         raise click.UsageError("give --store DIR (one machine) or --objects-root URL (a fleet), not both")
-    port = port or free_port()
+    port = claim_port(port)
     secrets_text = auth_secrets(port, auth_metadata_url, auth_client_id, auth_client_secret, auth_cookie_secret,
                                 auth_redirect_uri)
     source: Path | str
@@ -216,7 +231,7 @@ def view(db: Path | None, clickhouse: str | None, store: Path | None, objects_ro
             click.echo(f"warning: {warning}", err=True)
     secrets_path = write_secrets(secrets_text) if secrets_text else None
     login = "OIDC login required" if secrets_path else "viewer is the OS user"
-    previews = f"catalogs published under {', '.join(roots)}" if roots else f"store {store or 'not set'}"
+    previews = f"store facts, bytes under {', '.join(roots)}" if roots else f"store {store or 'not set'}"
     click.echo(f"otel-inputs viewer on {url_for(port)} ({shown}, {previews}; {login})")
     try:
         sys.exit(serve(source, store, port, secrets_path, roots))
@@ -235,12 +250,13 @@ def demo(out: Path, no_serve: bool, port: int) -> None:
     """Record a realistic multi-phase agent session into OUT, then serve the viewer on it."""
     from otel_inputs.viewer._demo import record_demo
 
+    if not no_serve:
+        port = claim_port(port)  # before recording: a busy port is said at once
     paths = record_demo(out)
     click.echo(f"recorded demo session: database {paths.db_path}, store {paths.store_path}", err=True)
     if no_serve:
         click.echo(f"serve it with: otel-inputs view --db {paths.db_path} --store {paths.store_path}", err=True)
         return
-    port = port or free_port()
     featured = paths.featured_attempt_id
     click.echo(f"open the viewer: {url_for(port)}")
     if featured:

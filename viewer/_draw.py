@@ -20,7 +20,7 @@ import streamlit as st
 
 from otel_inputs.viewer._changes import ChangesModel, text_diff
 from otel_inputs.viewer._evidence import Evidence, read_part
-from otel_inputs.viewer._format import md_escape, short_sha
+from otel_inputs.viewer._format import md_escape, short_sha, status_word
 from otel_inputs.viewer._panel import HeaderModel, ItemGroup, ItemRow, PanelModel, PartsModel, common_placement
 from otel_inputs.viewer._previews import preview, refusal_text
 from otel_inputs.viewer._steps import StepsSection
@@ -243,6 +243,8 @@ def group_table(g: ItemGroup, *, show_bytes: bool = True) -> list[dict[str, Any]
     when some item has one, a *read?* column only when the items' answers differ (else said once)."""
     with_reads = any(r.read is not None for r in g.items) and shared_read(g) is None
     with_change = any(r.change is not None for r in g.items)
+    # A coding agent's instruction files: loaded (the runtime's report) and delivered (bytes in the request).
+    with_coding = any(r.record is not None and (r.record.loaded or r.record.delivered) for r in g.items)
     rows = []
     for r in g.items[:MAX_ITEMS_PER_GROUP]:
         row: dict[str, Any] = {"#": r.seq, "label": r.label, "capture": r.capture_status,
@@ -255,6 +257,9 @@ def group_table(g: ItemGroup, *, show_bytes: bool = True) -> list[dict[str, Any]
             row["change"] = r.change or ""
         if with_reads:
             row["read?"] = r.read or ""
+        if with_coding:
+            row["loaded"] = status_word(r.record.loaded if r.record is not None else None)
+            row["delivered"] = status_word(r.record.delivered if r.record is not None else None)
         rows.append(row)
     return rows
 
@@ -262,10 +267,13 @@ def group_table(g: ItemGroup, *, show_bytes: bool = True) -> list[dict[str, Any]
 TABLE_BUDGET_PX = 1180
 """What a group's columns may take together: the main column at a 1400 px wide window (about 1,240 px)
 less the row-selection column, so every column is on screen without scrolling sideways."""
-FIXED_WIDTHS = {"#": 40, "capture": 150, "artifact": 140, "bytes": 240, "size": 75, "type": 130, "change": 80}
+FIXED_WIDTHS = {"#": 40, "capture": 150, "artifact": 140, "bytes": 240, "size": 75, "type": 130, "change": 80,
+                "loaded": 170, "delivered": 160}
 COLUMN_HELP = {
     "bytes": "Where the bytes are now: a local copy, the bucket (only once uploaded), an upload queued or failed",
     "read?": "Whether the attempt's tool steps read this file (docs/viewer.md, Was it read?)",
+    "loaded": "The coding agent's own report of loading this instruction file",
+    "delivered": "Whether the file's bytes are in the model request as recorded",
 }
 
 
@@ -349,6 +357,10 @@ def item_lines(row: ItemRow) -> list[str]:
     ]
     if row.read is not None:
         lines.append(f"Was it read? {row.read}")
+    rec = row.record
+    if rec is not None and (rec.loaded or rec.delivered):  # a coding agent's instruction file
+        lines.append(f"Loaded: {status_word(rec.loaded)} — {rec.loaded_detail or ''}")
+        lines.append(f"Delivered: {status_word(rec.delivered)} — {rec.delivered_detail or ''}")
     return lines
 
 

@@ -2,8 +2,10 @@
 
 Every byte the viewer shows (input previews, diffs, exchange parts) is read through
 :class:`otel_inputs.EvidenceReader` with the viewer's identity, so permission, retention, digest
-and source revocation are re-checked on every read.  Identity is Streamlit's logged-in user when
-login is configured, else the OS user; the access policy comes from ``OTEL_INPUTS_ACCESS_POLICY``.
+and source revocation are re-checked on every read.  Identity is :func:`viewer_identity`, the one
+function every entry point uses: Streamlit's logged-in user when login is configured (and
+:data:`SIGNED_OUT`, who sees no content anywhere, when nobody is logged in), the OS user only when
+login is not configured; the access policy comes from ``OTEL_INPUTS_ACCESS_POLICY``.
 
 The store's catalog is the one authority on an item's current status (eviction and purge change it
 after capture), so :func:`overlay_store` asks the store at render time and puts its status over
@@ -16,27 +18,21 @@ as done counts as in the bucket.
 from __future__ import annotations
 
 import dataclasses
+import getpass
 import os
 from dataclasses import dataclass
+from typing import Any
 
-from otel_inputs import names
 from otel_inputs.store import (
     AccessPolicy,
     ArtifactStore,
-    CatalogRefused,
     EvidenceReader,
-    FleetCatalogs,
-    Placement,
-    PublishedCatalog,
     PolicyError,
     ReadbackError,
     ReadResult,
-    RemoteState,
     RetentionPolicy,
-    current_viewer,
-    item_placements,
-    read_part_receipt,
 )
+from otel_inputs.store.bucket import Placement, RemoteState, bucket_of, item_placements
 from otel_inputs.types import PartName, ReadbackOutcome
 from otel_inputs.viewer._format import reason_text
 from otel_inputs.viewer._queries import AttemptBundle, InputRecord, PartRecord
@@ -45,7 +41,6 @@ PURGED = "purged"
 NO_STORE = "no artifact store configured"
 NO_BYTES = "no bytes captured"
 GAP = "a gap"
-VOUCHED = "Previews and statuses checked against"  # a fleet viewer's page says which catalog vouched
 
 
 def streamlit_user() -> str | None:
@@ -69,20 +64,66 @@ def streamlit_user() -> str | None:
     return None
 
 
+def os_user() -> str:
+    """The OS user running the viewer (the identity when no login is configured)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid:{os.getuid()}"
+
+
+SIGNED_OUT = "(not logged in)"  # the identity of a reader when login is configured and nobody is logged in
+NO_LOGIN = "Log in to see recorded attempts."
+
+
+def auth_configured() -> bool:
+    """Whether ``[auth]`` is in Streamlit's secrets (written by ``otel-inputs view --auth-*``)."""
+    try:
+        import streamlit as st
+
+        return "auth" in st.secrets
+    except Exception:  # noqa: BLE001 - no secrets file: login is not configured
+        return False
+
+
 def viewer_identity() -> str:
-    """Who is reading: the Streamlit login when configured, else the OS user."""
-    return current_viewer(streamlit_user())
+    """Who is looking: the login (e-mail, else name, else subject) when ``[auth]`` is configured, and
+    :data:`SIGNED_OUT` when nobody is logged in; the OS user only when login is not configured.
+
+    With login configured the OS user is never used: the server's account is not the reader's.  The
+    one identity function: every default (:func:`open_evidence`, :func:`~otel_inputs.viewer._fleet.host_decisions`,
+    ``current_access``) and the app use it."""
+    user = streamlit_user()
+    if user:
+        return user
+    if auth_configured():
+        import streamlit as st
+
+        try:
+            sub = st.user.get("sub") if bool(getattr(st.user, "is_logged_in", False)) else None
+        except Exception:  # noqa: BLE001 - no user object outside a script run: nobody is logged in
+            sub = None
+        return f"oidc-sub:{sub}" if isinstance(sub, str) and sub else SIGNED_OUT
+    return os_user()
+
+
+def signed_out_refusal(who: str) -> Evidence | None:
+    """The refusal every reader gives a signed-out viewer (no store, policy or catalog is asked)."""
+    return Evidence(None, who, NO_LOGIN, "permission_denied") if who == SIGNED_OUT else None
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """One refresh's reader and identity; ``reader`` is ``None`` when nothing can be read (``problem``)."""
+    """One refresh's reader and identity; ``reader`` is ``None`` when nothing can be read (``problem``).
 
-    reader: EvidenceReader | None
+    On a fleet viewer the reader is a ``FleetReader`` (viewer/_fleet.py) and ``facts`` the recording
+    host's store facts it decides from."""
+
+    reader: Any
     viewer: str
     problem: str | None = None
     problem_outcome: str = "source_unavailable"
-    vouched_by: PublishedCatalog | None = None  # a fleet viewer: the published catalog the reader runs on
+    facts: Any = None
 
     @property
     def store(self) -> ArtifactStore | None:
@@ -92,6 +133,8 @@ class Evidence:
 def open_evidence(store_root: str | os.PathLike[str] | None, viewer: str | None = None) -> Evidence:
     """The reader for this refresh: the store at ``store_root`` and the policy of the environment."""
     who = viewer or viewer_identity()
+    if (refused := signed_out_refusal(who)) is not None:
+        return refused
     if not store_root:
         return Evidence(None, who, NO_STORE, "not_found")
     root = os.fspath(store_root)
@@ -106,39 +149,6 @@ def open_evidence(store_root: str | os.PathLike[str] | None, viewer: str | None 
     return Evidence(EvidenceReader(store, policy=policy), who)
 
 
-def fleet_roots(env: dict[str, str] | None = None) -> tuple[str, ...]:
-    """The fleet viewer's objects roots (``OTEL_INPUTS_OBJECTS_ROOTS``, comma-separated); empty: not a fleet viewer."""
-    raw = (os.environ if env is None else env).get(names.ENV_OBJECTS_ROOTS, "")
-    return tuple(r.strip() for r in raw.split(",") if r.strip())
-
-
-_fleets: dict[tuple[tuple[str, ...], str], FleetCatalogs] = {}  # one per roots and cache, kept across reruns
-
-
-def fleet_catalogs(roots: tuple[str, ...]) -> FleetCatalogs:
-    """This process's published-catalog cache for ``roots`` (downloads are kept until they change)."""
-    cache = os.environ.get(names.ENV_CATALOG_CACHE, "")
-    key = (roots, cache)
-    if key not in _fleets:
-        _fleets[key] = FleetCatalogs(roots, cache or None)
-    return _fleets[key]
-
-
-def open_fleet_evidence(location: str | None, roots: tuple[str, ...], viewer: str | None = None) -> Evidence:
-    """The reader for one attempt on a fleet viewer: its store's published catalog, fetched only from
-    under ``roots``; a catalog that cannot vouch is a refusal with its reason, never "nothing"."""
-    who = viewer or viewer_identity()
-    try:
-        policy = AccessPolicy.load()
-    except PolicyError as exc:
-        return Evidence(None, who, str(exc), "permission_denied")
-    try:
-        published = fleet_catalogs(roots).open(location)
-    except CatalogRefused as exc:
-        return Evidence(None, who, str(exc), exc.outcome.value)
-    return Evidence(EvidenceReader(published.store, policy=policy), who, vouched_by=published)
-
-
 def as_evidence(source: Evidence | str | os.PathLike[str] | None) -> Evidence:
     """Accept an :class:`Evidence` or a store path (reads then use the environment's policy)."""
     return source if isinstance(source, Evidence) else open_evidence(source)
@@ -148,15 +158,9 @@ def read_input(ev: Evidence, item: InputRecord, max_bytes: int | None) -> ReadRe
     """An input's bytes through the reader (permission, retention, digest, revocation re-checked)."""
     if ev.reader is None:
         return ReadResult(ReadbackOutcome(ev.problem_outcome), ev.problem or NO_STORE)
-    return _as_of(ev, ev.reader.read(ev.viewer, item.attempt_id, item.input_id, max_bytes=max_bytes))
-
-
-def _as_of(ev: Evidence, result: ReadResult) -> ReadResult:
-    """A published catalog without the attempt says as of when: it may have committed after the publish."""
-    if ev.vouched_by is not None and result.outcome == ReadbackOutcome.NOT_FOUND and \
-            result.message.startswith("no committed record"):
-        return ReadResult(result.outcome, f"{result.message} in {ev.vouched_by.describe()}")
-    return result
+    # A coding agent's instruction file is held by its hook's store attempt, not by the turn's id.
+    store_attempt = item.capture_attempt_id or item.attempt_id
+    return ev.reader.read(ev.viewer, store_attempt, item.input_id, max_bytes=max_bytes)
 
 
 def read_part(ev: Evidence, part: PartRecord) -> ReadResult:
@@ -165,7 +169,7 @@ def read_part(ev: Evidence, part: PartRecord) -> ReadResult:
         return ReadResult(ReadbackOutcome(ev.problem_outcome), ev.problem or NO_STORE)
     if part.part_name not in {p.value for p in PartName}:
         return ReadResult(ReadbackOutcome.NOT_FOUND, "unknown part name")
-    return _as_of(ev, ev.reader.read_part(ev.viewer, part.attempt_id, part.part_name))
+    return ev.reader.read_part(ev.viewer, part.attempt_id, part.part_name)
 
 
 # -- store-authoritative status -----------------------------------------------------------------
@@ -198,7 +202,7 @@ def _placements(store: ArtifactStore, attempt_id: str,
     sentence when some inputs kept on disk are not in the bucket (an upload gap)."""
     try:
         places = item_placements(store, attempt_id)
-        bucket = bool(store.bucket.url())
+        bucket = bucket_of(store) is not None
     except Exception as exc:  # noqa: BLE001 - a catalog that cannot be read now: said, never blank
         why = f"not known: the store's catalog could not be read ({type(exc).__name__})"
         return {i.input_id: why for i in inputs}, None
@@ -234,11 +238,15 @@ def _overlay_inputs(ev: Evidence, attempt_id: str, run_id: str | None,
                else f"the store was not consulted ({listed.outcome})")
         inputs = tuple(dataclasses.replace(i, placement=f"not known: {why}") for i in inputs)
         if listed.outcome == "not_found":
-            return inputs, ()  # no manifest: the landed rows are all there is
+            return inputs, ()  # no catalog record: the landed rows are all there is
         return inputs, (f"The store's current status was not consulted ({listed.outcome}: {listed.message}); "
                         "statuses below are as landed in the database.",)
     by_id = {i.input_id: i for i in listed}  # purges are already applied by the catalog
-    placed, gap = _placements(reader.store, attempt_id, inputs)
+    if reader.store is None:  # a fleet viewer: the host's upload facts say where the bytes are
+        placed, gap = reader.placements(attempt_id, inputs), None
+        placed = {i.input_id: placed.get(i.input_id, NO_BYTES) for i in inputs}
+    else:
+        placed, gap = _placements(reader.store, attempt_id, inputs)
     out = []
     for item in inputs:
         status, reason = item.store_artifact_status, item.store_status_reason
@@ -261,10 +269,9 @@ def _receipt(ev: Evidence, part: PartRecord, run_id: str | None) -> PartRecord:
     except Exception:  # noqa: BLE001 - a broken receipt is not an authority
         return dataclasses.replace(part, receipt_outcome="not_found")
     if isinstance(body, ReadResult):
-        if body.outcome == "retention_expired":  # purged: the receipt stays visible, its bytes do not
+        if body.outcome == "retention_expired" and reader.store is not None:  # purged: the receipt stays visible
             try:
-                return dataclasses.replace(part, receipt=read_part_receipt(reader.store, part.attempt_id,
-                                                                           part.part_name),
+                return dataclasses.replace(part, receipt=reader.store.part_receipt(part.attempt_id, part.part_name),
                                            receipt_outcome="retention_expired")
             except ReadbackError:
                 pass
@@ -276,8 +283,17 @@ def overlay_store(bundle: AttemptBundle, ev: Evidence) -> tuple[AttemptBundle, t
     """The bundle with the store's current input status and part receipts, plus owner notes."""
     a = bundle.attempt
     notes: list[str] = []
-    inputs, found = _overlay_inputs(ev, a.attempt_id, a.run_id, bundle.inputs)
-    notes.extend(found)
+    # Inputs held by another store attempt (a coding agent's hook capture) are asked of that attempt.
+    by_store: dict[str, list[int]] = {}
+    for i, item in enumerate(bundle.inputs):
+        by_store.setdefault(item.capture_attempt_id or a.attempt_id, []).append(i)
+    overlaid: list[InputRecord] = list(bundle.inputs)
+    for store_attempt, places in by_store.items():
+        got, found = _overlay_inputs(ev, store_attempt, a.run_id, tuple(bundle.inputs[i] for i in places))
+        for i, item in zip(places, got):
+            overlaid[i] = item
+        notes.extend(n for n in found if n not in notes)
+    inputs = tuple(overlaid)
     previous = bundle.previous_inputs
     if previous and bundle.previous_turn_id:
         previous, _ = _overlay_inputs(ev, bundle.previous_turn_id, a.run_id, previous)

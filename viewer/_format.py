@@ -98,6 +98,7 @@ STATUS_WORDS: dict[str, str] = {
     "previous_envelope": "previous phase's envelope",
     "context_handoff": "context handoff",
     "explicit_attachment": "explicit attachment",
+    "instruction_file": "instruction file",
     # the capture bound that tripped (an input's detail)
     "file_bytes": "over the file size limit",
     "total_bytes": "over the total size limit",

@@ -26,11 +26,13 @@ METRIC_TEXT = {
     "spans_unconvertible": "spans that could not be converted",
     "spool_quarantined": "spool files quarantined",
     "artifact_rows_written": "artifact rows written",
+    "spans_unmapped": "spans stored raw, without their attempt projection",
 }
 
 
 class HealthState(str, Enum):
     OK = "ok"
+    UNMAPPED = "unmapped"  # nothing lost, but records landed from which no attempt was derived
     SPILLED = "spilled"
     DROPPED = "dropped"
     UNKNOWN = "unknown"
@@ -38,6 +40,7 @@ class HealthState(str, Enum):
 
 BADGE = {
     HealthState.OK: (":material/check_circle:", "green", "Exporter health: ok"),
+    HealthState.UNMAPPED: (":material/help:", "orange", "Exporter health: records without attempts"),
     HealthState.SPILLED: (":material/schedule:", "orange", "Exporter health: spilled"),
     HealthState.DROPPED: (":material/error:", "red", "Exporter health: dropped"),
     HealthState.UNKNOWN: (":material/help:", "gray", "Exporter health: unknown"),
@@ -51,9 +54,21 @@ class HealthModel:
     details: tuple[dict[str, object], ...]
 
 
-def health_model(rows: Sequence[HealthRow] | None, backend: str = "this backend") -> HealthModel:
+def health_model(rows: Sequence[HealthRow] | None, backend: str = "this backend", unmapped: int = 0) -> HealthModel:
     """``rows`` is ``None`` where the backend keeps no exporter counters (the stock ClickHouse
-    exporter writes none): unknown, and said so, never "ok"."""
+    exporter writes none): unknown, and said so, never "ok".  ``unmapped`` counts the records of
+    services from which no attempt was derived (docs/encodings.md): never "ok" while there are any."""
+    model = _counters_model(rows, backend)
+    if unmapped and model.state is HealthState.OK:
+        return HealthModel(HealthState.UNMAPPED, f"Nothing dropped or waiting, but {unmapped} record(s) landed from "
+                           "which no attempt was derived (the runs page names their services).", model.details)
+    if unmapped:
+        return HealthModel(model.state, f"{model.summary} {unmapped} record(s) landed from which no attempt was "
+                           "derived.", model.details)
+    return model
+
+
+def _counters_model(rows: Sequence[HealthRow] | None, backend: str) -> HealthModel:
     if rows is None:
         return HealthModel(HealthState.UNKNOWN, f"Exporter counters: not recorded on this backend ({backend} has "
                            "no exporter_health table; the Collector's own metrics say what its exporter dropped).", ())
@@ -70,6 +85,9 @@ def health_model(rows: Sequence[HealthRow] | None, backend: str = "this backend"
         state, summary = HealthState.SPILLED, f"{pending} span(s) waited on disk and are not written yet."
     else:
         state, summary = HealthState.OK, "Nothing dropped or waiting."
+    unmapped = totals.get("spans_unmapped", 0)
+    if unmapped:  # kept raw in otel_traces, but no attempt page shows them: say so on every state
+        summary += f" {unmapped} span(s) stored raw without their attempt projection (see the exporter log)."
     details = tuple(
         {"source": r.source, "counter": METRIC_TEXT.get(r.metric, r.metric.replace("_", " ")), "value": int(r.value),
          "updated": time_text(r.updated_ns)}

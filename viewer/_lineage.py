@@ -1,9 +1,10 @@
 """Session lineage for one attempt: which strictly earlier turns of the same session it inherited.
 
 Seed 000 "Shared web boundary": prior turns are only strictly earlier attempts of the same run
-with the same non-null session id, ordered by start time then attempt id.  Null session ids are
-never grouped; equal or missing timestamps never create inherited context — they make the
-ordering ambiguous, and the panel says so.
+with the same non-null session id, ordered by start time then attempt id.  Attempts with a session
+(or conversation) id but no run id — a framework on its own telemetry — are grouped by the session
+alone (docs/encodings.md).  Null session ids are never grouped; equal or missing timestamps never
+create inherited context — they make the ordering ambiguous, and the panel says so.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ class PriorTurns:
 
 
 def prior_turns(attempt: AttemptRecord, session_turns: tuple[TurnRef, ...]) -> PriorTurns:
-    """The strictly earlier same-run, same-session turns of ``attempt``, oldest first."""
-    if attempt.session_id is None or attempt.run_id is None:
+    """The strictly earlier same-run (or, without a run id, same-session) turns of ``attempt``, oldest first."""
+    if attempt.session_id is None:
         return PriorTurns((), False, "no session id recorded")
     others = [t for t in session_turns if t.attempt_id != attempt.attempt_id]
     if attempt.started_ns is None:
@@ -48,3 +49,11 @@ def previous_turn_id(attempt: AttemptRecord, prior: PriorTurns) -> str | None:
     if prior.turns and not prior.ambiguous:
         return prior.turns[-1].attempt_id
     return None
+
+
+def inferred_turn_index(attempt: AttemptRecord, prior: PriorTurns) -> int | None:
+    """The attempt's turn in its session from the order of the session's recorded attempts, when it
+    recorded none itself and that order is unambiguous (shown as inferred, never as recorded)."""
+    if attempt.turn_index is not None or attempt.session_id is None or prior.ambiguous:
+        return None
+    return len(prior.turns) + 1

@@ -8,11 +8,21 @@ Every input item appears in exactly one group; groups keep ``seq`` order; unknow
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
 from otel_inputs import names
-from otel_inputs.types import Bound, CaptureDecision, CaptureStatus, Coverage, DeliveryMode, SendKind, TaskSourceKind
+from otel_inputs.types import (
+    Bound,
+    CaptureDecision,
+    CaptureStatus,
+    Coverage,
+    DeliveryMode,
+    SendKind,
+    SourceKind,
+    TaskSourceKind,
+)
 from otel_inputs.viewer._access import withheld_of
 from otel_inputs.viewer._changes import ChangesModel, compute_changes
 from otel_inputs.viewer._format import (
@@ -34,7 +44,7 @@ from otel_inputs.viewer._previews import has_preview, unavailable_reason
 from otel_inputs.viewer._queries import AttemptBundle, AttemptRecord, InputRecord, PartRecord
 from otel_inputs.viewer._reads import ReadTools, find_reads, load_read_tools
 from otel_inputs.viewer._retries import OperationLink, operation_summary
-from otel_inputs.viewer._steps import StepsSection, exact_messages, steps_section
+from otel_inputs.viewer._steps import MESSAGE_SOURCE_TEXT, StepsSection, exact_messages, steps_section
 
 SECTION_TITLES = (
     "Task instructions",
@@ -47,6 +57,9 @@ SECTION_TITLES = (
 
 SEND_KIND_TEXT = {k.value: status_word(k.value) for k in SendKind}  # "initial request", "parse retry", "check retry"
 UNKNOWN_DELIVERY_TITLE = "Delivery mode not recorded"
+INSTRUCTION_GROUP = "instruction_file"
+INSTRUCTION_TITLE = ("Instruction files: loaded (the runtime's own report) and delivered (their bytes in the recorded "
+                     "request)")
 NOT_CONSULTED = "not known: the store was not consulted"
 PARTS_NOT_RECORDED = "Exchange parts were not recorded for this attempt."
 PART_TITLES = {"logical_request": "Logical request", "observable_output": "Observable output"}
@@ -381,9 +394,12 @@ def group_items(items: tuple[InputRecord, ...], changes: dict[str, str] | None =
     buckets: dict[str | None, list[ItemRow]] = {}
     for item in sorted(items, key=lambda i: (i.seq, i.input_id)):
         mode = item.delivery_mode if item.delivery_mode in known else None
+        if item.source_kind == SourceKind.INSTRUCTION_FILE.value:
+            mode = INSTRUCTION_GROUP  # a coding agent's instruction files: one table, declared versus delivered
         buckets.setdefault(mode, []).append(item_row(item, changes.get(item.input_id), reads.get(item.input_id)))
     return {
-        mode: ItemGroup(mode, names.DELIVERY_LABELS[mode] if mode else UNKNOWN_DELIVERY_TITLE, tuple(rows))
+        mode: ItemGroup(mode, INSTRUCTION_TITLE if mode == INSTRUCTION_GROUP
+                        else names.DELIVERY_LABELS[mode] if mode else UNKNOWN_DELIVERY_TITLE, tuple(rows))
         for mode, rows in buckets.items()
     }
 
@@ -396,7 +412,13 @@ def coverage_model(attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) -> C
     notes: list[str] = []
     coverage = attempt.input_coverage or Coverage.NOT_RECORDED.value
     received = len(inputs)
-    if attempt.is_legacy:
+    if attempt.coding_runtime is not None:
+        # A coding agent's turn: the instruction-file list is the otel-inputs hook's, its coverage as settled.
+        notes.append(f"Instruction files of a {attempt.coding_runtime} turn: present at dispatch as the otel-inputs hook "
+                     "listed them; loaded and delivered as the runtime's own telemetry says.")
+        if attempt.coverage_reason:
+            notes.append(attempt.coverage_reason)
+    elif attempt.is_legacy:
         notes.append(names.SENTENCE_NO_PACKET)
         coverage = Coverage.NOT_RECORDED.value
     else:
@@ -465,11 +487,22 @@ def coverage_summary(attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) ->
     return text + "."
 
 
+def _recorded_messages(bundle: AttemptBundle) -> tuple[AttemptRecord, str | None]:
+    """The attempt with the exact messages section 6 shows (the C2 row: the attempt span, its log event or
+    its first model step), and where they came from when not from the attempt span itself."""
+    a, m = bundle.attempt, bundle.messages
+    if m is None or a.user_prompt is not None or m.user_prompt is None:
+        return a, None
+    source = MESSAGE_SOURCE_TEXT.get(m.messages_source or "", value_text(m.messages_source))
+    return dataclasses.replace(a, user_prompt=m.user_prompt), f"The exact user message is {source} (section 6)."
+
+
 def _task_section(bundle: AttemptBundle, prior: PriorTurns) -> TaskSection:
     a = bundle.attempt
     if a.is_legacy:
-        lt = legacy_task(a, prior, bundle.recovery_prompts)
-        notes = [names.SENTENCE_LEGACY_TASK, lt.note] + [n for n in (withheld_of(bundle).task,) if n]
+        shown, source = _recorded_messages(bundle)
+        lt = legacy_task(shown, prior, bundle.recovery_prompts)
+        notes = [names.SENTENCE_LEGACY_TASK, lt.note] + [n for n in (source, withheld_of(bundle).task) if n]
         provenance = [("Source", "derived from the exact user message" if lt.derived else "the exact user message")]
         if lt.template:
             provenance.append(("Known template", lt.template))
@@ -515,15 +548,24 @@ def _dispatch_section(bundle: AttemptBundle, by_mode: dict[str | None, ItemGroup
         added = "Added on this send: " + ", ".join(parts) + "."
         if cov.coverage != Coverage.COMPLETE.value:
             added += f" Coverage is {cov.coverage}, so the counts may be incomplete."
+    current = a.user_prompt
+    if bundle.dispatch is not None and (bundle.dispatch.user_prompt is not None or current is None):
+        current = bundle.dispatch.user_prompt
+        notes.extend(n for n in (bundle.dispatch.note,) if n)
+    if current is not None and a.user_prompt is None:
+        notes.extend(n for n in (_recorded_messages(bundle)[1],) if n)
+    turn = count_text(a.turn_index)
+    if a.turn_index is None and bundle.inferred_turn_index is not None:
+        turn = f"{bundle.inferred_turn_index} (from the order of the session's recorded attempts; not recorded)"
     return DispatchSection(
         send_kind=send_kind,
-        turn_index=count_text(a.turn_index),
+        turn_index=turn,
         retry_of=a.retry_of_attempt_id,
         previous_turn=bundle.previous_turn_id,
         added_summary=added,
         coverage=cov,
         groups=_groups(by_mode, DeliveryMode.INLINE.value),
-        current_message=a.user_prompt,
+        current_message=current,
         notes=tuple(notes),
         parts=parts_model(bundle.parts, withheld_of(bundle).parts),
     )
@@ -609,11 +651,15 @@ def build_panel(bundle: AttemptBundle, read_tools: ReadTools | None = None) -> P
     by_mode = group_items(bundle.inputs, marks, reads)
     cov = coverage_model(a, bundle.inputs)
     files_notes: list[str] = []
-    if a.is_legacy:
+    if a.coding_runtime is not None:
+        # A coding agent's turn: its instruction files come from the otel-inputs hook and the runtime's report.
+        if a.coverage_reason:
+            files_notes.append(a.coverage_reason)
+    elif a.is_legacy:
         files_notes.append(names.SENTENCE_NO_PACKET)
     elif not bundle.inputs and cov.coverage == Coverage.COMPLETE.value:
         files_notes.append(names.SENTENCE_EMPTY_PACKET)
-    files_groups = _groups(by_mode, DeliveryMode.PATH_REFERENCE.value, None)
+    files_groups = _groups(by_mode, INSTRUCTION_GROUP, DeliveryMode.PATH_REFERENCE.value, None)
     if not a.is_legacy and not files_groups and bundle.inputs:
         files_notes.append("No files were made available by path on this dispatch.")
     if not a.is_legacy and not bundle.inputs and cov.coverage != Coverage.COMPLETE.value:
@@ -628,7 +674,8 @@ def build_panel(bundle: AttemptBundle, read_tools: ReadTools | None = None) -> P
         ("Started", time_text(a.started_ns)),
         ("Duration", duration_text(a.started_ns, a.ended_ns)),
         ("Status", status_text(a.status, a.status_message)),
-        ("Recorded as", "legacy (no input packet)" if a.is_legacy else f"input packet v{a.input_packet_version}"),
+        ("Recorded as", f"a {a.coding_runtime} turn, from its own telemetry and the otel-inputs hook"
+         if a.coding_runtime else "legacy (no input packet)" if a.is_legacy else f"input packet v{a.input_packet_version}"),
     )
     msgs = exact_messages(a, bundle.messages)
     msg_notes: tuple[str, ...] = (msgs.note,) if msgs.note else ()

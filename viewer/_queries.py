@@ -9,12 +9,15 @@ can write between refreshes.  A missing, locked, unreachable or newer-schema dat
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from otel_inputs.exporter import output_tool_calls
 from otel_inputs.viewer._backend import Backend, DbUnavailable, open_backend, read_only
-from otel_inputs.viewer._lineage import previous_turn_id, prior_turns
+from otel_inputs.viewer._dispatch import Dispatch, this_dispatch
+from otel_inputs.viewer._lineage import inferred_turn_index, previous_turn_id, prior_turns
 from otel_inputs.viewer._retries import family
 
 __all__ = ["Backend", "DbUnavailable", "open_backend", "read_only"]
@@ -27,6 +30,11 @@ LEGACY_RECOVERY_LOOKBACK = 20
 # --------------------------------------------------------------------------------------------
 # Records
 # --------------------------------------------------------------------------------------------
+# source_format of a coding agent's turn -> the runtime's name (exporter/_encodings/coding_agents.py)
+CODING_RUNTIMES = {"claude_code": "Claude Code", "codex": "Codex", "gemini_cli": "Gemini CLI"}
+HOOK_SERVICE = "otel-inputs-hook"  # service.name of the otel-inputs hooks' records (otel_inputs/hooks/worker.py)
+
+
 @dataclass(frozen=True)
 class AttemptRecord:
     """One row of ``agent_attempts`` with its timestamps as epoch nanoseconds."""
@@ -73,6 +81,11 @@ class AttemptRecord:
     def is_legacy(self) -> bool:
         return self.input_packet_version is None
 
+    @property
+    def coding_runtime(self) -> str | None:
+        """The coding agent whose own telemetry this turn is (docs/coding-agents.md), else ``None``."""
+        return CODING_RUNTIMES.get(self.source_format or "")
+
 
 @dataclass(frozen=True)
 class InputRecord:
@@ -95,6 +108,14 @@ class InputRecord:
     detail: str | None = None
     captured_ns: int | None = None
     row_problem: str | None = None
+    loaded: str | None = None
+    """A coding agent's instruction file: the runtime's own report of loading it (docs/coding-agents.md)."""
+    loaded_detail: str | None = None
+    delivered: str | None = None
+    """A coding agent's instruction file: its bytes found in the recorded request."""
+    delivered_detail: str | None = None
+    capture_attempt_id: str | None = None
+    """The store attempt holding the snapshot when it is not this attempt's own (a coding agent's hook)."""
     store_artifact_status: str | None = None
     store_status_reason: str | None = None
     placement: str | None = None
@@ -165,6 +186,12 @@ class StepRecord:
     tool_arguments: str | None = None
     """Content: the tool call's JSON arguments, present only when the span carried them."""
     status: str | None = None
+    auxiliary: str | None = None
+    """A coding agent's call that is not the turn's own (session title, model routing): why."""
+    request_record: str | None = None
+    """A coding agent's call: how its request was recorded, or that it was not."""
+    arguments_from: str | None = None
+    """The model step whose tool call gave the arguments, when the tool span carried none (ADK)."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +236,10 @@ class AttemptBundle:
     operation: tuple[RetryMember, ...] = ()
     """The physical attempts of this attempt's logical operation, in time order (itself included)."""
     withheld: Any = None  # set by otel_inputs.viewer._access.Access.gate: what this viewer may not see
+    dispatch: Dispatch | None = None
+    """This dispatch's new user message, told apart from the inherited conversation (viewer/_dispatch.py)."""
+    inferred_turn_index: int | None = None
+    """The turn in its session from the order of its recorded attempts, when the attempt recorded none."""
 
 
 @dataclass(frozen=True)
@@ -222,6 +253,34 @@ class RunSummary:
     complete: int
     partial: int
     not_recorded: int
+    session_key: str | None = None
+    """Without a run id, the attempts are grouped by their session id: this one (``None``: no session either)."""
+
+    @property
+    def key(self) -> str | None:
+        """What the run pages are read by: the run id, or a :class:`SessionRun` for a session without one."""
+        return SessionRun(self.session_key) if self.run_id is None and self.session_key is not None else self.run_id
+
+    @property
+    def label(self) -> str:
+        """How the run is named on the page: its id, else the session that groups it, else "(no run id)"."""
+        if self.run_id is not None:
+            return self.run_id
+        return f"(no run id) session {self.session_key}" if self.session_key is not None else "(no run id)"
+
+
+class SessionRun(str):
+    """The run key of attempts that carry a session (or conversation) id but no run id, as frameworks on
+    their own telemetry send: they are grouped by the session (docs/encodings.md)."""
+
+
+@dataclass(frozen=True)
+class ServiceRecords:
+    """A service whose telemetry landed while no attempt was derived from it (docs/encodings.md)."""
+
+    service_name: str | None
+    spans: int
+    log_records: int
 
 
 @dataclass(frozen=True)
@@ -299,40 +358,6 @@ def get_attempt(db: Backend, attempt_id: str) -> AttemptRecord | None:
     return AttemptRecord(**rows[0]) if rows else None
 
 
-def _span_store_locations(db: Backend, spans: set[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
-    """``otel_inputs.store.objects_url`` of each (trace id, span id), read from the spans themselves."""
-    from otel_inputs import names
-
-    if not spans or not db.has("otel_traces"):
-        return {}
-    trace_in, span_in = db.in_list('"TraceId"'), db.in_list('"SpanId"')
-    rows = db.rows(f'SELECT "TraceId", "SpanId", "SpanAttributes"[?] FROM otel_traces WHERE {trace_in} AND {span_in}',
-                   [names.STORE_OBJECTS_URL, sorted({t for t, _ in spans}), sorted({s for _, s in spans})])
-    # ClickHouse reads an absent key as ''
-    return {(t, s): v if isinstance(v, str) and v else None for t, s, v in rows if (t, s) in spans}
-
-
-def attempt_store_location(db: Backend, attempt: AttemptRecord) -> str | None:
-    """Where the attempt's store publishes its catalog: the attempt span's ``otel_inputs.store.objects_url``
-    (``None`` when the span carries none)."""
-    if not attempt.trace_id or not attempt.span_id:
-        return None
-    key = (attempt.trace_id, attempt.span_id)
-    return _span_store_locations(db, {key}).get(key)
-
-
-def attempt_store_locations(db: Backend, attempt_ids: Iterable[str]) -> dict[str, str | None]:
-    """:func:`attempt_store_location` of many attempts in two queries (a listing of other attempts'
-    inputs on a fleet viewer: each row is decided by the catalog its own host published)."""
-    ids = sorted(set(attempt_ids))
-    if not ids:
-        return {}
-    keys = db.rows(f"SELECT attempt_id, trace_id, span_id FROM agent_attempts WHERE {db.in_list('attempt_id')}", [ids])
-    found = _span_store_locations(db, {(t, s) for _, t, s in keys if t and s})
-    located = {a: found.get((t, s)) for a, t, s in keys}
-    return {i: located.get(i) for i in ids}
-
-
 def get_inputs(db: Backend, attempt_id: str, started_ns: int | None = None,
                trace_id: str | None = None) -> tuple[InputRecord, ...]:
     """The attempt's input rows in ``seq`` order, each with the store's artifact status as landed.
@@ -379,16 +404,18 @@ def get_parts(db: Backend, attempt_id: str, started_ns: int | None = None,
 
 
 def get_session_turns(db: Backend, run_id: str | None, session_id: str | None) -> tuple[TurnRef, ...]:
-    """Every attempt of ``run_id`` with ``session_id``; empty when either is null (never grouped)."""
-    if run_id is None or session_id is None:
+    """Every attempt of ``run_id`` with ``session_id`` (without a run id: every attempt of the session
+    that has none either, as frameworks on their own telemetry send); empty without a session id."""
+    if session_id is None:
         return ()
     scope, scope_params = db.session_scope(session_id)
+    run_sql, run_params = _run_clause(run_id)
     rows = db.rows(
         "SELECT attempt_id, epoch_ns(started_at), epoch_ns(ended_at), phase, send_kind, turn_index, "
         "input_packet_version IS NULL, NULL, retry_of_attempt_id, status, trace_id FROM agent_attempts "
-        f"WHERE {scope}run_id = ? AND session_id = ? "
+        f"WHERE {scope}{run_sql} AND session_id = ? "
         "ORDER BY started_at NULLS LAST, attempt_id",
-        [*scope_params, run_id, session_id],
+        [*scope_params, *run_params, session_id],
     )
     return tuple(TurnRef(*_legacy_flag(row, 6)) for row in rows)
 
@@ -432,22 +459,37 @@ def load_attempt(db: Backend, attempt_id: str) -> AttemptBundle | None:
     steps = get_steps(db, attempt_id, attempt.started_ns, attempt.trace_id)
     messages = get_messages(db, attempt_id, attempt.trace_id)
     operation = get_operation(db, attempt, turns)
+    dispatch = _dispatch(db, attempt, messages, prev_id, turns)
     return AttemptBundle(attempt, inputs, turns, prev_id, previous_inputs, prompts, parts, steps, messages,
-                         operation)
+                         operation, dispatch=dispatch, inferred_turn_index=inferred_turn_index(attempt, prior))
+
+
+def _dispatch(db: Backend, attempt: AttemptRecord, messages: MessagesRecord | None, prev_id: str | None,
+              turns: tuple[TurnRef, ...]) -> Dispatch:  # fmt: skip
+    """This dispatch's new user message, told apart from the conversation it inherited (viewer/_dispatch.py)."""
+    recorded = messages.input_messages_json if messages is not None else None
+    user = messages.user_prompt if messages is not None else attempt.user_prompt
+    previous_json = None
+    if prev_id is not None and recorded is not None:
+        turn = next((t for t in turns if t.attempt_id == prev_id), None)
+        previous = get_messages(db, prev_id, turn.trace_id if turn is not None else None)
+        previous_json = previous.input_messages_json if previous is not None else None
+    return this_dispatch(recorded, user, previous_json, prev_id)
 
 
 def list_runs(db: Backend, *, limit: int = PAGE_SIZE, offset: int = 0) -> tuple[RunSummary, ...]:
     rows = db.dicts(
         f"""
-        SELECT run_id, count(*) AS attempts, count(DISTINCT session_id) AS sessions,
+        SELECT run_id, CASE WHEN run_id IS NULL THEN session_id END AS session_key,
+               count(*) AS attempts, count(DISTINCT session_id) AS sessions,
                min(epoch_ns(started_at)) AS first_ns,
                max(epoch_ns(coalesce(ended_at, started_at))) AS last_ns,
                {db.distinct_join('phase')} AS phases,
                count(*) FILTER (WHERE input_coverage = 'complete') AS complete,
                count(*) FILTER (WHERE input_coverage = 'partial') AS partial,
                count(*) FILTER (WHERE input_coverage NOT IN ('complete', 'partial')) AS not_recorded
-        FROM agent_attempts GROUP BY run_id
-        ORDER BY last_ns DESC NULLS LAST, run_id LIMIT ? OFFSET ?
+        FROM agent_attempts GROUP BY run_id, CASE WHEN run_id IS NULL THEN session_id END
+        ORDER BY last_ns DESC NULLS LAST, run_id, session_key LIMIT ? OFFSET ?
         """,
         [limit, offset],
     )
@@ -455,7 +497,31 @@ def list_runs(db: Backend, *, limit: int = PAGE_SIZE, offset: int = 0) -> tuple[
 
 
 def _run_clause(run_id: str | None) -> tuple[str, list[Any]]:
+    if isinstance(run_id, SessionRun):
+        return "run_id IS NULL AND session_id = ?", [str(run_id)]
     return ("run_id IS NULL", []) if run_id is None else ("run_id = ?", [run_id])
+
+
+UNMAPPED_DOC_NOTE = ("Which encodings otel-inputs reads, and what it reads from each: docs/encodings.md in the "
+                     "otel-inputs repository.")
+
+
+def services_without_attempts(db: Backend) -> tuple[ServiceRecords, ...]:
+    """Each service whose spans or log records landed while no attempt was derived from its spans:
+    telemetry of an encoding that is not read, never shown as "nothing recorded"."""
+    # Spans by id: a retried Collector export stores a span twice on ClickHouse, and it is one span.
+    spans = dict(db.rows('SELECT "ServiceName", count(DISTINCT "TraceId" || "SpanId") FROM otel_traces '
+                         'GROUP BY "ServiceName"', []))
+    logs = dict(db.rows('SELECT "ServiceName", count(*) FROM otel_logs GROUP BY "ServiceName"', [])) \
+        if db.has("otel_logs") else {}
+    mapped = {r[0] for r in db.rows("SELECT DISTINCT service_name FROM agent_attempts", [])}
+    if db.rows(f"SELECT 1 FROM agent_attempts WHERE source_format IN ({', '.join(repr(f) for f in CODING_RUNTIMES)}) LIMIT 1",
+               []):
+        mapped.add(HOOK_SERVICE)  # the otel-inputs hook's records are read with the coding agents' turns
+    out = [ServiceRecords(name or None, int(spans.get(name, 0)), int(logs.get(name, 0)))
+           for name in sorted(set(spans) | set(logs), key=lambda x: x or "")
+           if (name or None) not in mapped]  # fmt: skip
+    return tuple(out)
 
 
 def _filter_clause(filters: AttemptFilters) -> tuple[str, list[Any]]:
@@ -588,7 +654,7 @@ def run_coverage(db: Backend, run_id: str | None) -> list[dict[str, Any]]:
 _STEP_SELECT = (
     "attempt_id, span_id, seq, step_kind, operation_name, span_name, provider_name, request_model, "
     "response_model, epoch_ns(started_at) AS started_ns, epoch_ns(ended_at) AS ended_ns, input_tokens, "
-    "output_tokens, tool_name, tool_call_id, tool_arguments, status"
+    "output_tokens, tool_name, tool_call_id, tool_arguments, status, auxiliary, request_record"
 )
 
 
@@ -599,7 +665,32 @@ def get_steps(db: Backend, attempt_id: str, started_ns: int | None = None,
         return None  # older schema: steps were not recorded (not "no steps")
     sql, params = db.by_attempt("agent_attempt_steps", _STEP_SELECT, attempt_id, started_ns, trace_id,
                                 "seq NULLS LAST, started_ns NULLS LAST, span_id")
-    return tuple(StepRecord(**row) for row in db.dicts(sql, params))
+    steps = tuple(StepRecord(**row) for row in db.dicts(sql, params))
+    return _arguments_from_model_calls(db, steps, trace_id)
+
+
+def _arguments_from_model_calls(db: Backend, steps: tuple[StepRecord, ...], trace_id: str | None) -> tuple[StepRecord, ...]:
+    """A tool step that recorded no arguments takes them from the tool call of the model step that asked
+    for it (same call id in that step's ``gen_ai.output.messages``, on its span or its log record), and
+    says which step: ADK with content on log events leaves them only there (docs/encodings.md)."""
+    from otel_inputs import names
+
+    wanted = {s.tool_call_id for s in steps if s.step_kind == "tool_call" and s.tool_arguments is None and s.tool_call_id}
+    models = sorted({s.span_id for s in steps if s.step_kind == "model_call"})
+    if not wanted or not models or not trace_id or not db.has("otel_traces"):
+        return steps
+    found: dict[str, tuple[str, str]] = {}
+    sources = [("otel_traces", '"SpanAttributes"')] + ([("otel_logs", '"LogAttributes"')] if db.has("otel_logs") else [])
+    span_in = db.in_list('"SpanId"')
+    for table, column in sources:
+        rows = db.rows(f'SELECT "SpanId", {column}[?] FROM {table} WHERE "TraceId" = ? AND {span_in}',
+                       [names.GEN_AI_OUTPUT_MESSAGES, trace_id, models])
+        for span_id, raw in rows:
+            for call_id, args in output_tool_calls(raw if isinstance(raw, str) and raw else None).items():
+                found.setdefault(call_id, (args, span_id))
+    return tuple(dataclasses.replace(s, tool_arguments=found[s.tool_call_id][0], arguments_from=found[s.tool_call_id][1])
+                 if s.step_kind == "tool_call" and s.tool_arguments is None and s.tool_call_id in found else s
+                 for s in steps)  # fmt: skip
 
 
 def get_messages(db: Backend, attempt_id: str, trace_id: str | None = None) -> MessagesRecord | None:

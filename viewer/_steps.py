@@ -64,6 +64,8 @@ def step_row(s: StepRecord) -> StepRow:
         name = value_text(s.tool_name, missing=value_text(s.span_name))
     else:
         name = value_text(s.span_name, missing=value_text(s.operation_name))
+    if s.auxiliary:
+        name = f"{name} (auxiliary: {s.auxiliary})"
     return StepRow(
         seq=value_text(s.seq, missing=UNKNOWN),
         kind=kind,
@@ -73,7 +75,8 @@ def step_row(s: StepRecord) -> StepRow:
         duration=ms_text(s.started_ns, s.ended_ns),
         tokens=tokens_text(s.input_tokens, s.output_tokens) if s.step_kind == "model_call" else "",
         tool_name=s.tool_name,
-        arguments=s.tool_arguments,
+        arguments=(s.tool_arguments if s.arguments_from is None or s.tool_arguments is None
+                   else f"{s.tool_arguments} (from the tool call of model step {s.arguments_from})"),
         status=status_text(s.status),
         record=s,
     )
@@ -101,6 +104,15 @@ def steps_section(steps: tuple[StepRecord, ...] | None, withheld: str | None = N
         notes.append(withheld)  # the access layer withheld them (otel_inputs.viewer._access)
     elif tools and all(s.tool_arguments is None for s in tools):
         notes.append("Tool arguments were not recorded (message content was not admitted for these spans).")
+    aux = [s for s in steps if s.auxiliary]
+    if aux:
+        # A coding agent's calls that are not the turn's own (its session title, a model router): listed last.
+        notes.append(f"{len(aux)} auxiliary call(s) not part of the turn itself ("
+                     + ", ".join(sorted({str(s.auxiliary) for s in aux})) + ") are listed last.")
+        steps = tuple(s for s in steps if not s.auxiliary) + tuple(aux)
+    records = sorted({s.request_record for s in models if s.request_record and not s.auxiliary})
+    if records:
+        notes.append("Model requests: " + "; ".join(records))
     return StepsSection(True, tuple(step_row(s) for s in steps), summary, tuple(notes))
 
 

@@ -19,7 +19,6 @@ from otel_inputs.viewer._queries import (
     AttemptRecord,
     ElsewhereRow,
     InputRecord,
-    attempt_store_locations,
     get_attempt,
     get_inputs,
     task_runs,
@@ -55,26 +54,13 @@ def _item(r: ElsewhereRow) -> ElsewhereItem:
 
 def _gate_foreign(con: Backend, access: Access, rows: tuple[ElsewhereRow, ...]) -> tuple[list[ElsewhereRow], int]:
     """Other attempts' rows as this viewer may see them.  A fleet viewer has no store of its own: each
-    row is decided by the catalog its own host published (that host's purges and revocations), and a
-    row no catalog can vouch for has its label and path withheld (fail closed)."""
-    from otel_inputs.viewer._access import fleet_decisions
-    from otel_inputs.viewer._evidence import fleet_roots
+    row is decided by its own host's store facts (that host's purges and revocations), and a row no
+    fact vouches for has its label and path withheld (fail closed; viewer/_fleet.py)."""
+    from otel_inputs.viewer._fleet import fleet_roots, gate_foreign_rows
 
-    roots = fleet_roots()
-    if not roots:
+    if not fleet_roots():
         return access.gate_foreign(rows)
-    locations = attempt_store_locations(con, (r.attempt_id for r in rows))
-    deciders: dict[str | None, Access] = {}
-    visible: list[ElsewhereRow] = []
-    hidden = 0
-    for row in rows:
-        location = locations.get(row.attempt_id)
-        if location not in deciders:
-            deciders[location] = fleet_decisions(location, roots, access.viewer)[1]
-        kept, dropped = deciders[location].gate_foreign([row])
-        visible += kept
-        hidden += dropped
-    return visible, hidden
+    return gate_foreign_rows(con, rows, access)
 
 
 def _listing(con: Backend, what: str, **kw: str | None) -> ElsewhereList:

@@ -21,20 +21,13 @@ from otel_inputs.viewer._backend import ClickHouseTarget, is_clickhouse
 from otel_inputs.viewer._access import (
     Access,
     current_access,
-    fleet_decisions,
     login_gate,
     logout_button,
     viewer_identity,
 )
 from otel_inputs.viewer._draw import _frame, draw_panel, note
-from otel_inputs.viewer._evidence import (
-    VOUCHED,
-    Evidence,
-    budget_usage,
-    fleet_roots,
-    open_evidence,
-    overlay_store,
-)
+from otel_inputs.viewer._evidence import Evidence, budget_usage, open_evidence, overlay_store
+from otel_inputs.viewer._fleet import DECIDED, fleet_decisions, fleet_roots
 from otel_inputs.viewer._format import (
     NOT_RECORDED,
     count_text,
@@ -127,7 +120,9 @@ def open_attempt(attempt_id: str) -> None:
 
 def open_run(run_id: str | None) -> None:
     st.query_params.clear()
-    st.query_params["run"] = run_id or ""
+    st.query_params["run"] = "" if isinstance(run_id, q.SessionRun) else run_id or ""
+    if isinstance(run_id, q.SessionRun):  # attempts with a session id but no run id (docs/encodings.md)
+        st.query_params["session"] = str(run_id)
     st.rerun()
 
 
@@ -139,7 +134,8 @@ def go_home() -> None:
 # --------------------------------------------------------------------------------------------
 def _health(con: Any) -> None:
     """A small indicator (ok / spilled / dropped / unknown) with the counters on demand."""
-    m = health_model(q.exporter_health(con), backend=con.label)
+    unmapped = sum(s.spans + s.log_records for s in q.services_without_attempts(con))
+    m = health_model(q.exporter_health(con), backend=con.label, unmapped=unmapped)
     icon, color, word = BADGE[m.state]
     st.badge(word, icon=icon, color=color)
     with st.popover("Exporter details", width="content"):
@@ -157,11 +153,18 @@ def _runs_page(con: Any) -> None:
     runs, hidden = _access().visible_pages(lambda limit, offset: q.list_runs(con, limit=limit, offset=offset), 200)
     if hidden:
         st.text("Runs that the access policy does not let you see are not listed.")
+    unmapped = q.services_without_attempts(con)
+    for svc in unmapped:  # telemetry landed, yet no attempt was derived: never "nothing recorded"
+        st.text(f"{svc.service_name or '(no service name)'}: {svc.spans + svc.log_records} records "
+                f"({svc.spans} spans, {svc.log_records} log records), no attempts derived.")
+    if unmapped:
+        st.text(q.UNMAPPED_DOC_NOTE)
     if not runs:
-        st.text("No attempts recorded yet." if not hidden else "No run is visible to you.")
+        if not unmapped:
+            st.text("No attempts recorded yet." if not hidden else "No run is visible to you.")
         return
     table = [
-        {"run": r.run_id if r.run_id is not None else "(no run id)", "attempts": r.attempts,
+        {"run": r.label, "attempts": r.attempts,
          "sessions": r.sessions, "phases": r.phases, "first start": time_text(r.first_ns),
          "last activity": time_text(r.last_ns), "complete": r.complete, "partial": r.partial,
          "not recorded": r.not_recorded}
@@ -172,7 +175,7 @@ def _runs_page(con: Any) -> None:
                          width="stretch")
     selected = event.selection.rows if event is not None else []
     if selected:
-        open_run(runs[selected[0]].run_id)
+        open_run(runs[selected[0]].key)
     over_time = st.expander("Coverage per run over time", key="runs_coverage", on_change="rerun")
     if over_time.open:  # lazy: the chart's code is fetched only when someone opens it
         with over_time:
@@ -192,11 +195,12 @@ def _run_page(con: Any, run_id: str | None) -> None:
     if st.button("← All runs", key="home"):
         go_home()
     access = _access()
-    if not access.run_allowed(run_id):
+    if not access.run_allowed(None if isinstance(run_id, q.SessionRun) else run_id):
         note(access.denial(), "error")
         return
     st.header("Run")
-    st.text(run_id if run_id is not None else "(no run id)")
+    st.text(f"(no run id) session {run_id}" if isinstance(run_id, q.SessionRun)
+            else run_id if run_id is not None else "(no run id)")
     facets = q.run_facets(con, run_id)
     cols = st.columns(6)
     with cols[0]:
@@ -329,13 +333,13 @@ def _draw_attempt(con: Any, bundle: q.AttemptBundle, *, key: str) -> None:
         return
     ev = _evidence()
     roots = fleet_roots()
-    if roots:  # a fleet viewer: the catalog the recording host published vouches, or the page says why none can
-        ev, access = fleet_decisions(q.attempt_store_location(con, bundle.attempt), roots, access.viewer)
-        if ev.vouched_by is not None:
-            st.text(f"{VOUCHED} {ev.vouched_by.describe()}.")
+    if roots:  # a fleet viewer: the recording host's store facts decide, or the page says why none can
+        ev, access = fleet_decisions(con, bundle.attempt, roots, access.viewer, bundle.previous_turn_id,
+                                     bundle.inputs + (bundle.previous_inputs or ()))
+        if ev.facts is not None:
+            st.text(f"{DECIDED} {ev.facts.describe()}.")
         else:
-            note(f"No published catalog vouches for this attempt's previews ({ev.problem_outcome}: {ev.problem}).",
-                 "warning")
+            note(f"No store facts decide this attempt's previews ({ev.problem_outcome}: {ev.problem}).", "warning")
     bundle, notes = overlay_store(bundle, ev)
     bundle = access.gate(bundle)
     for n in notes:
@@ -391,7 +395,8 @@ def _body(live: bool = False) -> None:
             if "attempt" in params:
                 _attempt_page(con, params["attempt"])
             elif "run" in params:
-                _run_page(con, params["run"] or None)
+                session = params.get("session")
+                _run_page(con, q.SessionRun(session) if session and not params["run"] else params["run"] or None)
             else:
                 _runs_page(con)
             # Asked last, shown first (its place at the top was kept): the page's own content reaches
@@ -419,7 +424,7 @@ def _viewer_menu() -> None:
         # File names only: host paths never reach the browser.
         db, store = _db(), _store()
         roots = fleet_roots()
-        where = f"published catalogs under {len(roots)} bucket root(s)" if roots else (
+        where = f"the hosts' store facts, bytes under {len(roots)} bucket root(s)" if roots else (
             "configured" if store else "not set")
         st.text(f"Database: {_db_label(db)}\nStore: {where}\nViewing as: {_evidence().viewer}")
         logout_button()

@@ -1,44 +1,24 @@
 """The artifact store's public face: all that ``exporter/``, ``viewer/`` and tools import of the
-store (its modules are private; docs/store.md and docs/objects.md describe them)."""
+store (its modules are private; docs/store.md describes them).  Its bucket is
+:mod:`otel_inputs.store.bucket`, imported only when one is configured (docs/objects.md).
+"""
 
 from __future__ import annotations
 
-from otel_inputs.store._catalog import CATALOG_FILE, AttemptRecord, CatalogItem
+import os
+
+from otel_inputs import names
+from otel_inputs.store._catalog import AttemptRecord, CatalogItem
+from otel_inputs.store._changes import ItemChange, StoreChange, StoreListener
 from otel_inputs.store._errors import ReadbackError, StoreBusyError, StoreCleanupError, StoreError, StoreWriteError
-from otel_inputs.store._objects import write_all
 from otel_inputs.store._purge import PurgeReport, PurgeState, delete_run, purge, purge_state, reconcile_store
-from otel_inputs.store._publish import (
-    CATALOG_KEY,
-    CatalogRefused,
-    FleetCatalogs,
-    PublishedCatalog,
-    PublishError,
-    public_location,
-    publish_now,
-    under_roots,
-    utc_text,
-)
-from otel_inputs.store._remote import (
-    Placement,
-    RemoteObjects,
-    RemoteState,
-    SyncReport,
-    bucket_counts,
-    item_placements,
-    sync_bucket,
-)
 from otel_inputs.store._readback import (
-    PARTS_DIR,
     AccessPolicy,
     EvidenceReader,
     PolicyError,
     ReadResult,
     Revocation,
     RevocationList,
-    current_viewer,
-    read_part,
-    read_part_receipt,
-    record_part_receipt,
     revoke_source,
 )
 from otel_inputs.store._retention import (
@@ -47,7 +27,6 @@ from otel_inputs.store._retention import (
     RetentionPolicy,
     StoreUsage,
     apply_retention,
-    parse_size,
     store_status,
     store_usage,
 )
@@ -56,30 +35,31 @@ from otel_inputs.store._store import (
     AttemptStaging,
     StagedBlob,
     VerifiedSnapshot,
-    attempt_key,
+    on_open,
     snapshot_ref_for,
 )
-from otel_inputs.types import ReadbackOutcome
+from otel_inputs.types import ItemState, ReadbackOutcome
+
+
+@on_open
+def _open_bucket(store: ArtifactStore) -> None:
+    """A store with a bucket configured gets its uploader now; any other reads a bucket its catalog
+    recorded only when a local copy is missing (docs/objects.md)."""
+    if store.objects_url or os.environ.get(names.ENV_OBJECTS_URL):
+        from otel_inputs.store.bucket import attach
+
+        attach(store)
+    else:
+        store.read_elsewhere = _read_recorded_bucket
+
+
+def _read_recorded_bucket(store: ArtifactStore, digest: str, limit: int | None) -> bytes | None:
+    from otel_inputs.store.bucket import attach
+
+    return attach(store).read(digest, limit)
+
 
 __all__ = [
-    "CATALOG_KEY",
-    "CatalogRefused",
-    "FleetCatalogs",
-    "PublishedCatalog",
-    "PublishError",
-    "public_location",
-    "publish_now",
-    "under_roots",
-    "utc_text",
-    "CATALOG_FILE",
-    "PARTS_DIR",
-    "Placement",
-    "RemoteObjects",
-    "RemoteState",
-    "SyncReport",
-    "bucket_counts",
-    "item_placements",
-    "sync_bucket",
     "AccessPolicy",
     "ArtifactStore",
     "AttemptRecord",
@@ -87,6 +67,8 @@ __all__ = [
     "CatalogItem",
     "EvidenceReader",
     "GcReport",
+    "ItemChange",
+    "ItemState",
     "PolicyError",
     "PurgeReport",
     "PurgeState",
@@ -99,25 +81,20 @@ __all__ = [
     "RevocationList",
     "StagedBlob",
     "StoreBusyError",
+    "StoreChange",
     "StoreCleanupError",
     "StoreError",
+    "StoreListener",
     "StoreUsage",
     "StoreWriteError",
     "VerifiedSnapshot",
     "apply_retention",
-    "attempt_key",
-    "current_viewer",
     "delete_run",
-    "parse_size",
     "purge",
     "purge_state",
-    "read_part",
-    "read_part_receipt",
     "reconcile_store",
-    "record_part_receipt",
     "revoke_source",
     "snapshot_ref_for",
     "store_status",
     "store_usage",
-    "write_all",
 ]

@@ -4,13 +4,16 @@ revocations and part receipts; the bytes stay files (:mod:`otel_inputs.store._ob
 Connections are per process (reset after fork), one per :class:`Role`: ``AGENT`` commits with
 ``synchronous=NORMAL``, never checkpoints (:class:`_Chores` does) and waits at most
 :data:`AGENT_BUSY_S` for the lock (then :class:`StoreBusyError`, a ``store_busy`` gap); ``MAINT``
-(retention, purge, import) commits with ``synchronous=FULL`` before any byte is deleted; ``READ``
+(retention, purge) commits with ``synchronous=FULL`` before any byte is deleted; ``READ``
 reads.  Schema changes are named migrations, recorded in ``_migrations``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -21,15 +24,88 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from otel_inputs.store._changes import ItemChange
 from otel_inputs.store._errors import StoreBusyError, StoreWriteError
-from otel_inputs.store._legacy import import_legacy_layout, import_part_receipts
-from otel_inputs.store._sql import MARK_PURGED, MARK_PURGED_ALL, transaction
+from otel_inputs.store._objects import HEX64, ObjectDB
+from otel_inputs.types import ItemState
 
 CATALOG_FILE = "catalog.db"
 AGENT_BUSY_S = 0.05
 AGENT_POLL_S = 0.0002
 MAINT_BUSY_S = 30.0
 CHECKPOINT_EVERY_S = 0.05
+
+# Items a purge covers are marked purged (also when a stale writer commits the attempt again).
+MARK_PURGED_ALL = ("UPDATE items SET artifact_status = CASE artifact_status WHEN 'available' THEN 'evicted' "
+                   "ELSE artifact_status END, status_reason = 'purged' WHERE coalesce(status_reason, '') != 'purged' "
+                   "AND EXISTS (SELECT 1 FROM purged p WHERE p.attempt_id = items.attempt_id "
+                   "AND p.input_id IN ('', items.input_id))")
+MARK_PURGED = MARK_PURGED_ALL + " AND attempt_id = ?"
+
+
+def _revoked_at(path: str | None, revocations: Sequence[tuple[str, int]]) -> int | None:
+    """When ``path`` was first revoked (itself or a folder above it), else ``None``; the comparison of
+    :meth:`otel_inputs.store.RevocationList.match`, on the canonical text the catalog records."""
+    if not isinstance(path, str):
+        return None
+    for revoked, at in revocations:
+        if path == revoked or path.startswith(revoked.rstrip("/") + "/"):
+            return at
+    return None
+
+
+def _state(status: str, reason: str | None) -> tuple[ItemState, str | None]:
+    if reason == "purged":
+        return ItemState.PURGED, None
+    if status == "available":
+        return ItemState.CAPTURED, None
+    if status == "evicted":
+        return ItemState.EVICTED, reason
+    return ItemState.NOT_CAPTURED, reason or status
+
+
+def item_changes(con: sqlite3.Connection, where: str, args: Sequence[Any], seq: int) -> list[ItemChange]:
+    """The state now of the attempts ``where`` selects (SQL over ``attempts t``): the attempt itself (item
+    ``""``), its items and its parts, each stamped ``seq`` and with the time it entered that state
+    (docs/store.md, "Listening to changes").  Called inside the write transaction that changed them."""
+    revocations = [(p, at) for p, at in con.execute(
+        "SELECT source_path, at_ns FROM revocations WHERE source_path IS NOT NULL ORDER BY revocation_id")]
+    out: list[ItemChange] = []
+    attempts = con.execute(f"SELECT t.attempt_id, t.run_id, t.committed_at_ns, (SELECT min(u.at_ns) FROM purged p "
+                           "JOIN purges u USING (purge_id) WHERE p.attempt_id = t.attempt_id AND p.input_id = '') "
+                           f"FROM attempts t WHERE {where}", list(args)).fetchall()
+    for aid, run, committed, purged_at in attempts:
+        out.append(ItemChange(aid, "", None, ItemState.PURGED if purged_at else ItemState.CAPTURED, None, seq,
+                              purged_at or committed, run))
+        for input_id, digest, status, reason, path, captured, evicted, input_purged in con.execute(
+                "SELECT i.input_id, i.sha256, i.artifact_status, i.status_reason, i.source_path, i.captured_at_ns, "
+                "i.evicted_at_ns, (SELECT min(u.at_ns) FROM purged p JOIN purges u USING (purge_id) "
+                "WHERE p.attempt_id = i.attempt_id AND p.input_id IN ('', i.input_id)) FROM items i "
+                "WHERE i.attempt_id = ? ORDER BY i.seq", [aid]):
+            state, why = _state(status, reason)
+            at = {ItemState.PURGED: input_purged, ItemState.EVICTED: evicted}.get(state) or captured or committed
+            out.append(ItemChange(aid, input_id, digest, state, why, seq, at, run, _revoked_at(path, revocations)))
+        for part, digest, receipt in con.execute("SELECT part, sha256, receipt FROM parts WHERE attempt_id = ?", [aid]):
+            state = ItemState.PURGED if purged_at else ItemState.CAPTURED if digest else ItemState.NOT_CAPTURED
+            why = None if digest or purged_at else _receipt_reason(receipt)
+            out.append(ItemChange(aid, f"part:{part}", digest, state, why, seq, purged_at or committed, run))
+    return out
+
+
+def _receipt_reason(receipt: str) -> str | None:
+    try:
+        body = json.loads(receipt)
+        return str(body.get("persistence_reason") or body.get("persistence") or "") or None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def kept(digest: str) -> str:
+    """SQL true when the object ``digest`` (a column or ``?``) must be kept: an available item names it,
+    or a stored exchange part of an attempt that is not purged (docs/store.md)."""
+    return (f"(EXISTS (SELECT 1 FROM items k WHERE k.sha256 = {digest} AND k.artifact_status = 'available') OR "
+            f"EXISTS (SELECT 1 FROM parts k WHERE k.sha256 = {digest} AND NOT EXISTS (SELECT 1 FROM purged u "
+            "WHERE u.attempt_id = k.attempt_id AND u.input_id = '')))")
 
 
 class Role(Enum):
@@ -88,6 +164,19 @@ ITEM_COLUMNS = tuple(f.name for f in fields(CatalogItem))
 ATTEMPT_COLUMNS = tuple(f.name for f in fields(AttemptRecord) if f.name != "items")
 
 
+@contextmanager
+def transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any exception."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield con
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+
+
 def _script(con: sqlite3.Connection, sql: str) -> None:
     """Run statements one by one (``executescript`` would commit the migration's transaction)."""
     statement = ""
@@ -98,7 +187,7 @@ def _script(con: sqlite3.Connection, sql: str) -> None:
             statement = ""
 
 
-def _m001_initial(con: sqlite3.Connection) -> None:
+def _m001_initial(con: sqlite3.Connection, root: Path) -> None:
     _script(con, """
     CREATE TABLE attempts (
       attempt_id TEXT PRIMARY KEY, run_id TEXT, session_id TEXT, state TEXT NOT NULL,
@@ -139,7 +228,7 @@ def _m001_initial(con: sqlite3.Connection) -> None:
     """)
 
 
-def _m002_remote_objects(con: sqlite3.Connection) -> None:
+def _m002_remote_objects(con: sqlite3.Connection, root: Path) -> None:
     """Each object's copy in the bucket (:mod:`otel_inputs.store._remote`): queued, uploaded,
     failed (with the reason) or deleting; no row means local only."""
     _script(con, """
@@ -149,19 +238,46 @@ def _m002_remote_objects(con: sqlite3.Connection) -> None:
     """)
 
 
-def _m003_part_receipts(con: sqlite3.Connection) -> None:
+def _m003_part_receipts(con: sqlite3.Connection, root: Path) -> None:
     con.execute(MARK_PURGED_ALL)  # purges were applied when read until now, marked at commit from now on
-    # one exchange part's receipt (its JSON body); the bytes stay parts/<attempt key>/<part>.bin
+    # one exchange part's receipt (its JSON body)
     con.execute("CREATE TABLE parts (attempt_id TEXT NOT NULL, part TEXT NOT NULL, run_id TEXT, "
                 "receipt TEXT NOT NULL, PRIMARY KEY (attempt_id, part)) WITHOUT ROWID")
 
 
+def _m004_parts_as_objects(con: sqlite3.Connection, root: Path) -> None:
+    """Exchange-part bytes become content-addressed objects named by the part's row (``parts.sha256``)
+    instead of files ``parts/<attempt key>/<part>.bin``.  Each stored part's file is linked into
+    ``objects/`` when its bytes match the receipt, then ``parts/`` goes; a crash before the commit
+    finds the objects already there on the next open (docs/store.md, "Stores written by earlier versions")."""
+    con.execute("ALTER TABLE parts ADD COLUMN sha256 TEXT")
+    con.execute("UPDATE parts SET sha256 = json_extract(receipt, '$.sha256') "
+                "WHERE json_extract(receipt, '$.persistence') = 'stored'")
+    con.execute("CREATE INDEX parts_sha256 ON parts (sha256) WHERE sha256 IS NOT NULL")
+    objects = ObjectDB(root, create=False)
+    stored = con.execute("SELECT attempt_id, part, sha256 FROM parts WHERE sha256 IS NOT NULL").fetchall()
+    for attempt_id, part, digest in stored:
+        old = root / "parts" / hashlib.sha256(attempt_id.encode("utf-8", "surrogatepass")).hexdigest() / f"{part}.bin"
+        if isinstance(digest, str) and HEX64.fullmatch(digest) and not objects.has(digest):
+            try:
+                if not old.is_symlink() and hashlib.sha256(old.read_bytes()).hexdigest() == digest:
+                    os.link(old, objects.path(digest))
+            except OSError:
+                pass  # missing or unreadable: the part reads back as missing, as it would have
+    shutil.rmtree(root / "parts", ignore_errors=True)
 
 
-MIGRATIONS: tuple[tuple[str, Callable[[sqlite3.Connection], None]], ...] = (
+def _m005_store_id(con: sqlite3.Connection, root: Path) -> None:
+    """A random id of this store, on its attempt spans and its facts (docs/wire.md, ``otel_inputs.store.id``)."""
+    con.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', lower(hex(randomblob(16))))")
+
+
+MIGRATIONS: tuple[tuple[str, Callable[[sqlite3.Connection, Path], None]], ...] = (
     ("m001_initial", _m001_initial),
     ("m002_remote_objects", _m002_remote_objects),
     ("m003_part_receipts", _m003_part_receipts),
+    ("m004_parts_as_objects", _m004_parts_as_objects),
+    ("m005_store_id", _m005_store_id),
 )
 
 
@@ -249,32 +365,18 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Catalog:
-    """The catalog of the store at ``root``; files and schema appear on first use.
+    """The catalog of the store at ``root``; files and schema appear on first use."""
 
-    ``snapshot`` (a published copy's path and its connection, opened read-only and checked by
-    :mod:`otel_inputs.store._publish`) makes a catalog that only reads: no migration, no import,
-    and every write refused, so nothing ever changes a snapshot.
-    """
-
-    def __init__(self, root: Path, *, create: bool = True,
-                 snapshot: tuple[Path, sqlite3.Connection] | None = None) -> None:
+    def __init__(self, root: Path, *, create: bool = True) -> None:
         self.root = root
-        self.path = str(root / CATALOG_FILE) if snapshot is None else str(snapshot[0])
-        self.create = create and snapshot is None
-        self._snapshot = _Conn(snapshot[1]) if snapshot is not None else None
-
-    @property
-    def read_only(self) -> bool:
-        return self._snapshot is not None
+        self.path = str(root / CATALOG_FILE)
+        self.create = create
+        self._store_id: str | None = None
 
     def exists(self) -> bool:
         return os.path.exists(self.path)
 
     def _conn(self, role: Role) -> _Conn:
-        if self._snapshot is not None:
-            if role is not Role.READ:
-                raise PermissionError(f"{self.path} is a published catalog snapshot: read-only")
-            return self._snapshot
         c = _conns.get((self.path, role))  # no lock on the agent's hot path
         if c is None:
             with _conns_lock:
@@ -282,8 +384,7 @@ class Catalog:
         return c
 
     def _connect(self, role: Role) -> sqlite3.Connection:
-        old_files = any((self.root / d).is_dir() for d in ("manifests", "parts"))  # imported below
-        if not self.exists() and not self.create and not old_files:
+        if not self.exists() and not self.create:
             raise FileNotFoundError(self.path)
         con = sqlite3.connect(self.path, timeout=AGENT_BUSY_S if role is Role.AGENT else MAINT_BUSY_S,
                               isolation_level=None, check_same_thread=False)
@@ -293,15 +394,13 @@ class Catalog:
             con.execute("PRAGMA wal_autocheckpoint=0")
             con.execute("PRAGMA busy_timeout=0")  # see _begin
         if role is not Role.MAINT:
-            self._conn(Role.MAINT)  # schema and any import happen once, on the patient connection
+            self._conn(Role.MAINT)  # the schema is migrated once, on the patient connection
         else:
-            self._migrate(con)
-            import_legacy_layout(self, con)
-            import_part_receipts(self.root, con)
+            self._migrate(con, self.root)
         return con
 
     @staticmethod
-    def _migrate(con: sqlite3.Connection) -> None:
+    def _migrate(con: sqlite3.Connection, root: Path) -> None:
         con.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at_ns INTEGER NOT NULL)")
         done = {r[0] for r in con.execute("SELECT name FROM _migrations")}
         for name, apply in MIGRATIONS:
@@ -309,7 +408,7 @@ class Catalog:
                 continue
             with transaction(con):
                 if con.execute("SELECT 1 FROM _migrations WHERE name = ?", [name]).fetchone() is None:
-                    apply(con)
+                    apply(con, root)
                     con.execute("INSERT INTO _migrations VALUES (?, ?)", [name, time.time_ns()])
 
     @contextmanager
@@ -376,6 +475,13 @@ class Catalog:
             finally:
                 c.con.execute("ROLLBACK")
 
+    def store_id(self) -> str:
+        """This store's random id (catalog migration ``m005_store_id``)."""
+        if self._store_id is None:
+            with self.read() as con:
+                self._store_id = con.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0]
+        return self._store_id
+
     @staticmethod
     def next_seq(con: sqlite3.Connection) -> int:
         """The change number of this write transaction (the exporter lands what changed after its last)."""
@@ -384,13 +490,15 @@ class Catalog:
 
     # -- writes ---------------------------------------------------------------------------------
     def commit_attempt(self, record: AttemptRecord, objects: Sequence[tuple[str, int]],
-                       present: Callable[[str], bool], role: Role = Role.AGENT) -> bool:
-        """Record an attempt (replacing an earlier commit of the same id) with its items and objects.
+                       present: Callable[[str], bool], role: Role = Role.AGENT,
+                       want_changes: bool = False) -> tuple[bool, list[ItemChange]]:
+        """Record an attempt (replacing an earlier commit of the same id) with its items and objects;
+        returns (intact, and with ``want_changes`` its state now: :func:`item_changes`).
 
         ``present(digest)`` is asked inside the transaction for every digest an item claims: a
         removal moves bytes aside before it re-checks the catalog under the same lock, so bytes
         seen present here cannot be removed after this commit names them.  If any is gone, every
-        item is recorded ``never_captured`` (``store_race``) and False is returned.
+        item is recorded ``never_captured`` (``store_race``) and intact is False.
         """
         try:
             with self.write(role) as con:
@@ -406,12 +514,13 @@ class Catalog:
                 con.execute("DELETE FROM items WHERE attempt_id = ?", [record.attempt_id])
                 con.executemany(f"INSERT INTO items VALUES ({', '.join('?' * len(ITEM_COLUMNS))})",
                                 [tuple(getattr(i, c) for c in ITEM_COLUMNS) for i in items])
-                con.execute(MARK_PURGED, [record.attempt_id])
+                con.execute(MARK_PURGED, [record.attempt_id])  # a stale writer: purged stays purged
                 if intact:
                     con.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", objects)
+                changes = item_changes(con, "t.attempt_id = ?", [record.attempt_id], seq) if want_changes else []
         except (sqlite3.Error, UnicodeEncodeError, ValueError) as exc:
             raise StoreWriteError(f"catalog commit failed: {exc}") from exc
-        return intact
+        return intact, changes
 
     def mark_ended(self, attempt_ids: Sequence[str]) -> None:
         """Not fsynced: a lost mark costs nothing (a dead owner's attempts count as ended)."""

@@ -31,25 +31,3 @@ class ReadbackError(StoreError):
     def __init__(self, outcome: ReadbackOutcome | str, message: str) -> None:
         super().__init__(message)
         self.outcome = ReadbackOutcome(outcome)
-
-
-_REASON_MAX = 200
-
-
-class IntegrityError(OSError):
-    """The bucket holds something other than the bytes just uploaded."""
-
-
-def _reason(exc: BaseException) -> str:
-    """One line saying why a bucket call failed: the kind (refused, timeout, …) and the message."""
-    if isinstance(exc, PermissionError):
-        kind = "refused"
-    elif isinstance(exc, IntegrityError):
-        kind = "integrity"
-    elif isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower() or "timed out" in str(exc).lower():
-        kind = "timeout"
-        exc = exc if str(exc) else TimeoutError("no answer from the bucket in time")
-    else:
-        kind = type(exc).__name__
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return f"{kind}: {text}"[:_REASON_MAX]

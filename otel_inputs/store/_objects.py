@@ -78,6 +78,14 @@ class ObjectDB:
         os.replace(tmp, self._prefix + digest)
         return allocated(st)
 
+    def sync(self) -> None:
+        """fsync ``objects/`` itself, so the names of the objects just installed survive a power cut."""
+        fd = os.open(self.objects_dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def freshen(self, digest: str) -> bool:
         """Refresh an existing object's age, so orphan reconciliation cannot take it before the
         catalog names it; False if it is not there."""

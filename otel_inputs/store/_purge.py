@@ -13,16 +13,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from otel_inputs._text import canonical_path
-from otel_inputs.store._catalog import Role
-from otel_inputs.store._sql import MARK_PURGED
+from otel_inputs.text import canonical_path
+from otel_inputs.store._catalog import MARK_PURGED, Role, item_changes, kept
+from otel_inputs.store._changes import ItemChange, StoreChange
+from otel_inputs.types import ItemState
 from otel_inputs.store._objects import HEX64
-from otel_inputs.store._store import ArtifactStore, attempt_key
+from otel_inputs.store._store import ArtifactStore
 
 DEFAULT_RECONCILE_AGE_S = 3600.0
 
@@ -57,7 +57,8 @@ def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str 
         if not attempts and not inputs:
             return report
         digests = {r[0] for a in attempts for r in con.execute(
-            "SELECT sha256 FROM items WHERE attempt_id = ? AND sha256 IS NOT NULL", [a])}
+            "SELECT sha256 FROM items WHERE attempt_id = ? AND sha256 IS NOT NULL UNION "
+            "SELECT sha256 FROM parts WHERE attempt_id = ? AND sha256 IS NOT NULL", [a, a])}
         digests |= {r[0] for a, i in inputs for r in con.execute(
             "SELECT sha256 FROM items WHERE attempt_id = ? AND input_id = ? AND sha256 IS NOT NULL", [a, i])}
         selector = {"attempt_ids": wanted, "run_id": run_id, "source_path": source_path}
@@ -72,13 +73,21 @@ def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str 
             report.items += con.execute(MARK_PURGED, [a]).rowcount
             con.execute("UPDATE attempts SET changed_seq = ? WHERE attempt_id = ?", [seq, a])
         report.attempts = len(touched)
+        changes: list[ItemChange] = []
+        if store.listeners:  # the covered attempts' state now (a deleted record: the attempt and its items)
+            changes = item_changes(con, "t.attempt_id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(touched))],
+                                   seq)
+            if delete_records:
+                at = time.time_ns()
+                changes = [replace(c, state=ItemState.DELETED, reason=None, at_ns=at) if c.attempt_id in attempts
+                           else c for c in changes]
         if delete_records:
             for a in attempts:
                 con.execute("DELETE FROM items WHERE attempt_id = ?", [a])
                 con.execute("DELETE FROM parts WHERE attempt_id = ?", [a])
                 report.deleted_attempts += con.execute("DELETE FROM attempts WHERE attempt_id = ?", [a]).rowcount
-    for a in attempts:  # exchange-part bytes of a purged attempt go with it (after the commit)
-        shutil.rmtree(store.root / "parts" / attempt_key(a), ignore_errors=True)
+    if changes:
+        store.notify(StoreChange(tuple(changes)))
     report.deleted_objects = len(store.remove_objects(digests))
     report.targets = sorted(attempts) + sorted(f"{a}/{i}" for a, i in inputs)
     return report
@@ -126,14 +135,14 @@ def reconcile_store(store: ArtifactStore, *, min_age_s: float = DEFAULT_RECONCIL
     """Finish what a crash interrupted: bytes a purge or eviction left unreferenced (and rows of
     bytes already gone), half-done removals, and staging or object files older than ``min_age_s``
     that the catalog does not name (younger ones may be a capture that has not committed yet)."""
-    available = "SELECT sha256 FROM items WHERE artifact_status = 'available' AND sha256 IS NOT NULL"
     with store.catalog.read() as con:
-        unreferenced = [r[0] for r in con.execute(f"SELECT sha256 FROM objects WHERE sha256 NOT IN ({available})")]
+        unreferenced = [r[0] for r in con.execute(f"SELECT sha256 FROM objects WHERE NOT {kept('objects.sha256')}")]
     freed = store.remove_objects(unreferenced)
     with store.catalog.write(Role.MAINT) as con:
-        con.executemany(f"DELETE FROM objects WHERE sha256 = ? AND sha256 NOT IN ({available})",
+        con.executemany(f"DELETE FROM objects WHERE sha256 = ? AND NOT {kept('objects.sha256')}",
                         [(d,) for d in unreferenced if d not in freed and not store.objects.has(d)])
-        known = {r[0] for r in con.execute("SELECT sha256 FROM objects")}
+        known = {r[0] for r in con.execute("SELECT sha256 FROM objects UNION SELECT sha256 FROM parts WHERE "
+                                           f"sha256 IS NOT NULL AND {kept('parts.sha256')}")}
     now = time.time() if now is None else now
     result = {"staging_removed": store.objects.remove_old_staging(min_age_s, now),
               "objects_removed": store.objects.restore_or_drop_graveyard(known.__contains__),

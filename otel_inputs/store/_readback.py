@@ -1,35 +1,29 @@
 """Readback discipline: every read re-checks permission (``permission_denied``), retention
 (``not_found`` / ``retention_expired``), revocation (``source_unavailable``) and the digest
 (``integrity_mismatch``), in that order.  The access policy (``OTEL_INPUTS_ACCESS_POLICY``) and
-revocations are described in docs/store.md; exchange-part receipts are catalog rows.
+revocations are described in docs/store.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import errno
 import fnmatch
-import getpass
-import hashlib
 import json
 import os
-import re
 import sqlite3
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
 from otel_inputs import names
-from otel_inputs._text import canonical_path, safe_text
-from otel_inputs.store._catalog import Catalog, CatalogItem, Role
+from otel_inputs.store._catalog import CatalogItem, Role, item_changes
+from otel_inputs.store._changes import StoreChange
 from otel_inputs.store._errors import ReadbackError
-from otel_inputs.store._store import ArtifactStore, VerifiedSnapshot, attempt_key, check_retained
-from otel_inputs.types import PartName, PartPersistence, ReadbackOutcome
-
-PARTS_DIR = "parts"  # <store>/parts/<attempt_key>/<part>.bin, written by otel_inputs._parts
-_HEX64 = re.compile(r"[0-9a-f]{64}")
+from otel_inputs.store._store import ArtifactStore, VerifiedSnapshot, check_retained
+from otel_inputs.text import canonical_path, safe_text
+from otel_inputs.types import ReadbackOutcome
 
 
 class PolicyError(ValueError):
@@ -97,10 +91,13 @@ class RevocationList:
     entries: tuple[Revocation, ...] = ()
 
     @classmethod
-    def load(cls, store: ArtifactStore, path: str | os.PathLike[str] | None = None) -> RevocationList:
-        """The store's revocations plus those of the file ``path`` (or ``OTEL_INPUTS_REVOCATIONS``)."""
+    def load(cls, store: ArtifactStore | None, path: str | os.PathLike[str] | None = None) -> RevocationList:
+        """The store's revocations (none without a store) plus those of the file ``path`` (or
+        ``OTEL_INPUTS_REVOCATIONS``)."""
         entries: list[Revocation] = []
         try:
+            if store is None:
+                raise FileNotFoundError
             with store.catalog.read() as con:
                 for src, digest, reason, at_ns in con.execute(
                         "SELECT source_path, sha256, reason, at_ns FROM revocations ORDER BY revocation_id"):
@@ -142,21 +139,17 @@ class RevocationList:
 def revoke_source(store: ArtifactStore, path: str | os.PathLike[str], reason: str = "") -> str:
     """Revoke a source path (and everything under it); returns the path as recorded."""
     recorded = canonical_path(path)
+    under = recorded.rstrip("/") + "/"
     with store.catalog.write(Role.MAINT) as con:
         con.execute("INSERT INTO revocations (source_path, reason, at_ns) VALUES (?, ?, ?)",
                     [recorded, reason, time.time_ns()])
-    store.bucket.changed()  # fleet viewers learn it with the next publish (the CLI publishes at once)
+        seq = store.catalog.next_seq(con)
+        # every attempt with an item under the path: each item's state now carries its revocation
+        changes = item_changes(con, "t.attempt_id IN (SELECT attempt_id FROM items WHERE source_path = ? OR "
+                               "substr(source_path, 1, ?) = ?)", [recorded, len(under), under], seq) \
+            if store.listeners else []
+    store.notify(StoreChange(tuple(changes)))
     return recorded
-
-
-def current_viewer(streamlit_user: str | None = None) -> str:
-    """The logged-in Streamlit user when login is configured, else the OS user."""
-    if streamlit_user:
-        return streamlit_user
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return f"uid:{os.getuid()}"
 
 
 @dataclass(frozen=True)
@@ -172,64 +165,6 @@ class ReadResult:
 
 def _refused(exc: ReadbackError) -> ReadResult:
     return ReadResult(ReadbackOutcome(exc.outcome), str(exc))
-
-
-def record_part_receipt(store_root: str | os.PathLike[str], body: Mapping[str, Any]) -> None:
-    """Record one exchange part's receipt in the catalog, durably (``FULL``): the part's authority."""
-    with Catalog(Path(store_root)).write(Role.MAINT) as con:
-        con.execute("INSERT OR REPLACE INTO parts VALUES (?, ?, ?, ?)",
-                    [body["attemptId"], body["part"], body.get("runId"), json.dumps(body, sort_keys=True)])
-
-
-def read_part_receipt(store: ArtifactStore | str | os.PathLike[str], attempt_id: str, part_name: PartName | str) -> dict[str, Any]:
-    """The recorded receipt of one exchange part; :class:`ReadbackError` otherwise."""
-    part = _part_name(part_name)
-    catalog = store.catalog if isinstance(store, ArtifactStore) else Catalog(Path(store), create=False)
-    try:
-        with catalog.read() as con:
-            row = con.execute("SELECT receipt FROM parts WHERE attempt_id = ? AND part = ?", [attempt_id, part]).fetchone()
-    except (FileNotFoundError, sqlite3.Error) as exc:
-        raise ReadbackError(ReadbackOutcome.NOT_FOUND, f"part receipts unreadable ({exc})") from exc
-    if row is None:
-        raise ReadbackError(ReadbackOutcome.NOT_FOUND, "no stored receipt for this part")
-    try:
-        body = json.loads(row[0])
-    except (TypeError, ValueError) as exc:
-        raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "part receipt is not valid JSON") from exc
-    if not isinstance(body, dict) or body.get("attemptId") != attempt_id or body.get("part") != part:
-        raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH,
-                            "part receipt does not belong to the requested attempt and part")
-    return body
-
-
-def read_part(store: ArtifactStore | str | os.PathLike[str], attempt_id: str, part_name: PartName | str) -> bytes:
-    """The stored bytes of one part, returned only after their size and SHA-256 match the receipt."""
-    receipt = read_part_receipt(store, attempt_id, part_name)
-    if receipt.get("persistence") != PartPersistence.STORED.value:
-        raise ReadbackError(ReadbackOutcome.NOT_FOUND,
-                            f"part was not stored (persistence {receipt.get('persistence')!r})")
-    digest, size = receipt.get("sha256"), receipt.get("size_bytes")
-    if not isinstance(digest, str) or not _HEX64.fullmatch(digest) or not isinstance(size, int) or size < 0:
-        raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "part receipt has a malformed digest or size")
-    root = store.root if isinstance(store, ArtifactStore) else Path(store)
-    try:
-        fd = os.open(root / PARTS_DIR / attempt_key(attempt_id) / f"{_part_name(part_name)}.bin", os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as fh:
-            data = fh.read(size + 1)  # one byte more than recorded exposes an appended tail
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ELOOP):
-            raise ReadbackError(ReadbackOutcome.NOT_FOUND, "part bytes are missing from the store") from exc
-        raise ReadbackError(ReadbackOutcome.NOT_FOUND, f"part bytes unreadable: {exc.strerror or exc}") from exc
-    if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
-        raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "part bytes do not match the recorded size and SHA-256")
-    return data
-
-
-def _part_name(part_name: PartName | str) -> str:
-    try:
-        return PartName(part_name).value
-    except ValueError:
-        raise ReadbackError(ReadbackOutcome.NOT_FOUND, "unknown part name") from None
 
 
 class EvidenceReader:
@@ -263,7 +198,7 @@ class EvidenceReader:
     def part_receipt(self, viewer: str, attempt_id: str, part: str) -> dict[str, Any] | ReadResult:
         """An exchange part's stored receipt, with the same permission and purge checks as reads."""
         try:
-            receipt = read_part_receipt(self.store, attempt_id, part)
+            receipt = self.store.part_receipt(attempt_id, part)
         except ReadbackError as exc:
             return _refused(exc)
         if not self.policy.allows(viewer, receipt.get("runId")):
@@ -278,7 +213,7 @@ class EvidenceReader:
         if isinstance(receipt, ReadResult):
             return receipt
         try:
-            data = read_part(self.store, attempt_id, part)
+            data = self.store.read_part(attempt_id, part)
         except ReadbackError as exc:
             return _refused(exc)
         return ReadResult(ReadbackOutcome.OK, "verified",

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_inputs import names
-from otel_inputs.store._catalog import Role
+from otel_inputs.store._catalog import Role, item_changes
+from otel_inputs.store._changes import ItemChange, StoreChange
 from otel_inputs.store._store import ArtifactStore
 
 _log = logging.getLogger(__name__)
@@ -267,6 +268,7 @@ def _mark(store: ArtifactStore, victims: list[tuple[str, int]], report: GcReport
     the marks durable (the caller deletes bytes only after this returns); an attempt committed
     again since the plan (another ``committed_at_ns``) is left alone."""
     at = time.time_ns()
+    changes: list[ItemChange] = []
     for k in range(0, len(victims), CHUNK):
         chunk = victims[k:k + CHUNK]
         with store.catalog.write(Role.MAINT, durable=False) as con:
@@ -278,6 +280,9 @@ def _mark(store: ArtifactStore, victims: list[tuple[str, int]], report: GcReport
             report.evicted_attempts += con.executemany(
                 "UPDATE attempts SET changed_seq = ? WHERE attempt_id = ? AND committed_at_ns = ?",
                 [(seq, a, c) for a, c in chunk]).rowcount
+            if store.listeners:  # the victims' state now, for the store's listeners
+                changes += item_changes(con, "t.attempt_id IN (SELECT value FROM json_each(?))",
+                                        [json.dumps([a for a, _ in chunk])], seq)
         if progress:
             progress(len(chunk))
         time.sleep(CHUNK_PAUSE_S)  # let waiting agent commits take the write lock
@@ -285,6 +290,8 @@ def _mark(store: ArtifactStore, victims: list[tuple[str, int]], report: GcReport
     with store.catalog.write(Role.MAINT) as con:  # FULL: its WAL fsync covers every chunk above
         con.execute("INSERT INTO evictions (at_ns, reason, attempts, items) VALUES (?, ?, ?, ?)",
                     [at, EVICTION_REASON, report.evicted_attempts, report.evicted_items])
+    if changes:
+        store.notify(StoreChange(tuple(changes)))
 
 
 def store_status(store: ArtifactStore, policy: RetentionPolicy) -> dict[str, Any]:

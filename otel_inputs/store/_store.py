@@ -6,20 +6,22 @@ the layout.  Readback is only by (attempt id, input id), re-hashed against the r
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 import shutil
 import sqlite3
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from otel_inputs.store._catalog import AttemptRecord, CatalogItem, Catalog, Role, chores
+from otel_inputs.store._changes import ItemChange, StoreChange, StoreListener, notify
 from otel_inputs.store._errors import ReadbackError, StoreCleanupError, StoreError, StoreWriteError
 from otel_inputs.store._objects import HEX64, IncompleteWrite, ObjectDB, write_all
-from otel_inputs.store._remote import BucketLink
-from otel_inputs.types import ArtifactStatus, ReadbackOutcome
+from otel_inputs.types import ArtifactStatus, ItemState, PartName, PartPersistence, ReadbackOutcome
 
 SNAPSHOT_REF_PREFIX = "sha256:"
 REMOVE_CHUNK = 250  # objects moved aside, re-checked under the catalog's write lock and deleted at a time
@@ -53,6 +55,29 @@ class VerifiedSnapshot:
     item: CatalogItem | None = None
 
 
+class StagingFile:
+    """A staged file open for writing: each :meth:`write` writes every byte or raises
+    :class:`StoreWriteError` (the store's disk, not the source: a store gap)."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
+
+    def write(self, data: bytes | memoryview) -> None:
+        try:
+            write_all(self._fh, data)
+        except OSError as exc:
+            raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> StagingFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class AttemptStaging:
     """One attempt's staging directory (created on first use); bytes land here before commit."""
 
@@ -65,7 +90,7 @@ class AttemptStaging:
         self._closed = False
         self._created = False
 
-    def open_temp(self) -> tuple[Path, BinaryIO]:
+    def open_temp(self) -> tuple[Path, StagingFile]:
         """Create a temp file for writing inside staging; a failure is a :class:`StoreWriteError`."""
         if not self._created:
             try:
@@ -75,7 +100,7 @@ class AttemptStaging:
             self._created = True
         tmp = self.path / f"tmp-{secrets.token_hex(8)}"
         try:
-            return tmp, open(tmp, "xb", buffering=0)
+            return tmp, StagingFile(open(tmp, "xb", buffering=0))
         except OSError as exc:
             raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
 
@@ -90,11 +115,8 @@ class AttemptStaging:
                 self._blobs[digest] = None
             else:
                 tmp, fh = self.open_temp()
-                try:
-                    with fh:
-                        write_all(fh, data)
-                except OSError as exc:
-                    raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
+                with fh:
+                    fh.write(data)
                 self._blobs[digest] = (tmp, len(data))
         return StagedBlob(digest, len(data), snapshot_ref_for(digest))
 
@@ -140,14 +162,14 @@ class AttemptStaging:
             raise StoreWriteError(str(exc)) from exc
         except OSError as exc:
             raise StoreWriteError(f"cannot install snapshot bytes: {exc.strerror or exc}") from exc
-        intact = self.store.catalog.commit_attempt(record, sizes, objects.has)
+        intact, changes = self.store.catalog.commit_attempt(record, sizes, objects.has,
+                                                            want_changes=bool(self.store.listeners))
         self._closed = True
         self._remove_dir()
         if not intact:
             raise StoreWriteError("deduplicated snapshot bytes were removed during commit")
-        # new objects only (deduplicated ones were queued by their first commit); a queue put, uploads
-        # happen off this thread
-        self.store.bucket.committed([d for d, staged in self._blobs.items() if staged is not None])
+        if self.store.listeners:  # new objects only: deduplicated ones were announced by their first commit
+            self.store.notify(StoreChange(tuple(changes), tuple(d for d, s in self._blobs.items() if s is not None)))
 
     def abort(self) -> None:
         """Remove everything staged; raise :class:`StoreCleanupError` naming the orphan if that fails."""
@@ -167,28 +189,44 @@ class AttemptStaging:
             raise StoreCleanupError(str(self.path), exc) from exc
 
 
+# Called with every store opened in this process: the public face registers the bucket's here, so
+# the core never imports it (docs/architecture.md, "Parts").
+_on_open: list[Callable[[ArtifactStore], None]] = []
+
+
+def on_open(hook: Callable[[ArtifactStore], None]) -> Callable[[ArtifactStore], None]:
+    _on_open.append(hook)
+    return hook
+
+
 class ArtifactStore:
     """A local directory holding snapshot bytes and the catalog that says what they are."""
 
     def __init__(self, root: str | os.PathLike[str], *, create: bool = True, objects_url: str | None = None,
-                 objects_options: dict | None = None,
-                 catalog_snapshot: tuple[Path, sqlite3.Connection] | None = None) -> None:
-        """``catalog_snapshot``: a published catalog opened read-only (``FleetCatalogs``), for a
-        viewer on another machine; with it nothing here writes, and bytes come from the bucket."""
+                 objects_options: dict | None = None) -> None:
+        """``objects_url``/``objects_options``: a bucket for copies of the bytes (docs/objects.md;
+        default ``OTEL_INPUTS_OBJECTS_URL``), attached by :mod:`otel_inputs.store.bucket` through
+        :attr:`listeners` and :attr:`read_elsewhere`."""
         self.root = Path(root)
-        create = create and catalog_snapshot is None
         if create:
             self.root.mkdir(parents=True, exist_ok=True)
         self.objects = ObjectDB(self.root, create=create)
         self.objects_dir, self.staging_dir = self.objects.objects_dir, self.objects.staging_dir
-        self.catalog = Catalog(self.root, create=create, snapshot=catalog_snapshot)
-        # the bucket copy of the bytes (docs/objects.md); without a URL (or OTEL_INPUTS_OBJECTS_URL) none
-        self.bucket = BucketLink(self, objects_url, objects_options)
+        self.catalog = Catalog(self.root, create=create)
+        self.objects_url, self.objects_options = objects_url, dict(objects_options or {})
+        self.listeners: list[StoreListener] = []
+        # where bytes whose local copy is gone may still be read (unverified: the caller re-hashes them)
+        self.read_elsewhere: Callable[[ArtifactStore, str, int | None], bytes | None] | None = None
+        for hook in _on_open:
+            hook(self)
+
+    def notify(self, change: StoreChange) -> None:
+        """Tell the listeners what a committed transaction changed (docs/store.md)."""
+        notify(self.listeners, change)
 
     def holds_records(self) -> bool:
-        """True when a store was ever written here: its catalog, or an older layout's manifests or
-        part receipts (which the first open imports into the catalog)."""
-        return self.catalog.exists() or any((self.root / d).is_dir() for d in ("manifests", "parts"))
+        """True when a store was ever written here (its catalog exists)."""
+        return self.catalog.exists()
 
     # -- writing ---------------------------------------------------------------------------
     def begin_attempt(self, attempt_id: str) -> AttemptStaging:
@@ -256,8 +294,10 @@ class ArtifactStore:
         try:
             with self.objects.open(digest) as fh:
                 data = fh.read(-1 if max_bytes is None else max_bytes + 1)
-        except FileNotFoundError as exc:  # the local copy is gone: the bucket's, verified below like any
-            data = self.bucket.read(digest, None if max_bytes is None else max_bytes + 1)
+        except FileNotFoundError as exc:  # the local copy is gone: a copy elsewhere, verified below like any
+            data = None
+            if self.read_elsewhere is not None:
+                data = self.read_elsewhere(self, digest, None if max_bytes is None else max_bytes + 1)
             if data is None:
                 raise ReadbackError(ReadbackOutcome.NOT_FOUND, "snapshot bytes are missing from the store") from exc
         except OSError as exc:
@@ -267,6 +307,75 @@ class ArtifactStore:
         if hashlib.sha256(data).hexdigest() != digest or (size is not None and size != len(data)):
             raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "snapshot bytes do not match the recorded SHA-256")
         return VerifiedSnapshot(item.attempt_id, item.input_id, data, digest, item)
+
+    # -- exchange parts (otel_inputs._parts): receipts are catalog rows, bytes are objects -------------
+    def put_part(self, receipt: Mapping[str, Any] | Callable[[], Mapping[str, Any]], data: bytes | None) -> None:
+        """Record one exchange part's receipt, and its bytes as an object when ``data`` is given, durably
+        (the bytes are fsynced before the ``synchronous=FULL`` commit that names them); raises on failure.
+        ``receipt`` may be a function, called once the bytes are durable (so its times say when)."""
+        digest, new = None, False
+        if data is not None:
+            digest = hashlib.sha256(data).hexdigest()
+            if not self.objects.freshen(digest):
+                tmp = self.staging_dir / f"part-{secrets.token_hex(8)}"
+                with open(tmp, "xb", buffering=0) as fh:
+                    write_all(fh, data)
+                    os.fsync(fh.fileno())
+                self.objects.put(digest, tmp, len(data))
+                self.objects.sync()
+                new = True
+        receipt = receipt() if callable(receipt) else receipt
+        if data is not None and (receipt.get("sha256") != digest or receipt.get("size_bytes") != len(data)):
+            raise StoreError("part receipt does not describe the bytes given")
+        attempt_id, part = receipt["attemptId"], _part_name(receipt["part"])
+        with self.catalog.write(Role.MAINT) as con:
+            # no ``objects`` row: part bytes stay outside the retention budget, as before m004 (docs/store.md)
+            if digest is not None and not self.objects.has(digest):  # taken by a removal since
+                raise StoreWriteError(f"stored object {digest} vanished before commit")
+            con.execute("INSERT OR REPLACE INTO parts (attempt_id, part, run_id, receipt, sha256) VALUES (?, ?, ?, ?, ?)",
+                        [attempt_id, part, receipt.get("runId"), json.dumps(dict(receipt), sort_keys=True), digest])
+            seq = self.catalog.next_seq(con)
+        if self.listeners:
+            state = ItemState.CAPTURED if digest else ItemState.NOT_CAPTURED
+            why = None if digest else str(receipt.get("persistence_reason") or receipt.get("persistence"))
+            self.notify(StoreChange((ItemChange(attempt_id, f"part:{part}", digest, state, why, seq, time.time_ns(),
+                                                receipt.get("runId")),), (digest,) if new else ()))
+
+    def part_receipt(self, attempt_id: str, part_name: PartName | str) -> dict[str, Any]:
+        """The recorded receipt of one exchange part; :class:`ReadbackError` otherwise."""
+        part = _part_name(part_name)
+        try:
+            with self.catalog.read() as con:
+                row = con.execute("SELECT receipt FROM parts WHERE attempt_id = ? AND part = ?", [attempt_id, part]).fetchone()
+        except (FileNotFoundError, sqlite3.Error) as exc:
+            raise ReadbackError(ReadbackOutcome.NOT_FOUND, f"part receipts unreadable ({exc})") from exc
+        if row is None:
+            raise ReadbackError(ReadbackOutcome.NOT_FOUND, "no stored receipt for this part")
+        try:
+            body = json.loads(row[0])
+        except (TypeError, ValueError) as exc:
+            raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "part receipt is not valid JSON") from exc
+        if not isinstance(body, dict) or body.get("attemptId") != attempt_id or body.get("part") != part:
+            raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH,
+                                "part receipt does not belong to the requested attempt and part")
+        return body
+
+    def read_part(self, attempt_id: str, part_name: PartName | str) -> bytes:
+        """The stored bytes of one part, returned only after their size and SHA-256 match the receipt."""
+        receipt = self.part_receipt(attempt_id, part_name)
+        if receipt.get("persistence") != PartPersistence.STORED.value:
+            raise ReadbackError(ReadbackOutcome.NOT_FOUND,
+                                f"part was not stored (persistence {receipt.get('persistence')!r})")
+        digest, size = receipt.get("sha256"), receipt.get("size_bytes")
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "part receipt has a malformed digest or size")
+        item = CatalogItem(attempt_id, f"part:{receipt['part']}", None, sha256=digest, size_bytes=size)
+        try:
+            return self.read_item_bytes(item).data
+        except ReadbackError as exc:
+            if exc.outcome is ReadbackOutcome.NOT_FOUND:
+                raise ReadbackError(ReadbackOutcome.NOT_FOUND, "part bytes are missing from the store") from exc
+            raise
 
     def is_purged(self, attempt_id: str, input_id: str | None = None) -> bool:
         """Whether a purge covers this attempt (or this one input of it)."""
@@ -279,7 +388,7 @@ class ArtifactStore:
 
     # -- housekeeping ------------------------------------------------------------------------
     def remove_objects(self, digests: Iterable[str]) -> dict[str, int]:
-        """Delete objects no available item names; {digest: allocated bytes} of what went.
+        """Delete objects no available item (or kept part) names; {digest: allocated bytes} of what went.
 
         The bytes are moved aside first, then, under the catalog's write lock (so no capture commits
         in between), the ones still unreferenced lose their ``objects`` row and the rest go back.
@@ -296,15 +405,24 @@ class ArtifactStore:
         listed = list(digests)
         for k in range(0, len(listed), REMOVE_CHUNK):  # short lock holds: agent commits slip in between
             gone.update(self.objects.delete(listed[k:k + REMOVE_CHUNK], keep))
-        self.bucket.sweep()  # the bucket's copies follow the same references
-        self.bucket.changed()  # evicted or purged: fleet viewers learn it with the next publish
+        self.notify(StoreChange(freed_objects=tuple(gone), removal=True))  # copies elsewhere follow the same rule
         return gone
 
 
 def _referenced(con, digests: set[str]) -> set[str]:
-    """Which of ``digests`` (at most a few hundred) an available item still names."""
-    return {r[0] for r in con.execute(f"SELECT DISTINCT sha256 FROM items WHERE artifact_status = 'available' "
-                                      f"AND sha256 IN ({', '.join('?' * len(digests))})", list(digests))}
+    """Which of ``digests`` (at most a few hundred) an available item or a kept part still names."""
+    marks = ", ".join("?" * len(digests))
+    return {r[0] for r in con.execute(
+        f"SELECT sha256 FROM items WHERE artifact_status = 'available' AND sha256 IN ({marks}) UNION "
+        f"SELECT sha256 FROM parts k WHERE sha256 IN ({marks}) AND NOT EXISTS (SELECT 1 FROM purged u "
+        "WHERE u.attempt_id = k.attempt_id AND u.input_id = '')", [*digests, *digests])}
+
+
+def _part_name(part_name: PartName | str) -> str:
+    try:
+        return PartName(part_name).value
+    except ValueError:
+        raise ReadbackError(ReadbackOutcome.NOT_FOUND, "unknown part name") from None
 
 
 def check_retained(item: CatalogItem) -> None:

@@ -27,7 +27,7 @@ from otel_inputs.viewer._backend import NOT_IN_STOCK_SCHEMA  # noqa: E402
 chdb_session = pytest.importorskip("chdb.session", reason="chdb (in-process ClickHouse) is not installed")
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "clickhouse"
-_SQL_FILES = ("otel_tables.sql", "projection_functions.sql", "projection.sql")
+_SQL_FILES = ("otel_tables.sql", "projection_functions.sql", "projection.sql", "store_state.sql")
 _TS = TIMESTAMP_COLUMNS
 # Not in the stock otel_traces schema: NULL on ClickHouse (docs/clickhouse.md), so not compared.
 _NOT_STOCK = NOT_IN_STOCK_SCHEMA["agent_attempts"]
@@ -90,6 +90,23 @@ def _single_spans(spans: SpanFactory) -> list[Any]:
                    name="system in messages"),
         spans.span({n.GEN_AI_OPERATION_NAME: "invoke_agent", n.PYDANTIC_AI_ALL_MESSAGES: _text("the whole run")}, name="pyd"),
         spans.span({**chat, n.GEN_AI_USAGE_INPUT_TOKENS: 0, n.GEN_AI_PROVIDER_NAME: "openai"}, name="no content"),
+        # Strands' default conventions: one span event per message, content a JSON list of {"text": ...}.
+        spans.span({**chat, n.GEN_AI_PROVIDER_NAME: "strands-agents"}, [
+            (n.EVENT_SYSTEM_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"text": "You are careful."}])}),
+            (n.EVENT_USER_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"text": "Read notes/a.md"}])}),
+            (n.EVENT_ASSISTANT_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"toolUse": {"name": "read_file"}}])}),
+            (n.EVENT_TOOL_MESSAGE, {n.EVENT_CONTENT_KEY: "not json <b>"})], name="strands chat"),
+        # Strands with gen_ai_latest_experimental: one field per operation-details span event.
+        spans.span(chat, [(n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_SYSTEM_INSTRUCTIONS: json.dumps([{"type": "text", "content": "sys"}])}),
+                          (n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_INPUT_MESSAGES: _text("the ask")}),
+                          (n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_OUTPUT_MESSAGES: "[]"})], name="split details"),
+        # An executed tool's arguments on its gen_ai.tool.message event (Strands), or in a tool_call part.
+        spans.span({n.GEN_AI_OPERATION_NAME: n.OPERATION_EXECUTE_TOOL, n.GEN_AI_TOOL_NAME: "read_file"},
+                   [(n.EVENT_TOOL_MESSAGE, {n.EVENT_CONTENT_KEY: '{"path": "notes/a.md"}', "role": "tool"})], name="tool event"),
+        spans.span({n.GEN_AI_OPERATION_NAME: n.OPERATION_EXECUTE_TOOL, n.GEN_AI_TOOL_NAME: "read_file"},
+                   [(n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "tool", "parts": [
+                       {"type": "tool_call", "name": "read_file", "id": "c1", "arguments": {"path": "notes/b.md"}}]}])})],
+                   name="tool call part"),
         spans.span({"http.method": "GET"}, name="GET /health"),
         spans.span({n.GEN_AI_SYSTEM: "openai"}, name="gen_ai-like"),  # GenAI-looking, yet no known encoding
     ]
@@ -131,8 +148,63 @@ def _traces() -> tuple[list[Any], list[Any]]:
     with tracer.start_as_current_span("chat disagree", attributes={n.GEN_AI_OPERATION_NAME: "chat",
                                                                    n.GEN_AI_INPUT_MESSAGES: _text("span text")}):
         log.emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "log text"})
+    langgraph_run(tracer)
+    vercel_run(tracer)
+    # Strands' shape: invoke_agent > event-loop cycle > (chat, execute_tool) siblings, two levels down.
+    with tracer.start_as_current_span("invoke_agent s", attributes={n.GEN_AI_OPERATION_NAME: "invoke_agent"}):
+        with tracer.start_as_current_span("cycle", attributes={n.GEN_AI_OPERATION_NAME: "execute_event_loop_cycle"}):
+            for name, op in (("chat a", "chat"), ("tool a", n.OPERATION_EXECUTE_TOOL), ("chat b", "chat")):
+                with tracer.start_as_current_span(name, attributes={n.GEN_AI_OPERATION_NAME: op}):
+                    pass
     log.emit(event_name=n.EVENT_USER_MESSAGE, body={"content": "orphan"})  # no trace context: joins nothing
     return [from_readable(s) for s in memory.get_finished_spans()], list(logs.get_finished_logs())
+
+
+def langgraph_run(tracer: Any) -> None:
+    """A LangGraph run as openinference-instrumentation-langchain spells it: a CHAIN root, an AGENT
+    node holding a CHAIN runnable around the LLM span, a CHAIN tools node around the TOOL span."""
+    oi = n.OPENINFERENCE_SPAN_KIND
+    with tracer.start_as_current_span("LangGraph", attributes={oi: "CHAIN", n.OPENINFERENCE_SESSION_ID: "thread-1",
+            n.OPENINFERENCE_INPUT_VALUE: '{"messages": [["user", "Summarise notes/handoff.md"]]}',
+            "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "Summarise notes/handoff.md"}):
+        with tracer.start_as_current_span("agent", attributes={oi: "AGENT", n.OPENINFERENCE_INPUT_VALUE: '{"messages": []}'}):
+            with tracer.start_as_current_span("RunnableSequence", attributes={oi: "CHAIN"}):
+                with tracer.start_as_current_span("ChatOpenAI", attributes={
+                        oi: "LLM", n.OPENINFERENCE_MODEL_NAME: "gpt-fake", n.OPENINFERENCE_PROMPT_TOKENS: 11,
+                        "llm.input_messages.0.message.role": "system", "llm.input_messages.0.message.content": "Be careful.",
+                        "llm.input_messages.1.message.role": "user",
+                        "llm.input_messages.1.message.content": "Summarise notes/handoff.md"}):  # fmt: skip
+                    pass
+        with tracer.start_as_current_span("tools", attributes={oi: "CHAIN"}):
+            with tracer.start_as_current_span("read_file", attributes={oi: "TOOL", n.OPENINFERENCE_TOOL_NAME: "read_file",
+                                                                       n.OPENINFERENCE_INPUT_VALUE: "notes/handoff.md"}):
+                pass
+    with tracer.start_as_current_span("lone chain", attributes={oi: "CHAIN", n.OPENINFERENCE_INPUT_VALUE: "x"}):
+        pass
+
+
+def vercel_run(tracer: Any, session: str = "sess-v") -> None:
+    """A Vercel AI SDK 6 call on its own telemetry: ai.generateText, its doGenerate model calls and its ai.toolCall."""
+    meta = {n.VERCEL_FUNCTION_ID: "coder", n.VERCEL_METADATA_SESSION_ID: session}
+    prompt = {"system": "Be careful.", "messages": [{"role": "user", "content": "Summarise notes/handoff.md"}]}
+    sent = [{"role": "system", "content": "Be careful."},
+            {"role": "user", "content": [{"type": "text", "text": "Summarise notes/handoff.md"}]}]
+    with tracer.start_as_current_span("ai.generateText", attributes={
+            n.VERCEL_OPERATION_ID: "ai.generateText", n.VERCEL_PROMPT: json.dumps(prompt), n.VERCEL_MODEL_ID: "gpt-fake",
+            n.VERCEL_MODEL_PROVIDER: "fake.chat", n.VERCEL_USAGE_INPUT_TOKENS: 22, n.VERCEL_USAGE_OUTPUT_TOKENS: 10, **meta}):
+        with tracer.start_as_current_span("ai.generateText.doGenerate", attributes={
+                n.VERCEL_OPERATION_ID: "ai.generateText.doGenerate", n.VERCEL_PROMPT_MESSAGES: json.dumps(sent),
+                n.GEN_AI_SYSTEM: "fake.chat", n.GEN_AI_REQUEST_MODEL: "gpt-fake", n.GEN_AI_USAGE_INPUT_TOKENS: 11,
+                n.VERCEL_USAGE_INPUT_TOKENS: 11, **meta}):  # fmt: skip
+            pass
+        with tracer.start_as_current_span("ai.toolCall", attributes={
+                n.VERCEL_OPERATION_ID: "ai.toolCall", n.VERCEL_TOOL_CALL_NAME: "read_file", n.VERCEL_TOOL_CALL_ID: "call_1",
+                n.VERCEL_TOOL_CALL_ARGS: '{"path":"notes/handoff.md"}', **meta}):  # fmt: skip
+            pass
+    with tracer.start_as_current_span("ai.streamText", attributes={  # ai <= 4 spellings, a plain prompt
+            n.VERCEL_OPERATION_ID: "ai.streamText", n.VERCEL_PROMPT: json.dumps({"prompt": "just ask"}),
+            n.VERCEL_USAGE_PROMPT_TOKENS: 3, n.VERCEL_USAGE_COMPLETION_TOKENS: 1}):
+        pass
 
 
 def _duckdb_rows(db: Path, table: str, columns: list[str], order: str) -> list[tuple[Any, ...]]:
@@ -183,8 +255,12 @@ def test_views_give_the_duckdb_rows(landed: tuple[Path, Any], table: str) -> Non
     expected = _duckdb_rows(db, table, columns, order)
     got = _ch_rows(sess, table, columns, order)
     assert expected, f"the corpus gives {table} rows"
+    formats = dict(_duckdb_rows(db, "agent_attempts", ["attempt_id", "source_format"], "attempt_id"))
     for want, have in zip(expected, got):
-        assert dict(zip(columns, have)) == dict(zip(columns, want))
+        differ = {c for c, a, b in zip(columns, have, want) if a != b}
+        attempt = dict(zip(columns, want)).get("attempt_id")
+        assert not differ, (f"{table}: the {formats.get(attempt, 'unknown')} encoding differs in {sorted(differ)} "
+                            f"(attempt {attempt}): {dict(zip(columns, have))} != {dict(zip(columns, want))}")
     assert len(got) == len(expected)
     if table == "agent_attempt_messages":  # the corpus exercises every source of C2
         assert {r[columns.index("messages_source")] for r in got} == {"attempt_span", "log_event", "model_step"}
@@ -210,7 +286,7 @@ def test_every_wire_name_in_the_sql_is_registered() -> None:
     registered |= {v for k, v in vars(n).items() if k.isupper() and isinstance(v, tuple) for v in v if isinstance(v, str)}
     found = set()
     for name in _SQL_FILES[1:]:
-        found |= set(re.findall(r"'((?:otel_inputs|gen_ai|llm|openinference|pydantic_ai|tool|input|session)\.[a-z_.]+)'",
+        found |= set(re.findall(r"'((?:otel_inputs|gen_ai|llm|openinference|pydantic_ai|tool|input|session|ai)\.[a-z_.]+)'",
                                 (SQL_DIR / name).read_text()))  # fmt: skip
     prefixes = {n.OPENLLMETRY_PROMPT_PREFIX, n.OPENLLMETRY_COMPLETION_PREFIX, n.OPENINFERENCE_INPUT_MESSAGES}
     flat = {f"{p}.0.{f}" for p in (n.OPENLLMETRY_PROMPT_PREFIX, n.OPENLLMETRY_COMPLETION_PREFIX) for f in ("role", "content")}

@@ -464,12 +464,12 @@ def test_fleet_secrets_and_site_settings_come_from_the_environment():
 
 
 def test_fleet_doc_applies_our_sql_to_the_configured_database_in_order():
-    """docs/fleet.md applies otel_tables.sql, projection_functions.sql and projection.sql, in that order, to the exporter's default database."""
+    """docs/fleet.md applies otel_tables.sql, projection_functions.sql, projection.sql and store_state.sql, in that order, to the exporter's default database."""
     (exp,) = clickhouse_exporters(load("fleet.yaml")).values()
     database = with_env_defaults(exp["database"])
     doc = FLEET_DOC.read_text(encoding="utf-8")
     applied = re.findall(rf"clickhouse-client [^\n]*--database {database} [^\n]*< clickhouse/(\w+)\.sql", doc)
-    assert applied == ["otel_tables", "projection_functions", "projection"]
+    assert applied == ["otel_tables", "projection_functions", "projection", "store_state"]
     for name in applied:
         assert (REPO / "clickhouse" / f"{name}.sql").is_file()
 

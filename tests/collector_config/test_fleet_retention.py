@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("chdb", reason="chdb (in-process ClickHouse) is not installed")
 
 REPO = Path(__file__).resolve().parents[2]
-SQL_FILES = ("otel_tables.sql", "projection_functions.sql", "projection.sql")
+SQL_FILES = ("otel_tables.sql", "projection_functions.sql", "projection.sql", "store_state.sql")
 
 _CHILD = r"""
 import json, sys

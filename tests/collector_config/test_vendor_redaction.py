@@ -46,16 +46,33 @@ NEVER_SENT = {
     n.GEN_AI_TOOL_CALL_ARGUMENTS, n.OPENLLMETRY_PROMPT_PREFIX, n.OPENLLMETRY_COMPLETION_PREFIX,
     n.OPENINFERENCE_TOOL_PARAMETERS, n.PYDANTIC_AI_ALL_MESSAGES,
     # plain digests (a vendor could confirm a guess by hashing it) and the ref that embeds one
-    n.TASK_SHA256, n.INPUT_SHA256, n.PART_SHA256, n.INPUT_SNAPSHOT_REF,
+    n.TASK_SHA256, n.INPUT_SHA256, n.PART_SHA256, n.INPUT_SNAPSHOT_REF, n.STORE_ITEM_SHA256,
     # where the store's bytes and catalog are: the team's infrastructure, for its own fleet viewer only
     n.STORE_OBJECTS_URL,
+    # coding agents (docs/coding-agents.md): the hook's records go to the local `otel-inputs collect` only
+    # (paths, prompt digests, gaps), and the runtimes' own keys are read, never written by otel-inputs
+    n.HOOK_RUNTIME, n.HOOK_EVENT, n.HOOK_TURN_KEY, n.HOOK_PROCESS_KEY, n.HOOK_CAPTURE_ID, n.HOOK_PROMPT_SHA256,
+    n.HOOK_PROMPT_LENGTH, n.HOOK_FILE_COUNT, n.HOOK_GAP, n.INSTRUCTION_DISCOVERY, n.INSTRUCTION_MEMORY_TYPE,
+    n.INSTRUCTION_LOAD_REASON, n.REQUEST_BODY_REF, n.INSTRUCTION_DELIVERED, n.INSTRUCTION_DELIVERED_DETAIL,
+    n.EVENT_SEQUENCE_ATTR, n.CLAUDE_PROMPT_ID, n.CODEX_TURN_ID, n.CODEX_CONVERSATION_ID, n.CODEX_TOOL_PHASE,
+    n.GEMINI_TOOL_CALL_ID,
+    # the Vercel AI SDK's own ai.* names (docs/encodings.md): not on the allowlist yet, so none leaves
+    n.VERCEL_OPERATION_ID, n.VERCEL_PROMPT, n.VERCEL_PROMPT_MESSAGES, n.VERCEL_MODEL_ID, n.VERCEL_MODEL_PROVIDER,
+    n.VERCEL_RESPONSE_MODEL, n.VERCEL_USAGE_INPUT_TOKENS, n.VERCEL_USAGE_OUTPUT_TOKENS, n.VERCEL_USAGE_PROMPT_TOKENS,
+    n.VERCEL_USAGE_COMPLETION_TOKENS, n.VERCEL_TOOL_CALL_NAME, n.VERCEL_TOOL_CALL_ID, n.VERCEL_TOOL_CALL_ARGS,
+    n.VERCEL_TOOL_CALL_INPUT, n.VERCEL_FUNCTION_ID, n.VERCEL_METADATA_SESSION_ID,
 }
 NOT_ATTRIBUTE_KEYS = {
     # event names, kept as names
-    n.INPUT_EVENT, n.EXCHANGE_PART_EVENT, n.EVENT_INFERENCE_DETAILS, n.EVENT_SYSTEM_MESSAGE, n.EVENT_USER_MESSAGE,
+    n.INPUT_EVENT, n.EXCHANGE_PART_EVENT, n.STORE_FACT_EVENT, n.EVENT_INFERENCE_DETAILS, n.EVENT_SYSTEM_MESSAGE, n.EVENT_USER_MESSAGE,
     n.EVENT_ASSISTANT_MESSAGE, n.EVENT_TOOL_MESSAGE, n.EVENT_CHOICE, n.EVENT_CONTENT_PROMPT,
     n.EXPORT_REDACTION,  # written by the pipeline itself
     n.LINK_KIND,  # link attributes: no OTTL context reaches links; ours holds only an enum
+    # coding agents: the hook's event names, and the span and event names the runtimes send
+    n.HOOK_TURN_EVENT, n.INSTRUCTION_FILE_EVENT, n.REQUEST_BODY_EVENT, n.CLAUDE_SPAN_INTERACTION,
+    n.CLAUDE_SPAN_LLM_REQUEST, n.CLAUDE_SPAN_TOOL, n.CODEX_SPAN_TURN, n.CODEX_EVENT_USER_PROMPT,
+    n.CODEX_EVENT_TOOL_RESULT, n.GEMINI_EVENT_USER_PROMPT, n.GEMINI_EVENT_API_REQUEST, n.GEMINI_EVENT_TOOL_CALL,
+    n.VERCEL_TOOL_CALL_OPERATION,  # a value of ai.operationId (and a span name)
 }
 
 
@@ -361,3 +378,20 @@ def test_evaluator_refuses_what_it_does_not_understand(config):
     """The OTTL evaluator raises on any statement, context or key outside its subset instead of ignoring it."""
     with pytest.raises(UnsupportedOTTL):
         apply_transform(config, sample(), ENV)
+
+
+def test_store_facts_keep_their_state_and_lose_their_digest():
+    """A store fact (docs/wire.md) reaches the vendor with its ids, state, reason, revocation time and change
+    number, and without the plain SHA-256 of the bytes it names."""
+    fact = {n.STORE_ID: "6f1c2d3e4a5b6c7d8e9f0a1b2c3d4e5f", n.ATTEMPT_ID: "att-1", n.RUN_ID: "run-1",
+            n.STORE_ITEM_KEY: "att-1-2", n.STORE_ITEM_SHA256: INPUT_SHA, n.STORE_STATE: "evicted",
+            n.STORE_REASON: "disk_budget", n.STORE_REVOKED_AT: 1764597792000000000, n.STORE_SEQ: 42}
+    record = log(n.STORE_FACT_EVENT, fact)
+    record["traceId"] = record["spanId"] = ""  # a fact belongs to no span
+    data = {"resourceLogs": [{"resource": {"attributes": attrs(RESOURCE)},
+                              "scopeLogs": [{"scope": {"name": "otel_inputs.store"}, "logRecords": [record]}]}]}
+    (kept_fact,) = out_logs(apply_transform(transform(), data, ENV))
+    got = as_dict(kept_fact["attributes"])
+    assert set(got) == set(fact) - {n.STORE_ITEM_SHA256} | {n.EXPORT_REDACTION}
+    assert got[n.STORE_STATE] == {"stringValue": "evicted"} and got[n.STORE_SEQ] == {"intValue": "42"}
+    assert kept_fact["eventName"] == n.STORE_FACT_EVENT

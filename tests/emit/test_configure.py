@@ -132,5 +132,7 @@ def test_configure_lands_genai_log_events_too(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, str(script), "ev-1"], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     with read_connection(db) as con:
-        rows = con.execute("SELECT EventName FROM otel_logs").fetchall()
+        rows = con.execute("SELECT EventName FROM otel_logs WHERE EventName != ?", [names.STORE_FACT_EVENT]).fetchall()
+        facts = con.execute("SELECT count(*) FROM otel_logs WHERE EventName = ?", [names.STORE_FACT_EVENT]).fetchone()
     assert rows == [(names.EVENT_INFERENCE_DETAILS,)]
+    assert facts[0] > 0  # the store's facts land like any log record (docs/wire.md, "The store fact")

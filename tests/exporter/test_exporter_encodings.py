@@ -249,3 +249,170 @@ def test_log_records_without_trace_context_are_ignored(tmp_path: Path, spans: Sp
     DuckDBWriter(db).write_spans([from_readable(spans.span({n.GEN_AI_OPERATION_NAME: "chat"}, name="chat"))])
     assert query(db, "SELECT count(*) FROM agent_attempt_messages") == [(0,)]
     assert query(db, "SELECT count(*) FROM otel_logs") == [(1,)]
+
+
+def test_per_message_span_events_are_the_messages(spans: SpanFactory) -> None:
+    """Strands' default conventions put each message on its own span event (gen_ai.system.message,
+    gen_ai.user.message, …, content a JSON list of {"text": …}): they are the span's messages."""
+    events = [(n.EVENT_SYSTEM_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"text": "Be careful."}])}),
+              (n.EVENT_USER_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"text": "Read notes/a.md"}])}),
+              (n.EVENT_TOOL_MESSAGE, {n.EVENT_CONTENT_KEY: json.dumps([{"toolResult": {"status": "success"}}])})]
+    a = _row(spans, {n.GEN_AI_OPERATION_NAME: "chat"}, events)
+    assert (a["system_prompt"], a["user_prompt"]) == ("Be careful.", "Read notes/a.md")
+    assert [m["role"] for m in json.loads(a["input_messages_json"])] == ["system", "user", "tool"]
+
+
+def test_operation_details_events_are_merged_field_by_field(spans: SpanFactory) -> None:
+    """With one field per gen_ai.client.inference.operation.details span event (Strands,
+    gen_ai_latest_experimental), the system instructions and the user message both count, not
+    only the first event's."""
+    events = [(n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_SYSTEM_INSTRUCTIONS: json.dumps([{"type": "text", "content": "sys"}])}),
+              (n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_INPUT_MESSAGES: json.dumps(
+                  [{"role": "user", "parts": [{"type": "text", "content": "the ask"}]}])}),
+              (n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_OUTPUT_MESSAGES: "[]"})]
+    a = _row(spans, {n.GEN_AI_OPERATION_NAME: "chat"}, events)
+    assert (a["system_prompt"], a["user_prompt"]) == ("sys", "the ask")
+
+
+def test_a_tool_span_input_is_never_a_user_message(spans: SpanFactory) -> None:
+    """An OpenInference TOOL span's input.value is its tool arguments; it is never read as a user message."""
+    tool = _row(spans, {n.OPENINFERENCE_SPAN_KIND: "TOOL", n.OPENINFERENCE_TOOL_NAME: "read_file",
+                        n.OPENINFERENCE_INPUT_VALUE: "notes/handoff.md"})  # fmt: skip
+    assert tool["tool_arguments"] == "notes/handoff.md"
+    assert (tool["user_prompt"], tool["input_messages_json"], tool["messages_note"]) == (None, None, None)
+
+
+def _langgraph_spans() -> list[Any]:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clickhouse"))
+    from test_clickhouse_projection import langgraph_run
+
+    tp, memory, _, _ = memory_providers()
+    langgraph_run(tp.get_tracer("openinference.instrumentation.langchain"))
+    return [from_readable(s) for s in memory.get_finished_spans()]
+
+
+@pytest.mark.parametrize("order", ["children first", "root first", "one batch"])
+def test_a_langgraph_run_is_one_attempt(tmp_path: Path, order: str) -> None:
+    """A LangGraph run (OpenInference CHAIN root, AGENT node, CHAIN runnables, LLM and TOOL spans) is
+    one attempt, the root, in any arrival order; its steps are the agent node, the model call and
+    the tool call (with the TOOL span's input as arguments), not the CHAIN runnables."""
+    records = [r for r in _langgraph_spans() if r.name != "lone chain"]
+    db = tmp_path / "t.duckdb"
+    if order == "one batch":
+        DuckDBWriter(db).write_spans(records)
+    else:
+        for r in (records if order == "children first" else list(reversed(records))):
+            DuckDBWriter(db).write_spans([r])
+    (a,) = query_dicts(db, "SELECT * FROM agent_attempts")
+    assert (a["span_name"], a["session_id"], a["step_kind"]) == ("LangGraph", "thread-1", "container")
+    steps = query(db, "SELECT step_kind, span_name, tool_arguments FROM agent_attempt_steps ORDER BY seq")
+    assert steps == [("agent", "agent", None), ("model_call", "ChatOpenAI", None), ("tool_call", "read_file", "notes/handoff.md")]
+    (m,) = query_dicts(db, "SELECT * FROM agent_attempt_messages")  # the root's input is not what a model was sent
+    assert (m["system_prompt"], m["user_prompt"], m["messages_source"]) == ("Be careful.", "Summarise notes/handoff.md",
+                                                                          "model_step")
+
+
+def test_a_vercel_ai_sdk_6_call_is_one_attempt(tmp_path: Path) -> None:
+    """The Vercel AI SDK's own ai.* spans (ai 6, experimental_telemetry) land: ai.generateText is the
+    attempt with its system and user text, session and agent; doGenerate spans are model calls and
+    ai.toolCall a tool call with its arguments."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clickhouse"))
+    from test_clickhouse_projection import vercel_run
+
+    tp, memory, _, _ = memory_providers()
+    vercel_run(tp.get_tracer("ai"))
+    db = tmp_path / "t.duckdb"
+    DuckDBWriter(db).write_spans([from_readable(s) for s in memory.get_finished_spans()])
+    a = {r["span_name"]: r for r in query_dicts(db, "SELECT * FROM agent_attempts")}
+    call = a["ai.generateText"]
+    assert (call["source_format"], call["session_id"], call["agent_name"], call["provider_name"]) == (
+        "vercel_ai", "sess-v", "coder", "fake.chat")
+    assert (call["system_prompt"], call["user_prompt"], call["input_tokens"]) == ("Be careful.", "Summarise notes/handoff.md", 22)
+    assert (a["ai.streamText"]["user_prompt"], a["ai.streamText"]["input_tokens"]) == ("just ask", 3)
+    steps = query(db, "SELECT step_kind, tool_name, tool_call_id, tool_arguments, input_tokens FROM agent_attempt_steps ORDER BY seq")
+    assert steps == [("model_call", None, None, None, 11), ("tool_call", "read_file", "call_1", '{"path":"notes/handoff.md"}', None)]
+
+
+def test_an_executed_tools_arguments_from_its_events(spans: SpanFactory) -> None:
+    """An execute_tool span without gen_ai.tool.call.arguments gives its arguments from its
+    gen_ai.tool.message event (Strands' default) or from the tool_call part of its input messages
+    (Strands with gen_ai_latest_experimental)."""
+    tool = {n.GEN_AI_OPERATION_NAME: n.OPERATION_EXECUTE_TOOL, n.GEN_AI_TOOL_NAME: "read_file"}
+    on_event = _row(spans, tool, [(n.EVENT_TOOL_MESSAGE, {n.EVENT_CONTENT_KEY: '{"path": "a.md"}', "role": "tool"})])
+    assert on_event["tool_arguments"] == '{"path": "a.md"}'
+    part = [{"role": "tool", "parts": [{"type": "tool_call", "name": "read_file", "id": "c1", "arguments": {"path": "b.md"}}]}]
+    in_part = _row(spans, tool, [(n.EVENT_INFERENCE_DETAILS, {n.GEN_AI_INPUT_MESSAGES: json.dumps(part)})])
+    assert in_part["tool_arguments"] == '{"path":"b.md"}'
+
+
+# --- bad input: every field an encoding reads, of every wrong type -----------------------------------
+
+_READ_NAMES = sorted({v for k, v in vars(n).items() if k.isupper() and isinstance(v, str) and "." in v
+                      and not k.startswith(("ENV_", "SENTENCE_"))})  # fmt: skip
+_MARKERS = [{n.PACKET_VERSION_ATTR: 1}, {n.GEN_AI_OPERATION_NAME: "chat"}, {n.GEN_AI_OPERATION_NAME: n.OPERATION_EXECUTE_TOOL},
+            {n.OPENLLMETRY_REQUEST_TYPE: "chat"}, {n.OPENINFERENCE_SPAN_KIND: "TOOL"}, {n.OPENINFERENCE_SPAN_KIND: "CHAIN"},
+            {n.VERCEL_OPERATION_ID: "ai.generateText"}, {n.VERCEL_OPERATION_ID: "ai.toolCall"},
+            {n.GEN_AI_OPERATION_NAME: "chat", n.OPENINFERENCE_SPAN_KIND: "LLM", n.VERCEL_OPERATION_ID: "ai.toolCall"}]
+
+
+def _wrong_values() -> Any:
+    from hypothesis import strategies as st
+
+    scalar = st.one_of(st.booleans(), st.integers(min_value=-(2**63), max_value=2**63 - 1), st.floats(allow_nan=True),
+                       st.binary(max_size=16), st.text(max_size=8), st.just("x" * 200_000), st.just("{not json"),
+                       st.just('[{"role": 5, "parts": {"type": []}}]'))
+    return st.one_of(scalar, st.lists(st.text(max_size=4), max_size=3), st.lists(st.integers(), max_size=3),
+                     st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=2))
+
+
+def test_wrong_types_in_every_read_field_never_break_the_row() -> None:
+    """Any read attribute (and event attribute) of any type — arrays, maps, bytes, huge strings, broken
+    JSON — on a span of any encoding, several encodings at once, or half-present: the row derivation
+    never raises, never invents, and every derived text is a string or NULL, every count an int or NULL."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    spans = SpanFactory()
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(marker=st.sampled_from(_MARKERS), attrs=st.dictionaries(st.sampled_from(_READ_NAMES), _wrong_values(), max_size=6),
+           event_name=st.sampled_from([n.EVENT_INFERENCE_DETAILS, n.EVENT_USER_MESSAGE, n.EVENT_TOOL_MESSAGE,
+                                       n.EVENT_CONTENT_PROMPT, n.INPUT_EVENT]),  # fmt: skip
+           event_attrs=st.dictionaries(st.sampled_from(_READ_NAMES + [n.EVENT_CONTENT_KEY]), _wrong_values(), max_size=3))
+    def check(marker: dict[str, Any], attrs: dict[str, Any], event_name: str, event_attrs: dict[str, Any]) -> None:
+        record = from_readable(spans.span({**attrs, **marker}, [(event_name, event_attrs)], name="bad"))
+        row = derive(record).attempt
+        assert row is not None
+        for column in ("session_id", "agent_name", "provider_name", "request_model", "response_model", "tool_name",
+                       "tool_call_id", "tool_arguments", "system_prompt", "user_prompt", "input_messages_json"):
+            assert row[column] is None or isinstance(row[column], str), (column, row[column])
+        for column in ("input_tokens", "output_tokens"):
+            assert row[column] is None or (isinstance(row[column], int) and 0 <= row[column] < 2**63), column
+
+    check()
+
+
+def test_a_span_of_wrong_types_lands_raw_and_split_runs_settle(tmp_path: Path) -> None:
+    """A GenAI span whose every read attribute has the wrong type still lands raw in otel_traces with
+    its attempt row; a run's spans split over many requests and arriving out of order settle to the
+    same attempts and steps as one batch."""
+    spans = SpanFactory()
+    bad = {name: ["not", "a", "string"] for name in _READ_NAMES if not name.startswith("otel_inputs.")}
+    bad[n.GEN_AI_OPERATION_NAME] = "chat"
+    db = tmp_path / "bad.duckdb"
+    DuckDBWriter(db).write_spans([from_readable(spans.span(bad, name="bad"))])
+    assert query(db, "SELECT count(*) FROM otel_traces") == [(1,)]
+    assert query(db, "SELECT span_name, user_prompt, input_tokens FROM agent_attempts") == [("bad", None, None)]
+    records = _langgraph_spans()
+    one = tmp_path / "one.duckdb"
+    DuckDBWriter(one).write_spans(records)
+    split = tmp_path / "split.duckdb"
+    for r in records[1::2] + records[0::2]:  # every other span first: children and parents interleaved
+        DuckDBWriter(split).write_spans([r])
+    sql = "SELECT attempt_id, seq, span_id, step_kind FROM agent_attempt_steps ORDER BY attempt_id, seq"
+    assert query(split, sql) == query(one, sql) and query(split, "SELECT attempt_id FROM agent_attempts ORDER BY 1") == \
+        query(one, "SELECT attempt_id FROM agent_attempts ORDER BY 1")

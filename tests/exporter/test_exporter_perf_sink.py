@@ -27,7 +27,7 @@ def test_inflight_budget_full_answers_503_and_keeps_the_connection_usable(spans:
     body = proto_request([spans.attempt(0)]).SerializeToString()
     sink = _sink(db_path, SinkConfig(max_inflight_bytes=len(body)))
     try:
-        assert sink.inflight.try_take(len(body))  # another request's body is "in memory"
+        assert sink.inflight.try_grow(0, len(body))  # another request's body is "in memory"
         status, headers, _ = post(sink.endpoint, body)
         assert status == 503 and headers.get("retry-after") == "1"
         sink.inflight.give(len(body))

@@ -99,10 +99,12 @@ def test_openinference_llm_span_messages_and_session(spans: SpanFactory) -> None
     assert b is not None and b["user_prompt"] == "do the thing"
 
 
-def test_plain_and_chain_spans_are_not_attempts(spans: SpanFactory) -> None:
-    """Ordinary spans and OpenInference CHAIN wrappers land in otel_traces only."""
+def test_plain_spans_are_not_attempts_and_chains_are_containers(spans: SpanFactory) -> None:
+    """Ordinary spans land in otel_traces only; an OpenInference CHAIN is a container (the attempt at the
+    root of a run, never a step below one: docs/encodings.md) and records no messages of its own."""
     assert derive(from_readable(spans.span({"http.method": "GET"}, name="GET /"))).attempt is None
-    assert derive(from_readable(spans.span({n.OPENINFERENCE_SPAN_KIND: "CHAIN"}))).attempt is None
+    chain = derive(from_readable(spans.span({n.OPENINFERENCE_SPAN_KIND: "CHAIN", n.OPENINFERENCE_INPUT_VALUE: "x"}))).attempt
+    assert chain is not None and (chain["step_kind"], chain["user_prompt"]) == ("container", None)
 
 
 def test_fewer_events_than_item_count_is_partial(spans: SpanFactory) -> None:

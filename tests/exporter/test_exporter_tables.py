@@ -19,7 +19,7 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 from otel_inputs.exporter._arrow import build_batch
 from otel_inputs.exporter._columns import build_chunk
 from otel_inputs.exporter._logs import logs_table
-from otel_inputs.exporter._manifests import artifacts_table
+from otel_inputs.exporter._artifacts import artifacts_table
 from otel_inputs.exporter._otlp import iter_valid
 from otel_inputs.exporter._schema import MIGRATIONS, migrate
 from otel_inputs.exporter._spans import from_readable
@@ -70,7 +70,7 @@ def test_a_freshly_migrated_file_has_exactly_the_spec_columns(tmp_path: Path) ->
     """Every exporter table of a new file has the spec's columns in the spec's order, type for type, NULL for NULL."""
     con = _fresh(tmp_path / "t.duckdb")
     assert _mismatches(con, TABLES) == []
-    assert len(TABLES) == 9
+    assert len(TABLES) == 10
 
 
 def test_a_column_added_in_one_place_only_is_caught(tmp_path: Path) -> None:

@@ -12,8 +12,6 @@ appended (and flushed) to ``WORKDIR/progress.log``, so the parent knows what was
   ``S <span_id hex>...`` after it reported the batch spilled to the (durable) spool;
 * ``evict``    -- ``C <attempt_id>`` for new captures, ``G`` after each ``apply_retention`` pass;
 * ``purge``    -- ``P <attempt_id>`` after ``purge``/``delete_run`` of that attempt returned;
-* ``import``   -- ``I`` once the first open imported a store written in the old layout, then
-  ``C <attempt_id>`` for captures into the imported store.
 
 Not a test module: the campaign in ``test_crash_campaign.py`` drives it.
 """
@@ -31,7 +29,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "otel_inputs"))  # legacy_layout
 
 from otel_inputs import (
     AdmissionDecision,
@@ -216,26 +213,7 @@ def scenario_purge(workdir: Path, rng: random.Random, progress: Progress) -> Non
         time.sleep(1)
 
 
-def scenario_import(workdir: Path, rng: random.Random, progress: Progress) -> None:
-    """Open a store the parent wrote in the old layout (the import runs here), then capture into it."""
-    print("ready", flush=True)
-    store = ArtifactStore(workdir / "store")
-    store.attempts()
-    progress.note("I")
-    tree = workdir / "tree"
-    n = 0
-    while True:
-        n += 1
-        attempt_id = f"imp-{os.getpid()}-{n}"
-        mutate_tree(tree, rng)
-        packet = capture_attempt_inputs(attempt_id=attempt_id, run_id="run-import", decision=ADMIT, store=store,
-                                        context_roots=[tree])
-        if packet.gap_reason is None:
-            progress.note(f"C {attempt_id}")
-
-
 SCENARIOS = {
-    "import": scenario_import,
     "capture": scenario_capture,
     "commit": scenario_commit,
     "duckdb": scenario_duckdb,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,13 +42,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_inputs import AgentObserver, names, resolve_request  # noqa: E402
 from otel_inputs.exporter import DuckDBLogExporter, DuckDBSpanExporter  # noqa: E402
 from otel_inputs.exporter.cli import main as cli  # noqa: E402
-from otel_inputs.store import CATALOG_KEY, ArtifactStore, RemoteState, item_placements  # noqa: E402
+from otel_inputs.store import ArtifactStore  # noqa: E402
+from otel_inputs.store.bucket import RemoteState, attach, item_placements  # noqa: E402
 from otel_inputs.viewer._backend import chdb_session, close_chdb_sessions, open_backend  # noqa: E402
-from otel_inputs.viewer._evidence import VOUCHED  # noqa: E402
+from otel_inputs.viewer._fleet import DECIDED  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
 HOSTS = ("host-a", "host-b")
+SILENT = "host-c"  # records and sends its spans like the others, but none of its store facts ever arrive
 SHARED = b"# shared conventions\nuse tabs\n" * 40  # the same bytes on both hosts
 
 
@@ -73,7 +74,7 @@ class Fleet:
     bucket: str
     duckdb: Path
     clickhouse: str
-    cache: Path  # the fleet viewer's download cache
+    chdb: Path  # the chdb directory (store facts sent later land here too)
 
 
 def record_host(tmp: Path, s3: S3, bucket: str, host: str) -> tuple[Host, list[Any], list[Any]]:  # noqa: F811
@@ -97,17 +98,18 @@ def record_host(tmp: Path, s3: S3, bucket: str, host: str) -> tuple[Host, list[A
                           context_roots=[handoff], system_message="You are a careful coder.",
                           user_message=request.text) as attempt:
         attempt.record_output(text=f"fixed on {host}", settlement="completed", dispatch="dispatched")
-    assert store.bucket.flush(60)
+    assert attach(store).flush(60)
     tracer_provider.shutdown()
     logger_provider.shutdown()
     (span,) = [s for s in spans.get_finished_spans() if s.attributes.get(names.ATTEMPT_ID) == attempt.attempt_id]
     events = [dict(e.attributes) for e in span.events if e.name == names.INPUT_EVENT]
     files = {e[names.INPUT_LABEL].rsplit("/", 1)[-1]: e for e in events if e.get(names.INPUT_SOURCE_PATH)}
     assert set(files) == {"shared.md", f"{host}.md"}
-    assert span.attributes[names.STORE_OBJECTS_URL] == f"s3://{bucket}/otel-inputs/{host}"  # where its catalog is
+    assert span.attributes[names.STORE_OBJECTS_URL] == f"s3://{bucket}/otel-inputs/{host}"  # where its bytes are
+    assert span.attributes[names.STORE_ID] == store.catalog.store_id()  # whose facts decide it
     return (Host(host, store, attempt.attempt_id, {k: e[names.INPUT_ID] for k, e in files.items()},
                  {k: e[names.INPUT_SHA256] for k, e in files.items()}, handoff),
-            list(spans.get_finished_spans()), [log.log_record for log in logs.get_finished_logs()])
+            list(spans.get_finished_spans()), list(logs.get_finished_logs()))
 
 
 @pytest.fixture(scope="module")
@@ -116,15 +118,15 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, s3: S3) -> Iterator[Fleet]: 
     tmp = tmp_path_factory.mktemp("fleet")
     bucket = s3.new_bucket()
     hosts, spans, logs = {}, [], []
-    for name in HOSTS:
+    for name in HOSTS + (SILENT,):
         host, host_spans, host_logs = record_host(tmp, s3, bucket, name)
         hosts[name] = host
         spans += host_spans
-        logs += host_logs
+        logs += [r for r in host_logs if name != SILENT or r.log_record.event_name != names.STORE_FACT_EVENT]
     db = tmp / "single.duckdb"
     span_exporter, log_exporter = DuckDBSpanExporter(db), DuckDBLogExporter(db)  # the single-machine path
     assert span_exporter.export(spans).name == "SUCCESS"
-    log_exporter.export(logs)
+    assert log_exporter.export(logs).name == "SUCCESS"
     span_exporter.shutdown()
     log_exporter.shutdown()
     export_parquet(db, tmp)
@@ -132,7 +134,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, s3: S3) -> Iterator[Fleet]: 
     path.mkdir()
     load_chdb(chdb_session(path), tmp)
     try:
-        yield Fleet(hosts, bucket, db, f"chdb:{path}?database={DATABASE}", tmp / "catalog-cache")
+        yield Fleet(hosts, bucket, db, f"chdb:{path}?database={DATABASE}", path)
     finally:
         close_chdb_sessions()
         # The viewer's reads open s3fs without options (the endpoint from AWS_ENDPOINT_URL), and
@@ -175,7 +177,7 @@ def delete_local_copies(host: Host) -> None:
 
 def test_both_hosts_uploaded_to_their_prefix_of_one_bucket(fleet: Fleet, s3: S3) -> None:  # noqa: F811
     """Each host's snapshot bytes are in the bucket under its own prefix, recorded uploaded in its catalog."""
-    for host in fleet.hosts.values():
+    for host in (fleet.hosts[h] for h in HOSTS):
         keys = {k.rsplit("/", 1)[-1] for k in s3.client().ls(f"{fleet.bucket}/otel-inputs/{host.name}/objects")}
         assert set(host.digests.values()) <= keys
         assert {p.remote for p in item_placements(host.store, host.attempt_id).values()} == {RemoteState.UPLOADED}
@@ -188,7 +190,7 @@ def test_runs_page_lists_both_hosts_the_same_on_clickhouse(fleet: Fleet, monkeyp
     with open_backend(fleet.clickhouse) as ch:
         resources = ch.rows("SELECT DISTINCT ResourceAttributes['service.instance.id'], ResourceAttributes['host.name'] "
                             "FROM otel_traces ORDER BY 1")
-    assert resources == [(h, h) for h in HOSTS]
+    assert resources == [(h, h) for h in HOSTS + (SILENT,)]
     store = fleet.hosts["host-a"].store.root
     want = page(monkeypatch, fleet.duckdb, store)
     got = page(monkeypatch, fleet.clickhouse, store)
@@ -240,10 +242,10 @@ def test_a_tampered_bucket_object_is_refused_on_the_page(fleet: Fleet, monkeypat
     assert any(t.startswith("Preview refused: integrity_mismatch") for t in lines), lines
 
 
-def test_another_hosts_attempt_without_its_catalog_is_a_refusal_not_bytes(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
-                                                                         s3: S3) -> None:  # noqa: F811
-    """A viewer holding host A's catalog shows host B's attempt from ClickHouse, and refuses its preview
-    with the reason (no catalog record), never serving unverified bucket bytes: the catalog is per host."""
+def test_another_hosts_attempt_without_its_store_is_a_refusal_not_bytes(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
+                                                                       s3: S3) -> None:  # noqa: F811
+    """A viewer holding host A's store shows host B's attempt from ClickHouse, and refuses its preview
+    with the reason (no committed record), never serving unverified bucket bytes: a store is per host."""
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
     a, b = fleet.hosts["host-a"], fleet.hosts["host-b"]
     lines, _ = page(monkeypatch, fleet.clickhouse, a.store.root, b.inputs["host-b.md"], attempt=b.attempt_id)
@@ -252,18 +254,18 @@ def test_another_hosts_attempt_without_its_catalog_is_a_refusal_not_bytes(fleet:
     assert not any(own_file("host-b").decode()[:30] in t for t in lines)
 
 
-# -- the fleet viewer: ClickHouse, the bucket, and each host's published catalog; no host store ----
-FLEET_LINES = (VOUCHED,)
+# -- the fleet viewer: ClickHouse (spans and each host's store facts) and the bucket; no host store --
+FLEET_LINES = (DECIDED,)
+FLEET_PLACEMENT = "in the bucket (uploaded)"
 
 
 def fleet_page(monkeypatch: pytest.MonkeyPatch, fleet: Fleet, s3: S3, open_input: str | None = None,  # noqa: F811
                roots: str | None = None, where: bool = False, **params: str) -> tuple[list[str], list[str], list[str]]:
     """The fleet viewer's page (ClickHouse, objects roots, no store): texts without the backend and
-    vouching lines, table cells, and every line as shown (the vouching and warning lines included)."""
+    deciding lines, table cells, and every line as shown (the deciding and warning lines included)."""
     monkeypatch.delenv(names.ENV_STORE, raising=False)
     monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)
     monkeypatch.setenv(names.ENV_OBJECTS_ROOTS, roots or f"s3://{fleet.bucket}/otel-inputs")
-    monkeypatch.setenv(names.ENV_CATALOG_CACHE, str(fleet.cache))
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
     use_backend(monkeypatch, fleet.clickhouse)
     at = run_app(**params)
@@ -278,35 +280,89 @@ def fleet_page(monkeypatch: pytest.MonkeyPatch, fleet: Fleet, s3: S3, open_input
     return lines, cells, shown
 
 
-def cli_ok(*args: str) -> str:
-    """Run the otel-inputs CLI in-process; its output (it must succeed)."""
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
+def cli_facts(monkeypatch: pytest.MonkeyPatch, fleet: Fleet, host: Host, *args: str) -> tuple[int, str]:
+    """Run a store command on ``host`` whose store facts go to an OTLP endpoint, and land what it sent
+    in ClickHouse as the Collector's exporter would (exit code, output)."""
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+    from otel_inputs.exporter import _store_cli
+
+    sent = InMemoryLogRecordExporter()
+    resource = Resource.create({"service.name": "coder", "service.instance.id": host.name, "host.name": host.name})
+
+    def provider():
+        checked = _store_cli._Checked(sent)
+        logger_provider = LoggerProvider(resource=resource)
+        logger_provider.add_log_record_processor(SimpleLogRecordProcessor(checked))
+        return logger_provider, checked
+
+    monkeypatch.setattr(_store_cli, "_facts_provider", provider)
+    result = CliRunner().invoke(cli, list(args) + ["--store", str(host.store.root)], catch_exceptions=False)
+    land_logs(fleet, list(sent.get_finished_logs()))
+    return result.exit_code, result.output
+
+
+def land_logs(fleet: Fleet, logs: list[Any]) -> None:
+    """Log records into chdb's otel_logs as the stock exporter writes them (through a scratch DuckDB file)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "more.duckdb"
+        exporter = DuckDBLogExporter(db)
+        assert exporter.export(logs).name == "SUCCESS"
+        exporter.shutdown()
+        con = __import__("duckdb").connect(str(db), read_only=True)
+        con.execute(f"COPY otel_logs TO '{tmp}/otel_logs.parquet' (FORMAT parquet)")
+        con.close()
+        chdb_session(fleet.chdb).query(f"INSERT INTO {DATABASE}.otel_logs SELECT * FROM file('{tmp}/otel_logs.parquet', Parquet)")
+
+
+def placement_free(shown: tuple[list[str], list[str]]) -> tuple[list[str], list[str]]:
+    """A page's texts and cells with where the bytes are (a host's words or the fleet's) left out."""
+    return tuple([t.replace(ON_DISK, "<placement>").replace(BUCKET_ONLY, "<placement>").replace(FLEET_PLACEMENT,
+                                                                                             "<placement>")
+                  for t in part] for part in shown)  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize("name", HOSTS)
 def test_fleet_viewer_without_host_stores_previews_both_hosts_like_the_single_machine_page(
         fleet: Fleet, monkeypatch: pytest.MonkeyPatch, s3: S3, name: str) -> None:  # noqa: F811
     """A viewer with ClickHouse, the bucket and no host store previews each host's files from the bucket,
-    checked against the catalog that host published, with the same page as the single-machine path."""
+    decided by the store facts that host sent, with the same page as the single-machine path and a line
+    saying whose facts decided and how current they are."""
     host = fleet.hosts[name]
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
     for filename in ("shared.md", f"{name}.md"):
         want = page(monkeypatch, fleet.duckdb, host.store.root, host.inputs[filename], attempt=host.attempt_id)
         lines, cells, shown = fleet_page(monkeypatch, fleet, s3, host.inputs[filename], attempt=host.attempt_id)
-        assert (lines, cells) == want, filename
-        vouched = [t for t in shown if t.startswith(VOUCHED)]
-        assert len(vouched) == 1 and f"the catalog of s3://{fleet.bucket}/otel-inputs/{name}, published " in vouched[0]
-        assert vouched[0].endswith(" UTC.")
-    assert not host.store.objects.path(host.digests[f"{name}.md"]).exists(), "the bytes came from the bucket"
+        assert placement_free((lines, cells)) == placement_free(want), filename
+        # said once above the tables when every input agrees, else in the bytes column; and in the item's details
+        assert FLEET_PLACEMENT in " ".join(lines + cells)
+        decided = [t for t in shown if t.startswith(DECIDED)]
+        assert len(decided) == 1 and f" {name} (store {host.store.catalog.store_id()[:8]}…), the latest received " \
+            f"from {name} at " in decided[0] and decided[0].endswith(" UTC."), decided
+
+
+def test_a_host_that_never_sent_facts_is_refused_saying_why(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
+                                                            s3: S3) -> None:  # noqa: F811
+    """Host C's spans arrived but none of its store facts did: its attempt page shows, its previews are refused
+    as not vouched for, saying no fact was received from it, its labels and paths are withheld, and none of
+    its bytes are shown although they are in the bucket."""
+    c = fleet.hosts[SILENT]
+    _, cells, shown = fleet_page(monkeypatch, fleet, s3, c.inputs["shared.md"], attempt=c.attempt_id)
+    assert any(t.startswith(f"Attempt {c.attempt_id} · run run-{SILENT}") for t in shown)
+    assert any(t.startswith("Preview refused: not_found (not vouched for: no store fact about this attempt has been "
+                            f"received (no store fact has been received from {SILENT}))") for t in shown), shown
+    assert any(t.startswith(DECIDED) and t.endswith(f"no store fact has been received from {SILENT}.") for t in shown)
+    assert not any(c.handoff.name in x and x.endswith("shared.md") for x in cells), cells
+    assert not any(SHARED.decode()[:30] in t for t in shown)
 
 
 def test_a_location_outside_the_roots_is_refused_and_never_fetched(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
                                                                    s3: S3) -> None:  # noqa: F811
     """With the roots narrowed to host A's prefix, host B's span names a location outside them: its preview
     is refused, and the viewer sends no request for it (a hostile span cannot make it fetch a URL)."""
-    from otel_inputs.store import under_roots
+    from otel_inputs.store.bucket import under_roots
 
     root = f"s3://{fleet.bucket}/otel-inputs"
     assert under_roots(f"{root}/host-a", [root]) and under_roots(root, [root])
@@ -331,51 +387,13 @@ def test_a_location_outside_the_roots_is_refused_and_never_fetched(fleet: Fleet,
     assert not any(own_file("host-b").decode()[:30] in t for t in shown)
 
 
-@pytest.mark.parametrize("damage", ["garbage", "newer schema", "missing"])
-def test_a_tampered_newer_or_missing_catalog_is_a_refusal_with_its_reason(
-        fleet: Fleet, monkeypatch: pytest.MonkeyPatch, s3: S3, tmp_path: Path, damage: str) -> None:  # noqa: F811
-    """Host B's published catalog replaced by bytes that are not SQLite, by a catalog of an unknown newer
-    schema, or absent (never published): the preview is refused with the reason, never shown or empty."""
-    import sqlite3
-
-    b = fleet.hosts["host-b"]
-    key = f"{fleet.bucket}/otel-inputs/host-b/{CATALOG_KEY}"
-    client = s3.client()
-    original = client.cat_file(key)
-    if damage == "garbage":
-        client.pipe_file(key, b"SQLite format 3\x00" + b"\x17" * 4096)
-        want = "Preview refused: integrity_mismatch"
-    elif damage == "newer schema":
-        path = tmp_path / "newer.sqlite"
-        path.write_bytes(original)
-        with sqlite3.connect(path) as con:
-            con.execute("INSERT INTO _migrations VALUES ('m999_from_the_future', 0)")
-        con.close()
-        client.pipe_file(key, path.read_bytes())
-        want = "Preview refused: source_unavailable"
-    else:
-        client.rm_file(key)
-        want = "Preview refused: not_found (the recording host has not published its catalog"
-    try:
-        _, _, shown = fleet_page(monkeypatch, fleet, s3, b.inputs["host-b.md"], attempt=b.attempt_id)
-    finally:
-        client.pipe_file(key, original)
-    assert any(t.startswith(want) for t in shown), [t for t in shown if "refused" in t or "Unavailable" in t or "withheld" in t]
-    if damage == "newer schema":
-        assert any("newer schema (m999_from_the_future)" in t for t in shown), shown
-    assert any(t.startswith("No published catalog vouches for this attempt") for t in shown), shown
-    assert not any(own_file("host-b").decode()[:30] in t for t in shown)
-
-
-def test_a_revocation_published_by_the_cli_refuses_on_the_fleet_viewer(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
-                                                                       s3: S3) -> None:  # noqa: F811
-    """`otel-inputs store revoke` on host A publishes A's catalog at once: the fleet viewer then refuses A's
-    revoked file while B's copy of its own file still previews."""
+def test_a_revocation_sent_by_the_cli_refuses_on_the_fleet_viewer(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
+                                                                  s3: S3) -> None:  # noqa: F811
+    """`otel-inputs store revoke` on host A sends its store facts: once they are in ClickHouse the fleet viewer
+    refuses A's revoked file, while B's own file still previews."""
     a, b = fleet.hosts["host-a"], fleet.hosts["host-b"]
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
-    monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)
-    out = cli_ok("store", "revoke", str(a.handoff / "host-a.md"), "--store", str(a.store.root), "--reason", "leaked")
-    assert f"catalog published to s3://{fleet.bucket}/otel-inputs/host-a/{CATALOG_KEY}" in out
+    code, out = cli_facts(monkeypatch, fleet, a, "store", "revoke", str(a.handoff / "host-a.md"), "--reason", "leaked")
+    assert code == 0 and "revoked " in out, out
     _, _, shown = fleet_page(monkeypatch, fleet, s3, a.inputs["host-a.md"], attempt=a.attempt_id)
     assert "Preview refused: source_unavailable (the source of this input has been revoked)" in shown, shown
     assert not any(own_file("host-a").decode()[:30] in t for t in shown)
@@ -383,140 +401,64 @@ def test_a_revocation_published_by_the_cli_refuses_on_the_fleet_viewer(fleet: Fl
     assert own_file("host-b").decode().rstrip("\n") in [t.rstrip("\n") for t in lines]
 
 
-def test_a_purge_published_by_the_cli_refuses_on_the_fleet_viewer(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
-                                                                  s3: S3) -> None:  # noqa: F811
-    """`otel-inputs purge --source` on host B publishes B's catalog: the fleet viewer refuses B's purged
+def test_a_purge_sent_by_the_cli_refuses_on_the_fleet_viewer(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
+                                                             s3: S3) -> None:  # noqa: F811
+    """`otel-inputs purge --source` on host B sends its store facts: the fleet viewer refuses B's purged
     file (retention_expired) and no longer shows its bytes."""
     b = fleet.hosts["host-b"]
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
-    monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)
-    out = cli_ok("purge", "--source", str(b.handoff / "host-b.md"), "--store", str(b.store.root))
-    assert f"catalog published to s3://{fleet.bucket}/otel-inputs/host-b/{CATALOG_KEY}" in out
+    code, out = cli_facts(monkeypatch, fleet, b, "purge", "--source", str(b.handoff / "host-b.md"))
+    assert code == 0, out
     _, _, shown = fleet_page(monkeypatch, fleet, s3, b.inputs["host-b.md"], attempt=b.attempt_id)
     assert any(t.startswith("Preview refused: retention_expired") for t in shown) or \
         any("purged" in t and t.startswith("Unavailable") for t in shown), shown
     assert not any(own_file("host-b").decode()[:30] in t for t in shown)
 
 
-def test_where_else_on_the_fleet_viewer_decides_each_row_by_its_own_hosts_catalog(
+def test_where_else_on_the_fleet_viewer_decides_each_row_by_its_own_hosts_facts(
         fleet: Fleet, monkeypatch: pytest.MonkeyPatch, s3: S3) -> None:  # noqa: F811
     """On a fleet viewer, "where else" of one host's shared file lists the other host's copy with its path;
-    once that other host revokes the path (published by the CLI), its row keeps its attempt but its path
-    is withheld, decided by its own published catalog, while the first host's preview still shows."""
+    once that other host revokes the path (its facts sent by the CLI), its row keeps its attempt but its
+    path is withheld, decided by its own facts, while the first host's preview still shows; the silent
+    host's row is withheld as not vouched for."""
     b, a = fleet.hosts["host-a"], fleet.hosts["host-b"]  # A: the host that revokes
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
-    monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)
     a_path = "host-b/handoff/shared.md"
     _, cells, shown = fleet_page(monkeypatch, fleet, s3, b.inputs["shared.md"], where=True, attempt=b.attempt_id)
-    assert any(t.startswith("1 input(s) of other attempts had the same SHA-256") for t in shown), shown
+    assert any(t.startswith("2 input(s) of other attempts had the same SHA-256") for t in shown), shown
     assert a.attempt_id in cells and any(c.endswith(a_path) for c in cells), cells
-    cli_ok("store", "revoke", str(a.handoff / "shared.md"), "--store", str(a.store.root), "--reason", "leaked")
+    assert fleet.hosts[SILENT].attempt_id in cells
+    assert any(c.startswith("(path withheld: unknown whether revoked: not vouched for") for c in cells), cells
+    cli_facts(monkeypatch, fleet, a, "store", "revoke", str(a.handoff / "shared.md"), "--reason", "leaked")
     lines, cells, shown = fleet_page(monkeypatch, fleet, s3, b.inputs["shared.md"], where=True, attempt=b.attempt_id)
     assert a.attempt_id in cells, cells  # the row stays: which attempts had these bytes is not content
     assert not any(c.endswith(a_path) for c in cells), cells
-    assert any(c.startswith("(path withheld: source revoked") and "leaked" in c for c in cells), cells
+    assert any(c.startswith("(path withheld: source revoked at ") for c in cells), cells
     assert SHARED.decode().rstrip("\n") in [t.rstrip("\n") for t in lines]  # B's own copy is not revoked
 
 
-def test_the_uploader_publishes_the_catalog_in_the_background_debounced(tmp_path: Path, s3: S3,  # noqa: F811
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without any flush or command, the uploader's thread publishes the catalog after a commit, and later
-    commits reach the bucket's copy by the next publish, at least the configured interval after the last."""
-    from otel_inputs.store import FleetCatalogs
-    from otel_inputs.testing import RecordingHarness
+def test_facts_the_endpoint_refuses_make_the_cli_say_fleet_viewers_do_not_know_and_exit_non_zero(
+        fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the OTLP endpoint refuses a command's store facts, `store revoke` keeps the local revocation,
+    says fleet viewers do not know it yet with the resend command, and exits 1."""
+    from opentelemetry.sdk._logs.export import LogExportResult, SimpleLogRecordProcessor
 
-    monkeypatch.setenv(names.ENV_CATALOG_PUBLISH_S, "0.5")
-    bucket = s3.new_bucket()
-    url = f"s3://{bucket}/otel-inputs/host-c"
-    store = ArtifactStore(tmp_path / "store", objects_url=url, objects_options=s3.options())
-    catalogs = FleetCatalogs([f"s3://{bucket}"], tmp_path / "cache", s3.options())
-    published: list[int] = []
-
-    def commit(name: str) -> str:
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "f.txt").write_text(name)
-        with RecordingHarness(store.root) as h:
-            h.store = store
-            with h.observer().attempt(run_id="r", request=resolve_request("t"), context_roots=[tmp_path / name]) as rec:
-                pass
-        return rec.attempt_id
-
-    def wait_for(attempt_id: str) -> None:
-        for _ in range(200):  # at most 10 s
-            try:
-                copy = catalogs.open(url)
-                if copy.store.attempt(attempt_id) is not None:
-                    published.append(copy.published_at_ns)
-                    return
-            except Exception:  # noqa: BLE001 - not published yet
-                pass
-            time.sleep(0.05)
-        pytest.fail(f"attempt {attempt_id} not in the published catalog after 10 s")
-
-    first = commit("one")
-    wait_for(first)
-    second, third = commit("two"), commit("three")
-    wait_for(third)
-    assert catalogs.open(url).store.attempt(second) is not None
-    assert published[1] - published[0] >= 0.5e9, "publishes are at least the interval apart"
-    assert store.bucket.publisher.last_error is None
-
-
-def test_a_cli_publish_the_bucket_refuses_says_the_fleet_copy_is_stale_and_exits_non_zero(
-        tmp_path: Path, s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    """With credentials that may only read, `store revoke` records the revocation locally, then says the
-    fleet copy is stale with the reason and the retry command, and exits 1; `store publish` fails too."""
+    from otel_inputs.exporter import _store_cli
     from otel_inputs.store import RevocationList
-    from otel_inputs.testing import RecordingHarness
 
-    bucket = s3.new_bucket()
-    store = ArtifactStore(tmp_path / "store", objects_url=f"s3://{bucket}/otel-inputs/host-d",
-                          objects_options=s3.options())
-    (tmp_path / "ctx").mkdir()
-    (tmp_path / "ctx" / "f.txt").write_text("secret")
-    with RecordingHarness(store.root) as h:
-        h.store = store
-        with h.observer().attempt(run_id="r", request=resolve_request("t"), context_roots=[tmp_path / "ctx"]):
-            pass
-    assert store.bucket.flush(30)
-    key, secret = s3.read_only_user()
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
-    monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)
-    s3fs.S3FileSystem.clear_instance_cache()
-    try:
-        with s3.iam_enforced():
-            revoke = CliRunner().invoke(cli, ["store", "revoke", str(tmp_path / "ctx"), "--store", str(store.root)])
-            publish = CliRunner().invoke(cli, ["store", "publish", "--store", str(store.root)])
-    finally:
-        s3fs.S3FileSystem.clear_instance_cache()
-    assert revoke.exit_code == 1, revoke.output
-    assert "revoked locally, but the fleet copy of the catalog is stale: publishing it failed (refused:" in revoke.output
-    assert f"Retry with: otel-inputs store publish --store {store.root}" in revoke.output
-    assert RevocationList.load(ArtifactStore(store.root)).entries, "the local revocation stands"
-    assert publish.exit_code == 1 and "catalog not published: refused:" in publish.output, publish.output
+    class Refusing(InMemoryLogRecordExporter):
+        def export(self, batch):  # noqa: ANN001
+            return LogExportResult.FAILURE
 
+    def provider():
+        checked = _store_cli._Checked(Refusing())
+        logger_provider = LoggerProvider()
+        logger_provider.add_log_record_processor(SimpleLogRecordProcessor(checked))
+        return logger_provider, checked
 
-def test_a_published_copy_is_opened_read_only_and_never_changed(fleet: Fleet, s3: S3, tmp_path: Path) -> None:  # noqa: F811
-    """The viewer's copy of a published catalog refuses every write and is never migrated: after reads
-    through it its downloaded bytes are unchanged and no journal or WAL file appears beside it."""
-    import hashlib
-
-    from otel_inputs.store import EvidenceReader, FleetCatalogs
-
-    a = fleet.hosts["host-a"]
-    catalogs = FleetCatalogs([f"s3://{fleet.bucket}/otel-inputs"], tmp_path / "cache", s3.options())
-    copy = catalogs.open(f"s3://{fleet.bucket}/otel-inputs/host-a")
-    path = Path(copy.store.catalog.path)
-    before = hashlib.sha256(path.read_bytes()).hexdigest()
-    with pytest.raises(PermissionError):
-        with copy.store.catalog.write():
-            pass
-    with pytest.raises(PermissionError):
-        copy.store.mark_terminal(a.attempt_id)
-    assert copy.store.attempt(a.attempt_id) is not None
-    assert EvidenceReader(copy.store).read("tester", a.attempt_id, a.inputs["shared.md"]).ok
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
-    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
-    assert not (path.stat().st_mode & 0o222), "the copy is read-only on disk too"
+    monkeypatch.setattr(_store_cli, "_facts_provider", provider)
+    c = fleet.hosts[SILENT]
+    result = CliRunner().invoke(cli, ["store", "revoke", str(c.handoff / f"{SILENT}.md"), "--store", str(c.store.root)])
+    assert result.exit_code == 1, result.output
+    assert "revoked locally, but fleet viewers do not know it yet: sending its store facts failed (the OTLP " \
+        "endpoint answered FAILURE)" in result.output
+    assert f"Resend with: otel-inputs store facts --store {c.store.root}" in result.output
+    assert RevocationList.load(ArtifactStore(c.store.root)).entries, "the local revocation stands"

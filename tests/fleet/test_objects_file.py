@@ -17,7 +17,8 @@ from click.testing import CliRunner  # noqa: E402
 
 from otel_inputs import names, resolve_request  # noqa: E402
 from otel_inputs.exporter.cli import main as cli  # noqa: E402
-from otel_inputs.store import ArtifactStore, EvidenceReader, RemoteState, bucket_counts, item_placements, purge  # noqa: E402
+from otel_inputs.store import ArtifactStore, EvidenceReader, purge  # noqa: E402
+from otel_inputs.store.bucket import RemoteState, attach, bucket_counts, item_placements  # noqa: E402
 from otel_inputs.testing import RecordingHarness  # noqa: E402
 
 
@@ -39,11 +40,11 @@ def test_file_bucket_upload_read_back_and_purge(tmp_path: Path) -> None:
     bucket = tmp_path / "bucket"
     store = ArtifactStore(tmp_path / "store", objects_url=bucket.as_uri())
     attempt_id, events = capture(store, tmp_path / "ctx", {"a.txt": b"one", "b.txt": b"two"})
-    assert store.bucket.flush(30)
+    assert attach(store).flush(30)
     digests = {e[names.INPUT_SHA256] for e in events}
     assert set(os.listdir(bucket / "objects")) == digests
     assert all((bucket / "objects" / d).read_bytes() in (b"one", b"two") for d in digests)
-    remote = store.bucket.remote()
+    remote = attach(store).remote()
     assert set(remote.iterate()) == digests and all(remote.has(d) for d in digests)
     for d in digests:
         os.unlink(store.objects.path(d))
@@ -72,28 +73,6 @@ def test_store_upload_command_backfills_objects_committed_before_the_bucket(tmp_
     assert (bucket / "objects" / events[0][names.INPUT_SHA256]).read_bytes() == b"before the bucket"
 
 
-def test_store_publish_command_says_where_and_as_of_when(tmp_path: Path) -> None:
-    """`otel-inputs store publish` puts the catalog copy beside the objects and names its URL and its
-    publish time in UTC; a fleet viewer's cache then opens that copy with the same time."""
-    import re
-
-    from otel_inputs.store import FleetCatalogs
-
-    bucket = tmp_path / "bucket"
-    store = ArtifactStore(tmp_path / "store", objects_url=bucket.as_uri())
-    attempt_id, _ = capture(store, tmp_path / "ctx", {"a.txt": b"one"})
-    assert store.bucket.flush(30)
-    out = CliRunner().invoke(cli, ["store", "publish", "--store", str(store.root)],
-                             env={names.ENV_OBJECTS_URL: bucket.as_uri()})
-    assert out.exit_code == 0, out.output
-    found = re.fullmatch(rf"catalog published to {re.escape(bucket.as_uri())}/catalog/catalog\.sqlite "
-                         r"\(as of (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC)\)\n", out.output)
-    assert found, out.output
-    published = FleetCatalogs([bucket.as_uri()], tmp_path / "cache").open(bucket.as_uri())
-    assert published.describe() == f"the catalog of {bucket.as_uri()}, published {found.group(1)}"
-    assert published.store.attempt(attempt_id) is not None
-
-
 def test_capture_without_fsspec_stays_local_and_never_imports_it(tmp_path: Path) -> None:
     """With fsspec unavailable, a configured bucket is logged as unusable and capture completes locally;
     without a bucket URL fsspec is never imported at all."""
@@ -102,7 +81,8 @@ def test_capture_without_fsspec_stays_local_and_never_imports_it(tmp_path: Path)
         from pathlib import Path
         from opentelemetry.sdk.trace import TracerProvider
         from otel_inputs import AgentObserver, resolve_request
-        from otel_inputs.store import ArtifactStore, item_placements
+        from otel_inputs.store import ArtifactStore
+        from otel_inputs.store.bucket import attach, item_placements
         root = Path(sys.argv[1]); (root / "ctx").mkdir(); (root / "ctx" / "a.txt").write_text("x")
         for name, url in (("plain", None), ("with-url", (root / "bucket").as_uri())):
             if url:
@@ -111,7 +91,7 @@ def test_capture_without_fsspec_stays_local_and_never_imports_it(tmp_path: Path)
             obs = AgentObserver(store=store, tracer_provider=TracerProvider())
             with obs.attempt(run_id="r", request=resolve_request("t"), context_roots=[root / "ctx"]) as rec:
                 pass
-            store.bucket.flush(10)
+            attach(store).flush(10)
             places = sorted(p.describe() for p in item_placements(store, rec.attempt_id).values())
             print(name, rec.packet.coverage.value, places, "fsspec" in sys.modules)
     """)
@@ -129,7 +109,7 @@ def test_store_verify_checks_the_bucket_copy_of_an_object_whose_local_copy_is_go
     bucket = tmp_path / "bucket"
     store = ArtifactStore(tmp_path / "store", objects_url=bucket.as_uri())
     _, events = capture(store, tmp_path / "ctx", {"a.txt": b"kept in the bucket"})
-    assert store.bucket.flush(30)
+    assert attach(store).flush(30)
     digest = events[0][names.INPUT_SHA256]
     os.unlink(store.objects.path(digest))
     args = ["store", "verify", "--store", str(tmp_path / "store")]
@@ -149,18 +129,18 @@ def test_a_forked_child_uploads_with_its_own_uploader_and_the_parents_keeps_work
     bucket = tmp_path / "bucket"
     store = ArtifactStore(tmp_path / "store", objects_url=bucket.as_uri())
     capture(store, tmp_path / "c0", {"parent-1.txt": b"parent one"})
-    assert store.bucket.flush(30)
-    parent_uploader = store.bucket._uploader
+    assert attach(store).flush(30)
+    parent_uploader = attach(store)._uploader
     assert parent_uploader is not None
     pid = os.fork()
     if pid == 0:  # the child: report through the exit code only
         code = 2
         try:
-            fresh = store.bucket._uploader is None
+            fresh = attach(store)._uploader is None
             child_attempt, _ = capture(store, tmp_path / "c1", {"child.txt": b"child bytes"})
-            flushed = store.bucket.flush(30)
+            flushed = attach(store).flush(30)
             uploaded = all(p.in_bucket for p in item_placements(store, child_attempt).values())
-            code = 0 if fresh and flushed and uploaded and store.bucket._uploader is not parent_uploader else 3
+            code = 0 if fresh and flushed and uploaded and attach(store)._uploader is not parent_uploader else 3
         finally:
             os._exit(code)
     status = None
@@ -175,7 +155,7 @@ def test_a_forked_child_uploads_with_its_own_uploader_and_the_parents_keeps_work
         pytest.fail("the forked child did not finish in 60 s")
     assert os.waitstatus_to_exitcode(status) == 0
     attempt_id, _ = capture(store, tmp_path / "c2", {"parent-2.txt": b"parent two"})
-    assert store.bucket.flush(30)
-    assert store.bucket._uploader is parent_uploader
+    assert attach(store).flush(30)
+    assert attach(store)._uploader is parent_uploader
     assert all(p.in_bucket for p in item_placements(store, attempt_id).values())
     assert {d.read_bytes() for d in (bucket / "objects").iterdir()} == {b"parent one", b"child bytes", b"parent two"}

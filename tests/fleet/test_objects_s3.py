@@ -14,17 +14,8 @@ import pytest
 from s3_server import S3, Relay, relay, s3  # noqa: F401 - fixtures
 
 from otel_inputs import names, resolve_request
-from otel_inputs.store import (
-    ArtifactStore,
-    EvidenceReader,
-    RemoteState,
-    RetentionPolicy,
-    apply_retention,
-    bucket_counts,
-    item_placements,
-    purge,
-    sync_bucket,
-)
+from otel_inputs.store import ArtifactStore, EvidenceReader, RetentionPolicy, apply_retention, purge
+from otel_inputs.store.bucket import RemoteState, attach, bucket_counts, item_placements, sync_bucket
 from otel_inputs.testing import RecordingHarness
 from otel_inputs.types import ReadbackOutcome
 from otel_inputs.viewer._evidence import open_evidence
@@ -69,7 +60,7 @@ def test_capture_upload_then_viewer_reads_from_bucket(tmp_path: Path, s3: S3, mo
     store = s3_store(tmp_path, s3, bucket)
     attempt_id, events, _ = capture(store, [context(tmp_path)])
     assert len(captured(events)) == 3
-    assert store.bucket.flush(30)
+    assert attach(store).flush(30)
     places = item_placements(store, attempt_id)
     assert len(places) == 3 and all(p.remote is RemoteState.UPLOADED and p.local for p in places.values())
     keys = {k.rsplit("/", 1)[-1] for k in s3.client().ls(f"{bucket}/fleet/objects")}
@@ -106,7 +97,7 @@ def test_queued_is_never_reported_stored_and_a_timeout_is_a_recorded_failure(tmp
     places = item_placements(store, attempt_id).values()
     assert all(not p.in_bucket and p.local for p in places)
     assert all(p.describe() in ("local only", "local only (upload queued)") for p in places)
-    assert store.bucket.flush(60)
+    assert attach(store).flush(60)
     places = item_placements(store, attempt_id).values()
     assert {p.remote for p in places} == {RemoteState.FAILED}
     assert all(p.reason.startswith("timeout:") for p in places), [p.reason for p in places]
@@ -120,7 +111,7 @@ def test_full_queue_skips_uploads_as_recorded_gaps_that_store_upload_retries(tmp
     agent calls unaffected; `sync_bucket` (otel-inputs store upload) later uploads them all."""
     bucket = s3.new_bucket()
     store = s3_store(tmp_path, s3, bucket, endpoint=relay.endpoint)
-    store.bucket._queue_max = 2
+    attach(store)._queue_max = 2
     first, _, _ = capture(store, [context(tmp_path, {"first.txt": b"first"}, "c0")])
     for _ in range(200):  # the uploader is now inside its first PUT, held by the paused relay
         if relay.accepted:
@@ -130,7 +121,7 @@ def test_full_queue_skips_uploads_as_recorded_gaps_that_store_upload_retries(tmp
     ids = [capture(store, [context(tmp_path, {f"f{k}.txt": f"file {k}".encode()}, f"c{k + 1}")])[0]
            for k in range(6)]
     relay.running.set()
-    assert store.bucket.flush(60)
+    assert attach(store).flush(60)
     places = [p for a in ids for p in item_placements(store, a).values()]
     skipped = [p for p in places if p.remote is RemoteState.FAILED]
     assert len(skipped) >= 3 and all(p.reason.startswith("queue_full") for p in skipped)
@@ -149,7 +140,7 @@ def test_bucket_refusing_writes_records_refused_upload(tmp_path: Path, s3: S3) -
     store = ArtifactStore(tmp_path / "store", objects_url=f"s3://{bucket}/fleet", objects_options=options)
     with s3.iam_enforced():
         attempt_id, events, _ = capture(store, [context(tmp_path)])
-        assert store.bucket.flush(60)
+        assert attach(store).flush(60)
     assert len(captured(events)) == 3
     record = store.attempt(attempt_id)
     assert record.coverage == "complete" and all(i.artifact_status == "available" for i in record.items if i.sha256)
@@ -168,7 +159,7 @@ def test_bytes_corrupted_on_the_way_up_are_never_recorded_uploaded(tmp_path: Pat
     relay.running.set()
     store = s3_store(tmp_path, s3, bucket, endpoint=relay.endpoint)
     attempt_id, events, _ = capture(store, [context(tmp_path, {"x.txt": b"the ORIGINAL-BYTES of x\n"})])
-    assert store.bucket.flush(30)
+    assert attach(store).flush(30)
     [place] = item_placements(store, attempt_id).values()
     assert place.remote is RemoteState.FAILED and not place.in_bucket, place
     assert place.reason.startswith("integrity: bucket stored other bytes"), place.reason
@@ -180,7 +171,7 @@ def test_corrupted_bucket_object_is_refused_never_shown(tmp_path: Path, s3: S3) 
     bucket = s3.new_bucket()
     store = s3_store(tmp_path, s3, bucket)
     attempt_id, events, _ = capture(store, [context(tmp_path)])
-    assert store.bucket.flush(30)
+    assert attach(store).flush(30)
     victim = captured(events)[0]
     digest = victim[names.INPUT_SHA256]
     s3.client().pipe_file(f"{bucket}/fleet/objects/{digest}", b"tampered bytes")
@@ -201,7 +192,7 @@ def test_purge_and_retention_delete_only_unreferenced_bucket_objects(tmp_path: P
     shared = {"shared.txt": b"used by both attempts"}
     one, ev1, _ = capture(store, [context(tmp_path, shared | {"one.txt": b"only one"}, "c1")], run_id="r1")
     two, ev2, _ = capture(store, [context(tmp_path, shared | {"two.txt": b"only two"}, "c2")], run_id="r2")
-    assert store.bucket.flush(30)
+    assert attach(store).flush(30)
     listing = lambda: {k.rsplit("/", 1)[-1] for k in s3.client().find(f"{bucket}/fleet/objects")}  # noqa: E731
     digest = {e[names.INPUT_LABEL].rsplit("/", 1)[-1]: e[names.INPUT_SHA256] for e in captured(ev1) + captured(ev2)}
     assert listing() == set(digest.values())
@@ -219,6 +210,7 @@ CRASHING_AGENT = textwrap.dedent("""
     sys.path.insert(0, sys.argv[4])
     from test_objects_s3 import capture
     from otel_inputs.store import ArtifactStore
+    from otel_inputs.store.bucket import attach
     store = ArtifactStore(sys.argv[1], objects_url=sys.argv[2], objects_options={
         "endpoint_url": sys.argv[3], "key": "testing", "secret": "testing", "skip_instance_cache": True})
     capture(store, [Path(sys.argv[5])])
@@ -245,7 +237,7 @@ def test_queued_uploads_survive_a_killed_process(tmp_path: Path, s3: S3, relay: 
     finally:
         proc.kill()
         proc.wait(10)
-    up = store.bucket.uploader()  # a new process: its uploader first resumes what was left
+    up = attach(store).uploader()  # a new process: its uploader first resumes what was left
     assert up is not None and up.flush(30)
     assert bucket_counts(store).get("uploaded") == 3
     assert len(s3.client().ls(f"{bucket}/fleet/objects")) == 3

@@ -73,8 +73,9 @@ class Collector:
     def start(self) -> Collector:
         cmd = [str(BIN / "otel-inputs"), "collect", "--db", str(self.db), "--store", str(self.store),
                "--port", str(self.http_port)]  # fmt: skip
-        if self.grpc_port is not None:
-            cmd += ["--grpc-port", str(self.grpc_port)]
+        # Without a gRPC port of its own the collector would bind the default 4317, which a parallel
+        # test's collector may hold (the second one then exits).
+        cmd += ["--no-grpc"] if self.grpc_port is None else ["--grpc-port", str(self.grpc_port)]
         self._log = open(self.db.with_suffix(".collector.log"), "w+", encoding="utf-8")  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + START_TIMEOUT_S

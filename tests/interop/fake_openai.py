@@ -1,9 +1,12 @@
 """A small OpenAI-compatible chat-completions server on 127.0.0.1 (Starlette on uvicorn) for the interop tests.
 
 It answers ``POST /v1/chat/completions`` deterministically, non-streaming and streaming (SSE, with
-a usage chunk when ``stream_options.include_usage`` is set), and asks for one tool call when the
-request offers tools and holds no tool result yet.  Every request body it received is kept, so a
-test can compare what landed in DuckDB with what the real ``openai`` client actually sent.
+a usage chunk when ``stream_options.include_usage`` is set), and ``POST /v1/responses`` (the
+Responses API, non-streaming and streaming SSE events) the same way.  It asks for one tool call
+(the first offered tool, with the arguments ``tool_arguments`` names for it, else
+``TOOL_ARGUMENTS``) when the request offers tools and holds no tool result since its last user
+message.  Every request body it received is kept, so a test can compare what landed in DuckDB with
+what the real client actually sent.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class FakeOpenAI:
     """The server, its received requests and its base URL (``http://127.0.0.1:PORT/v1``)."""
 
     received: list[dict[str, Any]] = field(default_factory=list)
+    tool_arguments: dict[str, str] = field(default_factory=dict)  # tool name -> the arguments asked for
     base_url: str = ""
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
@@ -53,13 +57,30 @@ class FakeOpenAI:
         self._counter += 1
         return f"chatcmpl-interop-{self._counter}"
 
+    @staticmethod
+    def _tool_names(tools: Any) -> list[str]:
+        names: list[str] = []
+        for tool in tools or ():
+            if isinstance(tool, dict):
+                fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+                if isinstance(fn.get("name"), str):
+                    names.append(fn["name"])
+        return names
+
+    def _tool_call(self, tools: Any) -> tuple[str, str]:
+        names = self._tool_names(tools)
+        name = names[0] if names else TOOL_NAME
+        return name, self.tool_arguments.get(name, TOOL_ARGUMENTS)
+
     def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
         messages = body.get("messages", [])
-        wants_tool = bool(body.get("tools")) and not any(m.get("role") == "tool" for m in messages)
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        wants_tool = bool(body.get("tools")) and not any(m.get("role") == "tool" for m in messages[last_user + 1:])
         if wants_tool:
+            name, arguments = self._tool_call(body.get("tools"))
             message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [
                 {"id": f"call_{self._counter}", "type": "function",
-                 "function": {"name": TOOL_NAME, "arguments": TOOL_ARGUMENTS}}]}  # fmt: skip
+                 "function": {"name": name, "arguments": arguments}}]}  # fmt: skip
             finish = "tool_calls"
         else:
             message = {"role": "assistant", "content": reply_text(messages)}
@@ -113,8 +134,66 @@ class FakeOpenAI:
             yield f"data: {json.dumps(obj)}\n\n".encode()
         yield b"data: [DONE]\n\n"
 
+    async def responses(self, request: Request) -> JSONResponse | StreamingResponse:
+        """The Responses API: ``input`` items in, one ``message`` or ``function_call`` output item out."""
+        body = await request.json()
+        self.received.append(body)
+        rid = self._completion_id().replace("chatcmpl", "resp")
+        items = body.get("input")
+        items = [{"role": "user", "content": items}] if isinstance(items, str) else list(items or [])
+        last_user = max((i for i, it in enumerate(items) if it.get("role") == "user"), default=-1)
+        wants_tool = bool(body.get("tools")) and not any(
+            it.get("type") == "function_call_output" for it in items[last_user + 1:])
+        if wants_tool:
+            name, arguments = self._tool_call(body.get("tools"))
+            output = {"type": "function_call", "id": f"fc_{self._counter}", "call_id": f"call_{self._counter}",
+                      "name": name, "arguments": arguments, "status": "completed"}  # fmt: skip
+        else:
+            last = items[-1] if items else {}
+            content = last.get("content", last.get("output"))
+            if isinstance(content, list):
+                content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            role = "tool" if last.get("type") == "function_call_output" else last.get("role")
+            output = {"type": "message", "id": f"msg_{self._counter}", "role": "assistant", "status": "completed",
+                      "content": [{"type": "output_text", "text": f"echo[{role}]: {content}", "annotations": []}]}  # fmt: skip
+        usage = {"input_tokens": PROMPT_TOKENS, "output_tokens": COMPLETION_TOKENS,
+                 "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+                 "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}  # fmt: skip
+        model = str(body.get("model", "gpt-interop")) + MODEL_SUFFIX
+        response = {"id": rid, "object": "response", "created_at": int(time.time()), "model": model,
+                    "status": "completed", "output": [output], "usage": usage, "parallel_tool_calls": False,
+                    "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None,
+                    "instructions": body.get("instructions"), "metadata": {}, "temperature": None, "top_p": None}  # fmt: skip
+        if not body.get("stream"):
+            return JSONResponse(response)
+        return StreamingResponse(self._response_events(response), media_type="text/event-stream")
+
+    async def _response_events(self, response: dict[str, Any]) -> AsyncIterator[bytes]:
+        def event(kind: str, **data: Any) -> bytes:
+            return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+
+        item = response["output"][0]
+        seq = iter(range(1000))
+        yield event("response.created", response={**response, "status": "in_progress", "output": []},
+                    sequence_number=next(seq))
+        yield event("response.output_item.added", output_index=0, item={**item, "status": "in_progress"},
+                    sequence_number=next(seq))
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            half = len(text) // 2
+            for piece in (text[:half], text[half:]):  # two deltas: the reader must join them
+                yield event("response.output_text.delta", item_id=item["id"], output_index=0, content_index=0,
+                            delta=piece, sequence_number=next(seq), logprobs=[])
+                await asyncio.sleep(0)
+        else:
+            yield event("response.function_call_arguments.delta", item_id=item["id"], output_index=0,
+                        delta=item["arguments"], sequence_number=next(seq))
+        yield event("response.output_item.done", output_index=0, item=item, sequence_number=next(seq))
+        yield event("response.completed", response=response, sequence_number=next(seq))
+
     def start(self) -> FakeOpenAI:
-        app = Starlette(routes=[Route("/v1/chat/completions", self.chat, methods=["POST"])])
+        app = Starlette(routes=[Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                                Route("/v1/responses", self.responses, methods=["POST"])])
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))

@@ -142,3 +142,38 @@ def test_long_demo_with_tiny_budget_stays_under_budget(tmp_path: Path) -> None:
     finally:
         con.close()
     assert evicted > 0 and available > 0 and inputs >= evicted
+
+
+def test_store_facts_sends_the_state_of_everything_held(demo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`store facts` sends, to the configured OTLP endpoint, one store fact per attempt, item and part the
+    store holds (and its uploads), all under one fresh change number, and says how many; without an
+    endpoint it refuses with the variable to set."""
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    from otel_inputs import ArtifactStore, names
+    from otel_inputs.exporter import _store_cli
+
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", raising=False)
+    code, out = run("store", "facts", "--store", str(demo.store_path))
+    assert code == 1 and "OTEL_EXPORTER_OTLP_ENDPOINT" in out
+    sent = InMemoryLogRecordExporter()
+
+    def provider():
+        checked = _store_cli._Checked(sent)
+        logger_provider = LoggerProvider()
+        logger_provider.add_log_record_processor(SimpleLogRecordProcessor(checked))
+        return logger_provider, checked
+
+    monkeypatch.setattr(_store_cli, "_facts_provider", provider)
+    code, out = run("store", "facts", "--store", str(demo.store_path))
+    store = ArtifactStore(demo.store_path, create=False)
+    facts = [r.log_record for r in sent.get_finished_logs()]
+    assert code == 0 and out.startswith(f"sent {len(facts)} store facts of store {store.catalog.store_id()}")
+    records = store.attempts()
+    assert len(facts) >= len(records) + sum(len(r.items) for r in records)
+    assert {f.event_name for f in facts} == {names.STORE_FACT_EVENT}
+    assert len({f.attributes[names.STORE_SEQ] for f in facts}) == 1
+    keys = {(f.attributes[names.ATTEMPT_ID], f.attributes[names.STORE_ITEM_KEY]) for f in facts}
+    assert {(r.attempt_id, i.input_id) for r in records for i in r.items} <= keys

@@ -49,7 +49,7 @@ class FakeClock:
         return self.now
 
 
-TINY = CaptureLimits(max_files=5, max_depth=2, max_file_bytes=1024, max_total_bytes=4096, max_seconds=5.0)
+TINY = CaptureLimits(max_files=5, max_depth=2, max_file_bytes=1024, max_total_bytes=4096, max_seconds=300.0)
 
 
 def run_unprivileged(fn) -> str:

@@ -391,3 +391,17 @@ def test_unchanged_file_is_stored_once(store: ArtifactStore, context_dir: Path) 
         capture(store, [context_dir], attempt_id=f"att-{n}")
     objects = [o for o in store.objects_dir.rglob("*") if o.is_file()]
     assert len(objects) == 2
+
+
+def test_capture_wall_time_bound_comes_from_the_environment(caplog: pytest.LogCaptureFixture) -> None:
+    """OTEL_INPUTS_CAPTURE_MAX_SECONDS sets the wall-time bound; unset, blank or invalid keeps 5 s (invalid warns)."""
+    from otel_inputs import names
+
+    assert CaptureLimits.from_env({names.ENV_CAPTURE_MAX_SECONDS: "42.5"}).max_seconds == 42.5
+    assert CaptureLimits.from_env({}).max_seconds == 5.0
+    assert CaptureLimits.from_env({names.ENV_CAPTURE_MAX_SECONDS: " "}).max_seconds == 5.0
+    for bad in ("0", "-1", "nan", "inf", "soon"):
+        caplog.clear()
+        assert CaptureLimits.from_env({names.ENV_CAPTURE_MAX_SECONDS: bad}).max_seconds == 5.0
+        assert names.ENV_CAPTURE_MAX_SECONDS in caplog.text
+    assert CaptureLimits.from_env({names.ENV_CAPTURE_MAX_SECONDS: "7"}).max_files == CaptureLimits().max_files

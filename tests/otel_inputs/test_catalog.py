@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 
 from otel_inputs import AdmissionDecision, capture_attempt_inputs
-from otel_inputs.store import CATALOG_FILE, ArtifactStore
+from otel_inputs.store import ArtifactStore
+
+CATALOG_FILE = "catalog.db"
 from otel_inputs.types import ArtifactStatus, CaptureDecision, GapReason
 
 ADMITTED = AdmissionDecision(CaptureDecision.ADMITTED)

@@ -14,7 +14,6 @@ from otel_inputs.store import (
     ReadbackError,
     apply_retention,
     delete_run,
-    parse_size,
     purge,
     reconcile_store,
     revoke_source,
@@ -54,12 +53,14 @@ def ctx(tmp_path: Path) -> Path:
     return d
 
 
-def test_parse_size() -> None:
-    """Sizes accept plain bytes and K/M/G suffixes; garbage is a clear error."""
-    assert parse_size("512") == 512 and parse_size("2K") == 2048 and parse_size("1.5MiB") == 1572864
-    assert parse_size(None) is None
+def test_retention_sizes_parse() -> None:
+    """Retention sizes accept plain bytes and K/M/G suffixes, unset is no limit, and garbage is a clear error."""
+    policy = RetentionPolicy.from_env({names.ENV_STORE_BUDGET: "512", names.ENV_STORE_MIN_FREE: "2K",
+                                       names.ENV_RUN_BUDGET: "1.5MiB"})
+    assert (policy.budget_bytes, policy.min_free_bytes, policy.run_budget_bytes) == (512, 2048, 1572864)
+    assert RetentionPolicy.from_env({}).budget_bytes is None
     with pytest.raises(ValueError):
-        parse_size("lots")
+        RetentionPolicy.from_env({names.ENV_STORE_BUDGET: "lots"})
 
 
 def test_gc_evicts_oldest_terminal_until_under_budget(harness: RecordingHarness, ctx: Path) -> None:

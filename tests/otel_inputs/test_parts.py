@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import sqlite3
@@ -25,7 +26,6 @@ from otel_inputs._parts import (
     PartPersistence,
     PartReason,
     PersistenceFailure,
-    atomic_write,
     coerce_dispatch,
     encode_logical_request,
     encode_observable_output,
@@ -33,9 +33,11 @@ from otel_inputs._parts import (
     part_event_attributes,
     record_part_event,
 )
-from otel_inputs.store import read_part, read_part_receipt
 from otel_inputs._policy import AdmissionDecision
-from otel_inputs.store import CATALOG_FILE, ReadbackError, attempt_key
+from otel_inputs._parts import attempt_key
+from otel_inputs.store import ArtifactStore, ReadbackError
+
+CATALOG_FILE = "catalog.db"
 from otel_inputs.types import CaptureDecision, GapReason
 
 pytestmark = pytest.mark.timeout(60)  # a submit that blocked on the writer would hang, not pass
@@ -56,17 +58,25 @@ class FakeClock:
 
 
 class GateWriter:
-    """A ``write_fn`` whose part-bytes writes block until the test opens the gate."""
+    """A ``put_fn`` whose part-bytes writes block until the test opens the gate."""
 
     def __init__(self) -> None:
         self.entered = threading.Event()
         self.gate = threading.Event()
 
-    def __call__(self, path: Path, data: bytes) -> None:
-        if path.suffix == ".bin":
+    def __call__(self, store: ArtifactStore, receipt: dict, data: bytes | None) -> None:
+        if data is not None:
             self.entered.set()
             assert self.gate.wait(30), "test never released the writer"
-        atomic_write(path, data)
+        store.put_part(receipt, data)
+
+
+def read_part(root: Path, attempt_id: str, part: PartName | str) -> bytes:
+    return ArtifactStore(root, create=False).read_part(attempt_id, part)
+
+
+def read_part_receipt(root: Path, attempt_id: str, part: PartName | str) -> dict:
+    return ArtifactStore(root, create=False).part_receipt(attempt_id, part)
 
 
 @pytest.fixture
@@ -88,7 +98,7 @@ def make_queue(queues, root: Path, gate: GateWriter | None = None, clock: FakeCl
                **limits) -> EvidenceQueue:
     kwargs = {}
     if gate is not None:
-        kwargs["write_fn"] = gate
+        kwargs["put_fn"] = gate
     if clock is not None:
         kwargs["clock"] = clock
     q = EvidenceQueue(root, PartLimits(**limits), **kwargs)
@@ -217,10 +227,10 @@ def test_slow_store_times_out_but_keeps_capacity_reserved_until_settled(root: Pa
 
 
 def test_unwritable_store_gives_failed_receipt_not_exception(root: Path, queues) -> None:
-    """When ``parts`` is a regular file the part fails with a bounded reason and nothing is raised."""
-    root.mkdir(parents=True)
-    (root / "parts").write_bytes(b"not a directory")
+    """When the store's staging is a regular file the part fails with a bounded reason and nothing is raised."""
     q = make_queue(queues, root)
+    (root / "staging").rmdir()
+    (root / "staging").write_bytes(b"not a directory")
     r = q.submit("r", "a1", REQ, b"data", "dispatched")
     assert r.persistence is PartPersistence.QUEUED  # queued says nothing about durability
     assert q.flush(10)
@@ -236,12 +246,12 @@ def test_unwritable_store_gives_failed_receipt_not_exception(root: Path, queues)
 def test_disk_full_is_a_failed_receipt_with_a_store_explanation(root: Path, queues) -> None:
     """A write failing with ENOSPC becomes failed/disk_full, and the stored receipt explains the gap."""
 
-    def full_disk(path: Path, data: bytes) -> None:
-        if path.suffix == ".bin":
+    def full_disk(store: ArtifactStore, receipt: dict, data: bytes | None) -> None:
+        if data is not None:
             raise OSError(errno.ENOSPC, "No space left on device")
-        atomic_write(path, data)
+        store.put_part(receipt, data)
 
-    q = EvidenceQueue(root, PartLimits(), write_fn=full_disk)
+    q = EvidenceQueue(root, PartLimits(), put_fn=full_disk)
     q.submit("r", "a1", OUT, b"output")
     assert q.flush(10)
     assert q.receipt("a1", OUT).persistence_reason is PersistenceFailure.DISK_FULL
@@ -318,7 +328,7 @@ def test_tampered_part_bytes_are_refused(root: Path, queues) -> None:
     q = make_queue(queues, root)
     q.submit("r", "a1", REQ, b"original bytes")
     assert q.flush(10)
-    path = root / "parts" / attempt_key("a1") / "logical_request.bin"
+    path = root / "objects" / hashlib.sha256(b"original bytes").hexdigest()
     os.chmod(path, 0o644)
     path.write_bytes(b"Original bytes")
     with pytest.raises(ReadbackError) as err:
@@ -431,3 +441,48 @@ def test_concurrent_submitters_keep_accounting_exact(root: Path, queues) -> None
     assert (s["stored"], s["rejected"], s["pending_parts"], s["pending_bytes"]) == (len(queued), len(refused), 0, 0)
     for r in queued:
         assert read_part(root, r.attempt_id, REQ) == f"thread {r.attempt_id[1]} part {r.attempt_id.split('a')[1]}".encode()
+
+
+def _store_of_the_previous_version(root: Path, parts: dict[tuple[str, str], bytes], tampered: set = frozenset()) -> None:
+    """A store as the version before m004 wrote it: catalog migrations m001-m003, part bytes as
+    ``parts/<attempt key>/<part>.bin`` files beside receipt rows."""
+    from otel_inputs.store._catalog import MIGRATIONS
+
+    (root / "objects").mkdir(parents=True)
+    (root / "staging").mkdir()
+    con = sqlite3.connect(root / CATALOG_FILE, isolation_level=None)
+    con.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at_ns INTEGER NOT NULL)")
+    for name, apply in MIGRATIONS[:3]:
+        apply(con, root)
+        con.execute("INSERT INTO _migrations VALUES (?, 0)", [name])
+    for (attempt_id, part), data in parts.items():
+        body = {"receipt_version": 1, "runId": "r", "attemptId": attempt_id, "part": part, "capture": "captured",
+                "dispatch": "dispatched", "persistence": "stored", "sha256": hashlib.sha256(data).hexdigest(),
+                "size_bytes": len(data)}
+        con.execute("INSERT INTO parts VALUES (?, ?, 'r', ?)", [attempt_id, part, json.dumps(body, sort_keys=True)])
+        folder = root / "parts" / attempt_key(attempt_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{part}.bin").write_bytes(b"X" + data if (attempt_id, part) in tampered else data)
+    con.close()
+
+
+def test_a_store_of_the_previous_version_reads_its_parts_after_migration_m004(root: Path) -> None:
+    """Opening a store whose part bytes are parts/<key>/<part>.bin files moves matching bytes into objects/
+    (read back verified, kept by retention's reference rule), drops parts/, and a file that no longer
+    matches its receipt reads back as missing, never as its wrong bytes."""
+    _store_of_the_previous_version(root, {("a1", "logical_request"): b"request one",
+                                          ("a1", "observable_output"): b"same bytes",
+                                          ("a2", "observable_output"): b"same bytes",
+                                          ("a3", "logical_request"): b"edited later"},
+                                   tampered={("a3", "logical_request")})
+    store = ArtifactStore(root)
+    assert store.read_part("a1", REQ) == b"request one"
+    assert store.read_part("a1", OUT) == store.read_part("a2", OUT) == b"same bytes"
+    with pytest.raises(ReadbackError) as err:
+        store.read_part("a3", REQ)
+    assert err.value.outcome == "not_found"
+    assert not (root / "parts").exists()
+    from otel_inputs.store import reconcile_store
+
+    reconcile_store(store, min_age_s=0)  # the migrated objects are named by their part rows: kept
+    assert store.read_part("a1", REQ) == b"request one"

@@ -10,7 +10,6 @@ import pytest
 
 from otel_inputs import ArtifactStore
 from otel_inputs.store import (
-    CATALOG_FILE,
     AccessPolicy,
     AttemptRecord,
     CatalogItem,
@@ -20,6 +19,8 @@ from otel_inputs.store import (
     StoreWriteError,
     reconcile_store,
 )
+
+CATALOG_FILE = "catalog.db"
 
 
 def record(attempt_id: str, *items: CatalogItem) -> AttemptRecord:

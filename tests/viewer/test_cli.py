@@ -83,3 +83,20 @@ def test_view_objects_roots_are_plain_urls_and_exclude_store(tmp_path: Path, mon
     result = CliRunner().invoke(view, ["--clickhouse", "chdb:/nowhere?database=otel", "--objects-root", "s3://b/f",
                                        "--store", str(tmp_path)])
     assert result.exit_code == 2 and "not both" in result.output, result.output
+
+
+def test_a_busy_port_is_said_at_once_with_the_way_out(tmp_path: Path) -> None:
+    """`demo` and `view` on a port another process holds exit 1 before recording or serving, naming --port."""
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        for args in (["demo", "--out", str(tmp_path / "demo")], ["view", "--db", str(tmp_path / "x.duckdb")]):
+            result = subprocess.run([sys.executable, "-m", "otel_inputs.exporter.cli", *args, "--port", str(port)],
+                                    capture_output=True, text=True, timeout=120)
+            assert result.returncode == 1, result
+            assert f"port {port} on 127.0.0.1 is in use" in result.stderr and "--port" in result.stderr
+    assert not (tmp_path / "demo").exists(), "the demo was recorded before the port was checked"
+    assert not (tmp_path / "x.duckdb").exists()

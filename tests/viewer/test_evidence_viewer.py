@@ -12,7 +12,7 @@ from viewer_fixture import NOTES_V1, FixtureBuilder
 from otel_inputs import names
 from otel_inputs.names import ENV_ACCESS_POLICY
 from otel_inputs.names import ENV_STORE_BUDGET as ENV_BUDGET
-from otel_inputs.store import ArtifactStore, current_viewer, purge, revoke_source
+from otel_inputs.store import ArtifactStore, purge, revoke_source
 from otel_inputs.viewer import _evidence
 from otel_inputs.viewer._format import md_escape
 from otel_inputs.viewer._panel import PARTS_NOT_RECORDED
@@ -133,7 +133,7 @@ def test_access_policy_refuses_previews_and_parts_to_an_unlisted_viewer(
     """With a deny-by-default policy that does not list the OS user, the attempt page shows only the denial."""
     _policy(tmp_path, monkeypatch, {"someone-else": ["*"]})
     at = run_app(attempt="ev-1")
-    who = current_viewer()
+    who = _evidence.os_user()
     assert [e.value for e in at.error] == [
         md_escape(f"permission_denied: the access policy does not let {who} see this run or its attempts.")]
     assert not panel_toggles(at) and not boxes(at) and not at.get("download_button")
@@ -154,7 +154,7 @@ def test_streamlit_login_identity_is_the_viewer_when_logged_in(
 def test_streamlit_user_is_none_without_a_login() -> None:
     """Outside a logged-in Streamlit session the identity falls back to the OS user."""
     assert _evidence.streamlit_user() is None
-    assert _evidence.viewer_identity() == current_viewer()
+    assert _evidence.viewer_identity() == _evidence.os_user()
 
 
 # -- item 4: store-authoritative status ---------------------------------------------------------

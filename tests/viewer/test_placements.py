@@ -17,7 +17,7 @@ from s3_server import S3, Relay, relay, s3  # noqa: E402, F401 - fixtures
 from viewer_fixture import FixtureBuilder  # noqa: E402
 
 from otel_inputs import names  # noqa: E402
-from otel_inputs.store import RemoteState, item_placements  # noqa: E402
+from otel_inputs.store.bucket import RemoteState, attach, item_placements  # noqa: E402
 from otel_inputs.viewer._bundle import write_bundle_file, verify_bundle  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
@@ -82,7 +82,7 @@ def test_uploaded_bytes_show_in_the_bucket_and_preview_from_it(tmp_path: Path, s
     b = _s3_builder(tmp_path, s3)
     _attempt(b)
     db, store_path = b.write()
-    assert b.store is not None and b.store.bucket.flush(30)
+    assert b.store is not None and attach(b.store).flush(30)
     cells, at = _page(monkeypatch, db, store_path)
     assert cells == {"notes.md": "local copy; in the bucket (uploaded)", "plan.md": "local copy; in the bucket (uploaded)",
                      "big.bin": "no bytes captured"}
@@ -124,7 +124,7 @@ def test_queued_upload_is_never_shown_as_stored(tmp_path: Path, s3: S3, relay: R
         assert not any("(uploaded)" in c for c in cells.values())
     finally:
         relay.running.set()
-    assert b.store.bucket.flush(60)
+    assert attach(b.store).flush(60)
     assert _page(monkeypatch, db, store_path)[0]["notes.md"] == "local copy; in the bucket (uploaded)"
 
 
@@ -136,7 +136,7 @@ def test_a_bucket_refusing_writes_is_a_visible_gap(tmp_path: Path, s3: S3, monke
     _attempt(b)
     with s3.iam_enforced():
         db, store_path = b.write()
-        assert b.store is not None and b.store.bucket.flush(60)
+        assert b.store is not None and attach(b.store).flush(60)
     cells, at = _page(monkeypatch, db, store_path)
     for label in FILES:
         assert cells[label].startswith("local copy; upload failed: refused: ") and cells[label].endswith(" — a gap")
@@ -166,7 +166,7 @@ def test_without_a_bucket_or_a_store_the_page_says_so(builder: FixtureBuilder, t
 def test_placement_words_for_every_state() -> None:
     """Each remote state has its words: only "uploaded" says in the bucket, failed and unrecorded uploads of
     kept bytes are a gap, and bytes gone from disk and bucket say so."""
-    from otel_inputs.store import Placement
+    from otel_inputs.store.bucket import Placement
     from otel_inputs.viewer._evidence import placement_text
 
     words = {
