@@ -268,7 +268,7 @@ TABLE_BUDGET_PX = 1180
 """What a group's columns may take together: the main column at a 1400 px wide window (about 1,240 px)
 less the row-selection column, so every column is on screen without scrolling sideways."""
 FIXED_WIDTHS = {"#": 40, "capture": 150, "artifact": 140, "bytes": 240, "size": 75, "type": 130, "change": 80,
-                "loaded": 170, "delivered": 160}
+                "loaded": 160, "delivered": 150}
 COLUMN_HELP = {
     "bytes": "Where the bytes are now: a local copy, the bucket (only once uploaded), an upload queued or failed",
     "read?": "Whether the attempt's tool steps read this file (docs/viewer.md, Was it read?)",
@@ -287,6 +287,11 @@ def column_widths(columns: list[str]) -> dict[str, int]:
         widths["read?"] = max(150, rest - widths["label"])
     else:
         widths["label"] = max(150, rest)
+    total = sum(widths.values())
+    if total > TABLE_BUDGET_PX:  # many optional columns at once (a coding turn's loaded and delivered, too):
+        # every column narrower in proportion, so each stays on screen (a cut cell shows whole on hover)
+        scale = (TABLE_BUDGET_PX - widths.get("#", 0)) / (total - widths.get("#", 0))
+        widths = {c: w if c == "#" else max(40, int(w * scale)) for c, w in widths.items()}
     return widths
 
 

@@ -105,11 +105,12 @@ def test_placement_said_once_only_when_every_input_with_bytes_agrees() -> None:
 
 
 def test_every_combination_of_group_columns_fits_the_budget() -> None:
-    """Whatever optional columns a group table has (bytes, change, read?), the widths add up to the budget at most,
-    so no column is pushed off the right edge at 1400 px."""
-    optional = ("bytes", "change", "read?")
+    """Whatever optional columns a group table has (bytes, change, read?, a coding turn's loaded and delivered), the
+    widths add up to the budget at most, so no column is pushed off the right edge at 1400 px."""
+    optional = ("bytes", "change", "read?", "loaded+delivered")
     for n in range(len(optional) + 1):
         for extra in itertools.combinations(optional, n):
+            extra = tuple(c for e in extra for c in e.split("+"))
             columns = ["#", "label", "capture", "artifact", *extra, "size", "type"]
             widths = column_widths(columns)
             assert set(widths) == set(columns)
