@@ -23,6 +23,7 @@ BENCHMARKS = {
     "ingest": "benchmarks.bench_ingest",
     "gc": "benchmarks.bench_gc",
     "viewer": "benchmarks.bench_viewer",
+    "browser": "benchmarks.bench_browser",  # needs Debian chromium
     "access": "benchmarks.bench_access",
     "projection": "benchmarks.bench_projection",
     "clickhouse": "benchmarks.bench_clickhouse_views",  # needs chdb (pip install 'otel-inputs[clickhouse]')

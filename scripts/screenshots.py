@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -96,9 +97,11 @@ def shoot(out_dir: Path, data_dir: Path) -> list[Path]:
                 _save(page.screenshot(full_page=full), target)
                 made.append(target)
 
-            # The build attempt: badge, facts, one table per group, a preview beside its table.
-            page.goto(url + "?attempt=" + ids["build_initial"])
+            # The build attempt (the demo's deep link): badge, facts, one table per group, the chosen item's
+            # row highlighted and its details and preview below the table.
+            page.goto(url + "?attempt=" + paths.featured_attempt_id)
             page.get_by_text("1. Task instructions").wait_for(timeout=60_000)
+            page.get_by_text("Exporter health").wait_for(timeout=60_000)  # asked last, drawn at the top
             _settle(page)
             snap("attempt-header")
             files = page.get_by_text("4. Files available")
@@ -111,6 +114,9 @@ def shoot(out_dir: Path, data_dir: Path) -> list[Path]:
             page.get_by_text("4. Files available").evaluate("el => el.scrollIntoView({block: 'start'})")
             page.wait_for_timeout(300)
             snap("attempt-files-preview")
+            page.get_by_text(re.compile(r"^Show the \d+ step")).click()  # the steps table is drawn once opened
+            page.locator("[data-testid='stDataFrame']").filter(has_text="read_file").first.wait_for(timeout=30_000)
+            _settle(page)
             page.get_by_text("Steps the agent took").evaluate("el => el.scrollIntoView({block: 'start'})")
             page.wait_for_timeout(300)
             snap("attempt-steps")
@@ -119,6 +125,10 @@ def shoot(out_dir: Path, data_dir: Path) -> list[Path]:
             page.goto(url)
             page.get_by_text("Select a run to see its attempts.").wait_for(timeout=60_000)
             _settle(page)
+            page.get_by_text("Coverage per run over time").click()
+            page.locator("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg").first.wait_for(
+                timeout=30_000)
+            page.wait_for_timeout(800)
             snap("runs")
             page.goto(url + "?attempt=" + ids["plan_gate_retry"])
             page.get_by_text("1. Task instructions").wait_for(timeout=60_000)
@@ -134,6 +144,9 @@ def shoot(out_dir: Path, data_dir: Path) -> list[Path]:
                 timeout=30_000)
             page.wait_for_timeout(800)
             snap("run-timeline")
+            page.get_by_role("tab", name="Coverage").click()
+            page.wait_for_timeout(1500)
+            snap("run-coverage")
             browser.close()
     finally:
         _stop(proc)

@@ -13,7 +13,7 @@ from typing import Any
 
 import altair as alt
 
-from otel_inputs.viewer._format import NOT_RECORDED
+from otel_inputs.viewer._format import NOT_RECORDED, status_word
 from otel_inputs.viewer._panel import SEND_KIND_TEXT
 from otel_inputs.viewer._queries import AttemptListRow, RunSummary
 
@@ -23,7 +23,11 @@ SEND_KIND_COLORS = {
     "check retry": "#e45756",
     NOT_RECORDED: "#9d9d9d",
 }
-COVERAGE_COLORS = {"complete": "#54a24b", "partial": "#eeca3b", "not_recorded": "#9d9d9d"}
+COVERAGE_COLORS = {status_word(c): color for c, color in
+                   (("complete", "#54a24b"), ("partial", "#eeca3b"), ("not_recorded", "#9d9d9d"))}
+"""Legend words (complete, partial, not recorded) and their colours; the data carries the same words."""
+LANE_PX = 28
+"""Height of one bar's band: every bar keeps its own label (a shorter band makes Vega drop labels)."""
 MIN_BAR_NS = 1_000_000_000  # an attempt without an end time is drawn one second wide
 
 
@@ -44,7 +48,7 @@ def timeline_data(rows: Sequence[AttemptListRow], retry_of: dict[str, str]) -> t
         lane = f"{r.session_id or '(no session)'} · {r.attempt_id}"
         kind = NOT_RECORDED if r.is_legacy else SEND_KIND_TEXT.get(r.send_kind or "", r.send_kind or NOT_RECORDED)
         bars.append({"attempt": r.attempt_id, "lane": lane, "start": _dt_of(r.started_ns), "end": _dt_of(end),
-                     "send_kind": kind, "phase": r.phase or NOT_RECORDED, "coverage": r.input_coverage,
+                     "send_kind": kind, "phase": r.phase or NOT_RECORDED, "coverage": status_word(r.input_coverage),
                      "order": len(bars)})
         ends[r.attempt_id] = (end, lane)
     starts = {b["attempt"]: b for b in bars}
@@ -60,7 +64,7 @@ def timeline_data(rows: Sequence[AttemptListRow], retry_of: dict[str, str]) -> t
 
 def timeline_chart(bars: list[dict[str, Any]], links: list[dict[str, Any]]) -> alt.LayerChart:
     lanes = [b["lane"] for b in sorted(bars, key=lambda b: b["order"])]
-    y = alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=360))
+    y = alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=360, labelOverlap=False))
     color = alt.Color("send_kind:N", title="send kind",
                       scale=alt.Scale(domain=list(SEND_KIND_COLORS), range=list(SEND_KIND_COLORS.values())))
     bar = alt.Chart(alt.Data(values=bars)).mark_bar(height=14).encode(
@@ -70,24 +74,39 @@ def timeline_chart(bars: list[dict[str, Any]], links: list[dict[str, Any]]) -> a
     link = alt.Chart(alt.Data(values=links)).mark_line(strokeDash=[4, 3], color="#444", point=True).encode(
         x="time:T", y=alt.Y("lane:N", sort=lanes), detail="link:N", order="step:Q", tooltip=["link:N"],
     )
-    return alt.layer(bar, link).properties(height=max(160, 30 * len(lanes)))
+    return alt.layer(bar, link).properties(height=chart_height(len(lanes)))
+
+
+def chart_height(bands: int) -> int:
+    """Pixels for ``bands`` labelled bars (passed to st.altair_chart too, which otherwise sizes it itself)."""
+    return max(120, LANE_PX * bands)
+
+
+def coverage_data(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A run's coverage counts with the coverage in words (the legend's)."""
+    return [dict(r, coverage=status_word(r["coverage"])) for r in rows]
 
 
 def coverage_chart(rows: list[dict[str, Any]]) -> alt.Chart:
-    return alt.Chart(alt.Data(values=rows)).mark_bar().encode(
-        x=alt.X("attempts:Q", title="attempts"), y=alt.Y("phase:N", title="phase"),
-        color=alt.Color("coverage:N", scale=alt.Scale(domain=list(COVERAGE_COLORS), range=list(COVERAGE_COLORS.values()))),
+    phases = sorted({r["phase"] for r in rows})
+    return alt.Chart(alt.Data(values=coverage_data(rows))).mark_bar().encode(
+        x=alt.X("attempts:Q", title="attempts", axis=alt.Axis(tickMinStep=1, format="d")),
+        y=alt.Y("phase:N", title="phase", sort=phases, axis=alt.Axis(labelOverlap=False)),
+        color=alt.Color("coverage:N", title="coverage",
+                        scale=alt.Scale(domain=list(COVERAGE_COLORS), range=list(COVERAGE_COLORS.values()))),
         tooltip=["phase:N", "coverage:N", "attempts:Q"],
-    ).properties(height=max(100, 40 * len({r["phase"] for r in rows})))
+    ).properties(height=chart_height(len(phases)))
 
 
 def usage_chart(rows: list[dict[str, Any]]) -> alt.Chart:
-    data = [dict(r, bytes=r["bytes"] or 0) for r in rows]
+    data = [dict(r, bytes=r["bytes"] or 0, artifact_status=status_word(r["artifact_status"])) for r in rows]
+    statuses = sorted({d["artifact_status"] for d in data})
     return alt.Chart(alt.Data(values=data)).mark_bar().encode(
-        x=alt.X("bytes:Q", title="bytes"), y=alt.Y("artifact_status:N", title="artifact status"),
+        x=alt.X("bytes:Q", title="bytes"),
+        y=alt.Y("artifact_status:N", title="artifact status", sort=statuses, axis=alt.Axis(labelOverlap=False)),
         color=alt.Color("media_type:N", title="media type"),
         tooltip=["artifact_status:N", "media_type:N", "items:Q", "bytes:Q"],
-    )
+    ).properties(height=chart_height(len(statuses)))
 
 
 def timeline_text(ops: Sequence[Any]) -> str:
@@ -104,28 +123,35 @@ def timeline_text(ops: Sequence[Any]) -> str:
 
 
 def coverage_over_time_data(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
-    """One point per run and coverage value: the run's first start and how many attempts had it."""
+    """One bar segment per run and coverage value: the run (labelled by its first start, UTC, to the second)
+    and how many of its attempts had that coverage."""
     out = []
     for r in runs:
         if r.first_ns is None:
             continue
+        start = _dt_of(r.first_ns)
         for coverage, n in (("complete", r.complete), ("partial", r.partial), ("not_recorded", r.not_recorded)):
-            out.append({"run": r.run_id or "(no run id)", "start": _dt_of(r.first_ns), "coverage": coverage,
-                        "attempts": n, "share": n / r.attempts if r.attempts else 0.0})
+            out.append({"run": r.label, "start": start, "started": f"{start[:10]} {start[11:19]}",
+                        "coverage": status_word(coverage), "attempts": n,
+                        "share": n / r.attempts if r.attempts else 0.0})
     return out
 
 
 def coverage_over_time_chart(rows: list[dict[str, Any]]) -> alt.Chart:
+    """A bar per run in time order (a band, not a time axis: one run or runs seconds apart stay readable)."""
+    order = sorted({(r["start"], r["started"]) for r in rows})
     return alt.Chart(alt.Data(values=rows)).mark_bar().encode(
-        x=alt.X("start:T", title="run start (UTC)"),
-        y=alt.Y("share:Q", title="share of the run's attempts", stack="normalize", axis=alt.Axis(format="%")),
-        color=alt.Color("coverage:N", scale=alt.Scale(domain=list(COVERAGE_COLORS), range=list(COVERAGE_COLORS.values()))),
-        tooltip=["run:N", "start:T", "coverage:N", "attempts:Q"],
-    ).properties(height=180)
+        x=alt.X("started:N", title="run start (UTC)", sort=[s for _, s in order],
+                axis=alt.Axis(labelAngle=-30, labelOverlap=False)),
+        y=alt.Y("attempts:Q", title="share of attempts", stack="normalize", axis=alt.Axis(format="%")),
+        color=alt.Color("coverage:N", title="coverage",
+                        scale=alt.Scale(domain=list(COVERAGE_COLORS), range=list(COVERAGE_COLORS.values()))),
+        tooltip=["run:N", "started:N", "coverage:N", "attempts:Q"],
+    ).properties(height=300)
 
 
 def coverage_over_time_text(runs: Sequence[RunSummary]) -> str:
-    lines = [f"{r.run_id or '(no run id)'}: {r.complete} complete, {r.partial} partial, {r.not_recorded} not recorded"
+    lines = [f"{r.label}: {r.complete} complete, {r.partial} partial, {r.not_recorded} not recorded"
              for r in runs[:30]]
     return "In words (newest first):\n" + "\n".join(lines)
 

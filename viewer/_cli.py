@@ -257,11 +257,10 @@ def demo(out: Path, no_serve: bool, port: int) -> None:
     if no_serve:
         click.echo(f"serve it with: otel-inputs view --db {paths.db_path} --store {paths.store_path}", err=True)
         return
-    ids = getattr(paths, "attempt_ids", None) or {}
-    first = next(iter(ids.values()), None)
+    featured = paths.featured_attempt_id
     click.echo(f"open the viewer: {url_for(port)}")
-    if first:
-        click.echo(f"or jump straight to an attempt: {url_for(port, first)}")
+    if featured:
+        click.echo(f"or jump straight to its most telling attempt (files, previews, reads): {url_for(port, featured)}")
     sys.exit(serve(paths.db_path, paths.store_path, port))
 
 

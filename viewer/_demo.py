@@ -46,12 +46,22 @@ SYSTEM_PLAN = "You are the planning agent. Reply with a JSON plan: {\"steps\": [
 SYSTEM_BUILD = "You are the implementation agent. Work in the repository; reply with a JSON envelope."
 
 
+FEATURED = "build_initial"
+"""The demo's most telling attempt, where its deep link opens: files by path with previews and recorded reads,
+an attachment, inline items, and a retry of it in the same session."""
+
+
 @dataclass(frozen=True)
 class DemoPaths:
     out_dir: Path
     db_path: Path
     store_path: Path
     attempt_ids: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def featured_attempt_id(self) -> str | None:
+        """The attempt the demo's deep link opens (:data:`FEATURED`)."""
+        return self.attempt_ids.get(FEATURED)
 
 
 class FakeModel:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import getpass
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,15 +44,38 @@ NO_BYTES = "no bytes captured"
 GAP = "a gap"
 
 
+def streamlit_run() -> Any:
+    """The ``streamlit`` module when this code runs inside a Streamlit script run (the viewer, AppTest),
+    else ``None``.
+
+    Outside one (``otel-inputs bundle``, benchmarks, plain tests) Streamlit is neither imported nor
+    asked: it has no user there (asking prints "missing ScriptRunContext" and "st.user will return an
+    empty dictionary" warnings) and its secrets would be a stray ``.streamlit/secrets.toml``, which
+    ``otel-inputs view`` never lets configure login either.  The app imports Streamlit first, so a
+    process that has not imported it is not in a script run."""
+    if "streamlit" not in sys.modules:
+        return None
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        if get_script_run_ctx(suppress_warning=True) is None:
+            return None
+        import streamlit as st
+    except Exception:  # noqa: BLE001 - a Streamlit without these names: treated as no script run
+        return None
+    return st
+
+
 def streamlit_user() -> str | None:
     """The logged-in Streamlit user's email (or name) when login is configured, else ``None``.
 
-    Guarded: Streamlit versions without ``st.user``, or without ``is_logged_in`` (login not
-    configured), or a call outside a script run all read as "no logged-in user".
+    Guarded: outside a script run (:func:`streamlit_run`), Streamlit versions without ``st.user``, or
+    without ``is_logged_in`` (login not configured) all read as "no logged-in user".
     """
+    st = streamlit_run()
+    if st is None:
+        return None
     try:
-        import streamlit as st
-
         user = getattr(st, "user", None)
         if user is None or not bool(getattr(user, "is_logged_in", False)):
             return None
@@ -77,10 +101,12 @@ NO_LOGIN = "Log in to see recorded attempts."
 
 
 def auth_configured() -> bool:
-    """Whether ``[auth]`` is in Streamlit's secrets (written by ``otel-inputs view --auth-*``)."""
+    """Whether ``[auth]`` is in Streamlit's secrets (written by ``otel-inputs view --auth-*``); never
+    outside a Streamlit script run (:func:`streamlit_run`), where no one can log in."""
+    st = streamlit_run()
+    if st is None:
+        return False
     try:
-        import streamlit as st
-
         return "auth" in st.secrets
     except Exception:  # noqa: BLE001 - no secrets file: login is not configured
         return False
@@ -97,8 +123,7 @@ def viewer_identity() -> str:
     if user:
         return user
     if auth_configured():
-        import streamlit as st
-
+        st = streamlit_run()
         try:
             sub = st.user.get("sub") if bool(getattr(st.user, "is_logged_in", False)) else None
         except Exception:  # noqa: BLE001 - no user object outside a script run: nobody is logged in

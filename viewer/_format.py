@@ -54,8 +54,8 @@ def value_text(value: object | None, *, missing: str = NOT_RECORDED) -> str:
 
 
 def reason_text(value: str | None) -> str:
-    """A wire reason like ``disk_budget`` as owner text ("disk budget")."""
-    return value.replace("_", " ") if value else UNKNOWN
+    """A wire reason like ``disk_budget`` as owner text ("disk budget"), through :data:`STATUS_WORDS`."""
+    return status_word(value, missing=UNKNOWN)
 
 
 def md_escape(text: str) -> str:
@@ -67,19 +67,78 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text.replace("\n", " "))
 
 
-STATUS_WORDS = {
+STATUS_WORDS: dict[str, str] = {
+    # OpenTelemetry span status codes (``Unset``: the instrumentation set none, so no error was reported)
     "ok": "succeeded",
     "error": "failed",
-    "unset": "finished (no error reported)",
+    "unset": "no error reported",
+    # input coverage of an attempt
+    "complete": "complete",
+    "partial": "partial",
+    "not_recorded": NOT_RECORDED,
+    # capture decision, before any content was read
+    "admitted": "content captured",
+    "metadata_only": "metadata only",
+    "suppressed": "capture suppressed",
+    # an input's capture status
+    "captured": "captured",
+    "missing": "missing (not found)",
+    "unreadable": "unreadable",
+    "limit_exceeded": "over a capture limit",
+    "changed_during_capture": "changed while being copied",
+    "enumeration_incomplete": "folder listing incomplete",
+    "not_applicable": "not applicable",
+    # an input's artifact status (the store's, at render time)
+    "available": "available",
+    "evicted": "evicted",
+    "never_captured": "never captured",
+    # where an input came from
+    "prompt_file": "prompt file",
+    "inline_text": "inline text",
+    "previous_envelope": "previous phase's envelope",
+    "context_handoff": "context handoff",
+    "explicit_attachment": "explicit attachment",
+    "instruction_file": "instruction file",
+    # the capture bound that tripped (an input's detail)
+    "file_bytes": "over the file size limit",
+    "total_bytes": "over the total size limit",
+    "file_count": "over the file count limit",
+    "depth": "deeper than the folder depth limit",
+    "wall_time": "over the capture time limit",
+    # exchange parts: capture, dispatch, persistence
+    "truncated": "truncated",
+    "not_captured": "not captured",
+    "dispatched": "dispatched",
+    "not_dispatched": "not dispatched",
+    "unknown": "unknown",
+    "queued": "queued",
+    "stored": "stored",
+    "failed": "failed",
+    "timed_out": "timed out",
+    "not_queued": "not queued",
+    # send kinds
+    "initial": "initial request",
+    "parse_retry": "parse retry",
+    "gate_retry": "check retry",
 }
-"""OpenTelemetry span status codes in owner words (``Unset`` means the instrumentation set none)."""
+"""THE mapping from recorded status values (``otel_inputs.types`` enums, span status codes) to the
+words the viewer shows in tables, panels and chart legends.  A value not listed shows as itself
+with underscores as spaces: a word the mapping lacks is never hidden."""
+
+
+def status_word(value: object | None, *, missing: str = NOT_RECORDED) -> str:
+    """A recorded status value in owner words (:data:`STATUS_WORDS`); absent reads ``missing``."""
+    if value is None or value == "":
+        return missing
+    text = str(value)
+    return STATUS_WORDS.get(text, STATUS_WORDS.get(text.lower(), text.replace("_", " ")))
 
 
 def status_text(status: str | None, message: str | None = None) -> str:
     """A span status as owner text: "succeeded", "failed: <message>", or "not recorded"."""
     if status is None or status == "":
         return NOT_RECORDED
-    word = STATUS_WORDS.get(str(status).lower(), str(status))
+    word = status_word(status)
     if message and str(status).lower() == "error":
         return f"{word}: {message}"
     return word

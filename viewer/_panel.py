@@ -9,11 +9,20 @@ Every input item appears in exactly one group; groups keep ``seq`` order; unknow
 from __future__ import annotations
 
 import dataclasses
-
+import re
 from dataclasses import dataclass, field
 
 from otel_inputs import names
-from otel_inputs.types import CaptureDecision, Coverage, DeliveryMode, SendKind, SourceKind, TaskSourceKind
+from otel_inputs.types import (
+    Bound,
+    CaptureDecision,
+    CaptureStatus,
+    Coverage,
+    DeliveryMode,
+    SendKind,
+    SourceKind,
+    TaskSourceKind,
+)
 from otel_inputs.viewer._access import withheld_of
 from otel_inputs.viewer._changes import ChangesModel, compute_changes
 from otel_inputs.viewer._format import (
@@ -24,12 +33,13 @@ from otel_inputs.viewer._format import (
     reason_text,
     size_text,
     status_text,
+    status_word,
     time_text,
     value_text,
 )
 from otel_inputs.viewer._legacy import legacy_task
 from otel_inputs.viewer._lineage import PriorTurns, prior_turns
-from otel_inputs.viewer._evidence import PURGED
+from otel_inputs.viewer._evidence import NO_BYTES, PURGED
 from otel_inputs.viewer._previews import has_preview, unavailable_reason
 from otel_inputs.viewer._queries import AttemptBundle, AttemptRecord, InputRecord, PartRecord
 from otel_inputs.viewer._reads import ReadTools, find_reads, load_read_tools
@@ -45,11 +55,7 @@ SECTION_TITLES = (
     "Exact model messages",
 )
 
-SEND_KIND_TEXT = {
-    SendKind.INITIAL.value: "initial request",
-    SendKind.PARSE_RETRY.value: "parse retry",
-    SendKind.GATE_RETRY.value: "check retry",
-}
+SEND_KIND_TEXT = {k.value: status_word(k.value) for k in SendKind}  # "initial request", "parse retry", "check retry"
 UNKNOWN_DELIVERY_TITLE = "Delivery mode not recorded"
 INSTRUCTION_GROUP = "instruction_file"
 INSTRUCTION_TITLE = ("Instruction files: loaded (the runtime's own report) and delivered (their bytes in the recorded "
@@ -57,7 +63,7 @@ INSTRUCTION_TITLE = ("Instruction files: loaded (the runtime's own report) and d
 NOT_CONSULTED = "not known: the store was not consulted"
 PARTS_NOT_RECORDED = "Exchange parts were not recorded for this attempt."
 PART_TITLES = {"logical_request": "Logical request", "observable_output": "Observable output"}
-DISPATCH_TEXT = {"dispatched": "dispatched", "not_dispatched": "not dispatched"}  # anything else: unknown
+DISPATCH_TEXT = {v: status_word(v) for v in ("dispatched", "not_dispatched")}  # anything else: unknown
 OPAQUE_HISTORY_NOTE = (
     "The provider's session history cannot be enumerated; the earlier turns below are what this "
     "session recorded before this dispatch, so the model may also have seen content not listed here."
@@ -117,6 +123,8 @@ class CoverageModel:
     decision: str
     gap_reason: str | None
     notes: tuple[str, ...]
+    summary: str = ""
+    """The counts in a reviewer's words: "9 inputs declared, 7 captured, 2 left out (...)"; gaps said as gaps."""
 
 
 @dataclass(frozen=True)
@@ -258,23 +266,57 @@ def artifact_text(item: InputRecord) -> str:
     if reason == PURGED:
         text = PURGED
     elif reason and status != "available":
-        text = f"{status} ({reason_text(reason)})"
+        text = f"{status_word(status)} ({reason_text(reason)})"
     else:
-        text = status
+        text = status_word(status)
     if item.store_artifact_status and item.artifact_status and item.store_artifact_status != item.artifact_status:
-        text += f" (store; at capture: {item.artifact_status})"
+        text += f" (store; at capture: {status_word(item.artifact_status)})"
     return text
 
 
+BOUNDS = frozenset(b.value for b in Bound)
+_TRIPPED = re.compile(r"^(?:bound )?([a-z_]+)(?: tripped(?: \((.*)\))?)?$")
+
+
+def tripped_bound(detail: str | None) -> tuple[str | None, str | None]:
+    """(bound, what it allows) of a capture detail naming a tripped bound — ``"bound file_bytes tripped
+    (at most 10485760 bytes per file)"`` or just ``"file_bytes"`` — else ``(None, detail)``."""
+    m = _TRIPPED.match(detail or "")
+    if m is None or m.group(1) not in BOUNDS:
+        return None, detail
+    return m.group(1), m.group(2)
+
+
+def capture_text(status: str | None, detail: str | None) -> str:
+    """An input's capture status in words; over a limit names the bound when the detail records it."""
+    bound, _ = tripped_bound(detail)
+    if status == CaptureStatus.LIMIT_EXCEEDED.value and bound is not None:
+        return status_word(bound)
+    return status_word(status, missing=UNKNOWN)
+
+
+def common_placement(items: list[ItemRow] | tuple[ItemRow, ...]) -> str | None:
+    """The one place every input's bytes are, when they all agree (said once above the tables instead of
+    a *bytes* column), else ``None``.  Inputs without a snapshot ("no bytes captured", which their
+    artifact status already says) do not count against agreement."""
+    with_bytes = {r.placement for r in items if r.placement != NO_BYTES}
+    if len(with_bytes) == 1:
+        return with_bytes.pop()
+    if not with_bytes and items:
+        return NO_BYTES
+    return None
+
+
 def _part_persistence(p: PartRecord) -> str:
-    at_submit = value_text(p.persistence).replace("_", " ")
+    at_submit = status_word(p.persistence)
     if p.receipt is not None:
-        stored = value_text(p.receipt.get("persistence"), missing=UNKNOWN).replace("_", " ")
+        stored = status_word(p.receipt.get("persistence"), missing=UNKNOWN)
         why = p.receipt.get("persistence_reason") or p.receipt.get("persistence_detail")
-        text = f"{stored} (store receipt" + (f": {reason_text(why)}" if why else "") + ")"
+        text = f"{stored} (the store's receipt says" + (f": {reason_text(why)}" if why else " so") + ")"
         if p.receipt_outcome == "retention_expired":
             text += f"; attempt {PURGED}"
-        if p.persistence and at_submit != stored:
+        # queued at submit, then settled, is the normal course; any other disagreement is said
+        if p.persistence and p.persistence != "queued" and at_submit != stored:
             text += f"; the span recorded {at_submit} at submit"
         return text
     if p.receipt_outcome is None:
@@ -287,7 +329,7 @@ def _part_persistence(p: PartRecord) -> str:
 
 
 def part_row(p: PartRecord, index: int, withheld: str | None = None) -> PartRow:
-    capture = value_text(p.capture, missing=UNKNOWN).replace("_", " ")
+    capture = status_word(p.capture, missing=UNKNOWN)
     if p.capture not in (None, "captured"):
         capture += f" ({reason_text(p.reason) if p.reason else 'reason not recorded'})"
     dispatch = DISPATCH_TEXT.get(p.dispatch or "") or DISPATCH_TEXT.get(
@@ -324,17 +366,17 @@ def item_row(item: InputRecord, change: str | None = None, read: str | None = No
         input_id=item.input_id,
         seq=item.seq,
         label=label,
-        source_kind=value_text(item.source_kind),
+        source_kind=status_word(item.source_kind),
         delivery_mode=mode,
         delivery_label=names.DELIVERY_LABELS.get(mode or "", UNKNOWN_DELIVERY_TITLE),
         source_path=item.source_path,
         media_type=value_text(item.media_type, missing=UNKNOWN),
         size=size_text(item.size_bytes),
         sha256=value_text(item.sha256, missing=UNKNOWN),
-        capture_status=value_text(item.capture_status, missing=UNKNOWN),
+        capture_status=capture_text(item.capture_status, item.detail),
         artifact_status=artifact_text(item),
         unavailable=unavailable_reason(item),
-        detail=item.detail or item.row_problem,
+        detail=tripped_bound(item.detail)[1] or item.row_problem,  # a tripped bound is named in the capture words
         previewable=has_preview(item),
         change=change,
         read=read,
@@ -403,7 +445,7 @@ def coverage_model(attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) -> C
         if received == 0 and coverage == Coverage.COMPLETE.value:
             notes.append(names.SENTENCE_EMPTY_PACKET)
     return CoverageModel(
-        coverage=coverage.replace("_", " "),
+        coverage=status_word(coverage),
         declared=count_text(attempt.declared_input_count),
         captured=count_text(attempt.captured_input_count),
         omitted=count_text(attempt.omitted_input_count),
@@ -412,7 +454,37 @@ def coverage_model(attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) -> C
         decision=value_text(attempt.capture_decision),
         gap_reason=attempt.capture_gap_reason,
         notes=tuple(notes),
+        summary=coverage_summary(attempt, inputs),
     )
+
+
+def _counted(n: int | None, what: str) -> str:
+    return f"{what}: unknown" if n is None else f"{n} {what}"
+
+
+def coverage_summary(attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) -> str:
+    """The packet's counts as a reviewer says them, e.g. "9 inputs declared, 7 captured, 2 left out
+    (1 over the file size limit, 1 unreadable)"; a count not recorded reads "unknown", and how many input
+    records arrived is said only where it is not the number the span announced."""
+    if attempt.is_legacy:
+        return "Inputs were not accounted for on this attempt (no input packet was recorded)."
+    why: dict[str, int] = {}
+    for i in inputs:
+        if i.capture_status not in (CaptureStatus.CAPTURED.value, CaptureStatus.NOT_APPLICABLE.value):
+            word = capture_text(i.capture_status, i.detail)
+            why[word] = why.get(word, 0) + 1
+    declared = attempt.declared_input_count
+    text = (f"{_counted(declared, 'input declared' if declared == 1 else 'inputs declared')}, "
+            f"{_counted(attempt.captured_input_count, 'captured')}, {_counted(attempt.omitted_input_count, 'left out')}")
+    if why:
+        text += " (" + ", ".join(f"{n} {w}" for w, n in why.items()) + ")"
+    if attempt.item_count is None:
+        text += f"; how many input records the span sent was not recorded ({len(inputs)} arrived)"
+    elif attempt.item_count != len(inputs):
+        text += f"; {len(inputs)} of the {attempt.item_count} input records the span sent arrived"
+    if attempt.capture_decision != CaptureDecision.ADMITTED.value:
+        text += f"; content capture: {status_word(attempt.capture_decision)}"
+    return text + "."
 
 
 def _recorded_messages(bundle: AttemptBundle) -> tuple[AttemptRecord, str | None]:

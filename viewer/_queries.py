@@ -261,6 +261,13 @@ class RunSummary:
         """What the run pages are read by: the run id, or a :class:`SessionRun` for a session without one."""
         return SessionRun(self.session_key) if self.run_id is None and self.session_key is not None else self.run_id
 
+    @property
+    def label(self) -> str:
+        """How the run is named on the page: its id, else the session that groups it, else "(no run id)"."""
+        if self.run_id is not None:
+            return self.run_id
+        return f"(no run id) session {self.session_key}" if self.session_key is not None else "(no run id)"
+
 
 class SessionRun(str):
     """The run key of attempts that carry a session (or conversation) id but no run id, as frameworks on

@@ -25,16 +25,52 @@ from otel_inputs.viewer._access import (
     logout_button,
     viewer_identity,
 )
-from otel_inputs.viewer._draw import draw_panel, note
+from otel_inputs.viewer._draw import _frame, draw_panel, note
 from otel_inputs.viewer._evidence import Evidence, budget_usage, open_evidence, overlay_store
 from otel_inputs.viewer._fleet import DECIDED, fleet_decisions, fleet_roots
-from otel_inputs.viewer._format import NOT_RECORDED, count_text, size_text, status_text, time_text, value_text
+from otel_inputs.viewer._format import (
+    NOT_RECORDED,
+    count_text,
+    size_text,
+    status_text,
+    status_word,
+    time_text,
+    value_text,
+)
 from otel_inputs.viewer._health import BADGE, health_model
 from otel_inputs.viewer._panel import SEND_KIND_TEXT, build_panel
 from otel_inputs.viewer._retries import group_operations, position_text
 
-REFRESH_CHOICES = {"off": None, "5 s": 5, "15 s": 15, "60 s": 60}
+# (comments, not docstrings, in this file: Streamlit's "magic" would draw a bare string on the page)
+# Live refresh of the page: off unless switched on (a redraw greys every element while it runs).
+# Any click on the page redraws it, the exporter-health indicator included.
+LIVE_REFRESH_S = 15
 ANY = "any"
+# The run's tables: every column on screen at a 1400 px wide window (as the inputs tables); times in
+# UTC, said once in the column's title.
+STARTED = st.column_config.TextColumn("started (UTC)", width=165)
+ATTEMPT_COLUMNS = {"started": STARTED, **{c: st.column_config.TextColumn(c, width=w) for c, w in (
+    ("attempt", 240), ("phase", 70), ("agent", 90), ("send kind", 105), ("try", 60), ("turn", 45),
+    ("session", 90), ("coverage", 100), ("items", 50), ("status", 125))}}
+OPERATION_COLUMNS = {"started": STARTED, "physical attempts": st.column_config.NumberColumn("attempts", width=65),
+                     **{c: st.column_config.TextColumn(c, width=w) for c, w in (
+                         ("first attempt", 235), ("phase", 55), ("agent", 70), ("sends", 250), ("last attempt", 235),
+                         ("last status", 120))}}
+
+
+def _utc(ns: int | None) -> str:
+    """A table cell's time: the column's title says UTC."""
+    return time_text(ns).removesuffix(" UTC")
+# The app's one static style; no recorded string ever reaches HTML.  The page starts below Streamlit's
+# 3.75rem header (docs/viewer.md: nothing sits under the header), with less empty space below the page.
+STYLE = (
+    "<style>"
+    "[data-testid='stMainBlockContainer'] {padding-top: 4.5rem; padding-bottom: 2rem;}"
+    # text boxes (recorded task, messages, previews): plain st.text, shown monospace (viewer/_draw.py, text_box)
+    "[class*='st-key-textbox'] [data-testid='stText'] span {font-family: monospace;"
+    " font-size: 0.85rem;}"
+    "</style>"
+)
 
 
 def _db() -> str | None:
@@ -43,7 +79,7 @@ def _db() -> str | None:
 
 
 def _db_label(db: str | None) -> str:
-    """The database as the sidebar names it: a file name, or ClickHouse host/database (no credentials)."""
+    """The database as the viewer menu names it: a file name, or ClickHouse host/database (no credentials)."""
     if not db:
         return "not set"
     if is_clickhouse(db):
@@ -68,7 +104,15 @@ def _access() -> Access:
     return current_access(_store())
 
 
+def _forget_selections() -> None:
+    """Drop the attempt panels' widget state (chosen items, selected rows, switches): another attempt
+    opens with nothing chosen, never with the row number of the one before."""
+    for k in [k for k in st.session_state if str(k).startswith(("page:", "drawer:"))]:
+        del st.session_state[k]
+
+
 def open_attempt(attempt_id: str) -> None:
+    _forget_selections()
     st.query_params.clear()
     st.query_params["attempt"] = attempt_id
     st.rerun()
@@ -93,14 +137,15 @@ def _health(con: Any) -> None:
     unmapped = sum(s.spans + s.log_records for s in q.services_without_attempts(con))
     m = health_model(q.exporter_health(con), backend=con.label, unmapped=unmapped)
     icon, color, word = BADGE[m.state]
-    left, right = st.columns([4, 1], vertical_alignment="center")
-    with left:
-        st.badge(word, icon=icon, color=color)
-    with right:
-        with st.popover("Exporter details", width="stretch"):
-            st.text(m.summary)
-            if m.details:
-                st.dataframe(list(m.details), hide_index=True, width="stretch")
+    st.badge(word, icon=icon, color=color)
+    with st.popover("Exporter details", width="content"):
+        st.text(m.summary)
+        if m.details:
+            st.dataframe(_frame(list(m.details)), hide_index=True, width=680,
+                         column_config={"source": st.column_config.TextColumn(width=140),
+                                        "counter": st.column_config.TextColumn(width=240),
+                                        "value": st.column_config.NumberColumn(width=70),
+                                        "updated": st.column_config.TextColumn(width=210)})
 
 
 def _runs_page(con: Any) -> None:
@@ -119,9 +164,7 @@ def _runs_page(con: Any) -> None:
             st.text("No attempts recorded yet." if not hidden else "No run is visible to you.")
         return
     table = [
-        {"run": r.run_id if r.run_id is not None else (
-            f"(no run id) session {r.session_key}" if r.session_key is not None else "(no run id)"),
-         "attempts": r.attempts,
+        {"run": r.label, "attempts": r.attempts,
          "sessions": r.sessions, "phases": r.phases, "first start": time_text(r.first_ns),
          "last activity": time_text(r.last_ns), "complete": r.complete, "partial": r.partial,
          "not recorded": r.not_recorded}
@@ -133,16 +176,18 @@ def _runs_page(con: Any) -> None:
     selected = event.selection.rows if event is not None else []
     if selected:
         open_run(runs[selected[0]].key)
-    with st.expander("Coverage per run over time"):
-        rows = charts.coverage_over_time_data(runs)
-        st.altair_chart(charts.coverage_over_time_chart(rows), width="stretch")
-        st.text(charts.coverage_over_time_text(runs))
+    over_time = st.expander("Coverage per run over time", key="runs_coverage", on_change="rerun")
+    if over_time.open:  # lazy: the chart's code is fetched only when someone opens it
+        with over_time:
+            rows = charts.coverage_over_time_data(runs)
+            st.altair_chart(charts.coverage_over_time_chart(rows), width="stretch")
+            st.text(charts.coverage_over_time_text(runs))
 
 
 def _choice(label: str, values: tuple[str | None, ...], key: str) -> str | None:
     options = [ANY] + [v if v is not None else q.NULL_VALUE for v in values]
     picked = st.selectbox(label, options, key=key,
-                          format_func=lambda v: NOT_RECORDED if v == q.NULL_VALUE else v)
+                          format_func=lambda v: NOT_RECORDED if v == q.NULL_VALUE else v if v == ANY else status_word(v))
     return None if picked == ANY else picked
 
 
@@ -183,17 +228,17 @@ def _run_page(con: Any, run_id: str | None) -> None:
         st.text(f"{page.total} attempt(s) match; page {page_no} of {pages}. Select one to open it below. "
                 f"The run has {len(timeline)} physical attempt(s) in {len(ops)} logical operation(s).")
         table = [
-            {"started": time_text(r.started_ns), "attempt": r.attempt_id, "phase": value_text(r.phase),
+            {"started": _utc(r.started_ns), "attempt": r.attempt_id, "phase": value_text(r.phase),
              "agent": value_text(r.agent_name),
              "send kind": NOT_RECORDED if r.is_legacy else SEND_KIND_TEXT.get(r.send_kind or "", value_text(r.send_kind)),
              "try": place.get(r.attempt_id, "unknown"),
              "turn": count_text(r.turn_index), "session": value_text(r.session_id),
-             "coverage": r.input_coverage.replace("_", " "), "items": count_text(r.item_count),
+             "coverage": status_word(r.input_coverage), "items": count_text(r.item_count),
              "status": status_text(r.status)}
             for r in page.rows
         ]
-        event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row",
-                             key="attempts_table", width="stretch")
+        event = st.dataframe(_frame(table), hide_index=True, on_select="rerun", selection_mode="single-row",
+                             key="attempts_table", width="stretch", column_config=ATTEMPT_COLUMNS)
         if pages > 1:
             st.number_input("Page", 1, pages, key="f_page")
         selected = event.selection.rows if event is not None else []
@@ -204,29 +249,31 @@ def _run_page(con: Any, run_id: str | None) -> None:
         st.text(f"{len(ops)} logical operation(s), {retried} with retries, {len(timeline)} physical attempt(s). "
                 "Select one to open its last attempt.")
         op_rows = [
-            {"started": time_text(o.attempts[0].started_ns), "first attempt": o.root_id,
+            {"started": _utc(o.attempts[0].started_ns), "first attempt": o.root_id,
              "phase": value_text(o.attempts[0].phase), "agent": value_text(o.attempts[0].agent_name),
              "physical attempts": o.count, "sends": o.sends, "last attempt": o.last.attempt_id,
              "last status": status_text(o.last.status)}
             for o in ops
         ]
-        event = st.dataframe(op_rows, hide_index=True, on_select="rerun", selection_mode="single-row",
-                             key="operations_table", width="stretch")
+        event = st.dataframe(_frame(op_rows), hide_index=True, on_select="rerun", selection_mode="single-row",
+                             key="operations_table", width="stretch", column_config=OPERATION_COLUMNS)
         picked = event.selection.rows if event is not None else []
         if picked and picked[0] < len(ops):
             open_attempt(ops[picked[0]].last.attempt_id)
     with tabs[2]:
         bars, link_pts = charts.timeline_data(timeline, links)
         if bars:
-            st.altair_chart(charts.timeline_chart(bars, link_pts), width="stretch")
+            st.altair_chart(charts.timeline_chart(bars, link_pts), width="stretch",
+                            height=charts.chart_height(len(bars)) + 60)  # + the time axis
             st.text("Bars are attempts colored by send kind; dashed lines link a retry to the attempt it retries.")
             st.text(charts.timeline_text(ops))
         else:
             st.text("No timed attempts to draw.")
     with tabs[3]:
         cov_rows = q.run_coverage(con, run_id)
-        st.altair_chart(charts.coverage_chart(cov_rows), width="stretch")
-        st.text("In words: " + "; ".join(f"{r['phase']}: {r['attempts']} {str(r['coverage']).replace('_', ' ')}"
+        st.altair_chart(charts.coverage_chart(cov_rows), width="stretch",
+                        height=charts.chart_height(len({r["phase"] for r in cov_rows})) + 60)
+        st.text("In words: " + "; ".join(f"{r['phase']}: {r['attempts']} {status_word(r['coverage'])}"
                                          for r in cov_rows) + ".")
     with tabs[4]:
         usage = q.run_artifact_usage(con, run_id)
@@ -234,8 +281,9 @@ def _run_page(con: Any, run_id: str | None) -> None:
             st.text(f"Snapshot rows per run: not recorded on this backend ({con.label} has no agent_artifacts "
                     "table); the store's own figures follow.")
         elif usage:
-            st.altair_chart(charts.usage_chart(usage), width="stretch")
-            st.text("In words: " + "; ".join(f"{r['items']} {r['media_type']} item(s) {r['artifact_status']}, "
+            st.altair_chart(charts.usage_chart(usage), width="stretch",
+                            height=charts.chart_height(len({r["artifact_status"] for r in usage})) + 60)
+            st.text("In words: " + "; ".join(f"{r['items']} {r['media_type']} item(s) {status_word(r['artifact_status'])}, "
                                              f"{size_text(r['bytes'])}" for r in usage) + ".")
         else:
             st.text("No snapshots recorded for this run.")
@@ -321,24 +369,28 @@ def _attempt_page(con: Any, attempt_id: str) -> None:
             go_home()
         note(f"No attempt with id {attempt_id} is recorded in this database.", "error")
         return
-    top = st.columns([1, 4], vertical_alignment="center")
-    with top[0]:
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
         if st.button("← Attempts of this run", key="back_run"):
             open_run(bundle.attempt.run_id)
-    with top[1]:
-        st.header("Attempt")
+        st.header("Attempt", anchor=False)
     _draw_attempt(con, bundle, key="page")
 
 
-def _body() -> None:
+def _body(live: bool = False) -> None:
+    """The page: a top row (exporter health, the viewer menu), then the runs, a run, or an attempt."""
+    top = st.container(horizontal=True, vertical_alignment="center")
+    with top:
+        _viewer_menu()
+    health = top.container(horizontal=True, vertical_alignment="center", width="content")
+    if bool(st.session_state.get("live")) != live:  # switched off inside the live fragment: redraw it all
+        st.rerun(scope="app")
     db = _db()
     if not db:
         note(f"No database configured: set {names.ENV_DB} or run `otel-inputs view --db PATH` "
              "(or `--clickhouse URL`).", "error")
         return
     try:
-        with q.open_backend(db) as con:
-            _health(con)
+        with q.open_backend(db) as con:  # one connection per redraw, the health indicator's too
             params = st.query_params
             if "attempt" in params:
                 _attempt_page(con, params["attempt"])
@@ -347,18 +399,27 @@ def _body() -> None:
                 _run_page(con, q.SessionRun(session) if session and not params["run"] else params["run"] or None)
             else:
                 _runs_page(con)
+            # Asked last, shown first (its place at the top was kept): the page's own content reaches
+            # the browser without waiting for this query.
+            with health:
+                _health(con)
     except q.DbUnavailable as exc:
         note(str(exc), "error")
 
 
-def main() -> None:
-    st.set_page_config(page_title="otel-inputs review", layout="wide", initial_sidebar_state="collapsed")
-    if not login_gate():  # login configured and nobody logged in: nothing else is drawn
-        return
-    # A static style only (no recorded string ever reaches HTML): less empty space above the page.
-    st.html("<style>.stMainBlockContainer, .block-container {padding-top: 1.5rem;}</style>")
-    with st.sidebar:
-        st.title("otel-inputs")
+def _jump() -> None:
+    """Open the attempt whose id was typed (a callback: the page then runs with its query parameter)."""
+    attempt_id = str(st.session_state.get("jump", "")).strip()
+    if attempt_id:
+        _forget_selections()
+        st.query_params.clear()
+        st.query_params["attempt"] = attempt_id
+
+
+def _viewer_menu() -> None:
+    """What this viewer reads and as whom, live refresh and open-by-id, in a popover: its content is
+    drawn by the browser only when opened, where a sidebar's widgets cost every page load."""
+    with st.popover("otel-inputs", icon=":material/tune:"):
         st.text("What task and inputs did each agent attempt actually have?")
         # File names only: host paths never reach the browser.
         db, store = _db(), _store()
@@ -367,12 +428,20 @@ def main() -> None:
             "configured" if store else "not set")
         st.text(f"Database: {_db_label(db)}\nStore: {where}\nViewing as: {_evidence().viewer}")
         logout_button()
-        choice = st.selectbox("Live refresh", list(REFRESH_CHOICES), index=2, key="refresh")
-        jump = st.text_input("Open attempt by id", key="jump")
-        if st.button("Open", key="jump_go") and jump.strip():
-            open_attempt(jump.strip())
-    interval = REFRESH_CHOICES[choice]
-    st.fragment(run_every=interval)(_body)()
+        st.toggle(f"Live refresh (every {LIVE_REFRESH_S} s)", key="live",
+                  help="Off: the page redraws when you click on it.")
+        st.text_input("Open attempt by id", key="jump", on_change=_jump, placeholder="attempt id, then Enter")
+
+
+def main() -> None:
+    st.set_page_config(page_title="otel-inputs review", layout="wide", initial_sidebar_state="collapsed")
+    if not login_gate():  # login configured and nobody logged in: nothing else is drawn
+        return
+    st.html(STYLE)
+    if st.session_state.get("live"):  # opt-in: the page redraws itself every LIVE_REFRESH_S
+        st.fragment(run_every=LIVE_REFRESH_S)(_body)(True)
+    else:
+        _body()
 
 
 main()

@@ -15,11 +15,13 @@ from otel_inputs import names
 
 APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
 FIRST_TURN = "this is its first recorded turn"
+# The page's parts drawn only once opened (docs/viewer.md): opened here, as a reader would.
+LAZY_SECTIONS = ("page:current_msg", "page:messages", "page:parts_more", "page:steps_table")
 
 
 def page(monkeypatch: pytest.MonkeyPatch, db: Path, attempt_id: str, store: Path | None = None,
          item: tuple[str, str] | None = None) -> list[str]:
-    """Every string the attempt page shows (optionally with one instruction file opened)."""
+    """Every string the attempt page shows, its on-demand parts opened (optionally with one instruction file opened)."""
     monkeypatch.setenv(names.ENV_DB, str(db))
     monkeypatch.delenv(names.ENV_CLICKHOUSE, raising=False)
     if store is not None:
@@ -28,6 +30,8 @@ def page(monkeypatch: pytest.MonkeyPatch, db: Path, attempt_id: str, store: Path
         monkeypatch.delenv(names.ENV_STORE, raising=False)
     at = AppTest.from_file(APP, default_timeout=90)
     at.query_params["attempt"] = attempt_id
+    for key in LAZY_SECTIONS:
+        at.session_state[key] = True
     at.run()
     assert not at.exception, at.exception
     if item is not None:

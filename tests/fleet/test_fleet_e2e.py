@@ -159,8 +159,7 @@ def page(monkeypatch: pytest.MonkeyPatch, source: str | Path, store: Path, open_
     if open_input is not None:
         at = open_item(at, "path_reference", open_input)
     assert not at.error, [e.value for e in at.error]
-    lines = [t for t in texts(at) if not t.startswith(BACKEND_LINES)]
-    lines += [c.value for c in at.code]  # text previews are shown as code blocks
+    lines = [t for t in texts(at) if not t.startswith(BACKEND_LINES)]  # text previews included (plain text)
     cells = [str(v) for df in at.dataframe if "counter" not in df.value.columns for v in df.value.to_numpy().ravel()]
     return lines, cells
 
@@ -223,7 +222,8 @@ def test_attempt_page_and_previews_from_the_bucket_equal_the_single_machine_page
     for filename in files:
         got = page(monkeypatch, fleet.clickhouse, host.store.root, host.inputs[filename], attempt=host.attempt_id)
         # The one honest difference: where the bytes are (on disk and in the bucket, then the bucket only).
-        assert BUCKET_ONLY in " ".join(got[1]) and ON_DISK not in " ".join(got[0] + got[1])
+        # (said once above the tables when every input agrees, else in the bytes column; and in the item's details)
+        assert BUCKET_ONLY in " ".join(got[0] + got[1]) and ON_DISK not in " ".join(got[0] + got[1])
         assert placement_blind(got) == placement_blind(want[filename]), filename
 
 
@@ -279,8 +279,8 @@ def fleet_page(monkeypatch: pytest.MonkeyPatch, fleet: Fleet, s3: S3, open_input
         if where:  # the opened item's "where else" listings
             at.toggle(key=f"page:where:{open_input}").set_value(True).run()
     assert not at.error, [e.value for e in at.error]
-    shown = texts(at) + [c.value for c in at.code] + [w.value for w in at.warning]
-    lines = [t for t in texts(at) if not t.startswith(BACKEND_LINES + FLEET_LINES)] + [c.value for c in at.code]
+    shown = texts(at) + [w.value for w in at.warning]  # text previews included (plain text)
+    lines = [t for t in texts(at) if not t.startswith(BACKEND_LINES + FLEET_LINES)]
     cells = [str(v) for df in at.dataframe if "counter" not in df.value.columns for v in df.value.to_numpy().ravel()]
     return lines, cells, shown
 
@@ -341,7 +341,8 @@ def test_fleet_viewer_without_host_stores_previews_both_hosts_like_the_single_ma
         want = page(monkeypatch, fleet.duckdb, host.store.root, host.inputs[filename], attempt=host.attempt_id)
         lines, cells, shown = fleet_page(monkeypatch, fleet, s3, host.inputs[filename], attempt=host.attempt_id)
         assert placement_free((lines, cells)) == placement_free(want), filename
-        assert FLEET_PLACEMENT in cells
+        # said once above the tables when every input agrees, else in the bytes column; and in the item's details
+        assert FLEET_PLACEMENT in " ".join(lines + cells)
         decided = [t for t in shown if t.startswith(DECIDED)]
         assert len(decided) == 1 and f" {name} (store {host.store.catalog.store_id()[:8]}…), the latest received " \
             f"from {name} at " in decided[0] and decided[0].endswith(" UTC."), decided

@@ -145,7 +145,7 @@ def check_page(db: Path, attempts: list[dict[str, Any]], case: Case, monkeypatch
     """Turn 2's attempt page (AppTest): its task and this dispatch are the recorded messages, never
     "not recorded" while section 6 shows them; with a session it names turn 1 and never claims to be
     the first recorded turn; this dispatch is turn 2's own instruction."""
-    from landed import page_strings, shows
+    from landed import LAZY_SECTIONS, page_strings, shows
     from streamlit.testing.v1 import AppTest
 
     from otel_inputs import names
@@ -163,6 +163,8 @@ def check_page(db: Path, attempts: list[dict[str, Any]], case: Case, monkeypatch
     monkeypatch.delenv(names.ENV_CLICKHOUSE, raising=False)
     at = AppTest.from_file(str(HERE.parents[1] / "viewer" / "app.py"), default_timeout=90)
     at.query_params["attempt"] = second["attempt_id"]
+    for key in LAZY_SECTIONS:  # the page's on-demand parts opened, as a reader would
+        at.session_state[key] = True
     at.run()
     assert not at.exception, at.exception
     strings = page_strings(at)

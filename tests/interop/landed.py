@@ -82,12 +82,21 @@ class Landed:
 
 # --- the viewer page --------------------------------------------------------------------------
 
+# The page's parts drawn only once opened (docs/viewer.md): opened here, as a reader would.
+LAZY_SECTIONS = ("page:current_msg", "page:messages", "page:parts_more", "page:steps_table")
+
+
 def open_page(monkeypatch: pytest.MonkeyPatch, db: Path, store: Path, attempt_id: str) -> AppTest:
-    """The attempt page (``?attempt=``) of viewer/app.py, run by Streamlit's AppTest on the landed file."""
+    """The attempt page (``?attempt=``) of viewer/app.py, run by Streamlit's AppTest on the landed file,
+    with its on-demand parts (messages, exchange parts, steps) opened."""
     monkeypatch.setenv(names.ENV_DB, str(db))
     monkeypatch.setenv(names.ENV_STORE, str(store))
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["attempt"] = attempt_id
+    at.run()
+    assert not at.exception, at.exception
+    for key in LAZY_SECTIONS:
+        at.session_state[key] = True
     at.run()
     assert not at.exception, at.exception
     return at
@@ -115,13 +124,20 @@ def shows(at: AppTest, needle: str) -> bool:
     return any(needle in s or needle in unescaped(s) for s in page_strings(at))
 
 
-def code_values(at: AppTest) -> list[str]:
-    return [c.value for c in at.code]
+def code_values(at: AppTest, node: object = None) -> list[str]:
+    """The recorded texts shown verbatim in the page's text boxes (containers keyed ``textbox-…``)."""
+    out: list[str] = []
+    for child in (getattr(at.main if node is None else node, "children", None) or {}).values():
+        if str(getattr(child, "key", "") or "").startswith("textbox-"):
+            out += [t.value for t in child.text]
+        else:
+            out += code_values(at, child)
+    return out
 
 
 def assert_page_truthful(at: AppTest, *, attempt_id: str, task: str | None, system: str | None,
                          user: str | None) -> None:  # fmt: skip
-    """The page names the attempt, shows the task (or the legacy sentence) and the exact messages as code."""
+    """The page names the attempt, shows the task (or the legacy sentence) and the exact messages verbatim."""
     assert shows(at, attempt_id), f"the page does not name attempt {attempt_id}"
     codes = code_values(at)
     if task is not None:

@@ -272,7 +272,7 @@ def test_sec_hostile_labels_and_paths_render_literally_in_the_app(fx: SecFixture
         texts.append("\n".join(t.value for t in at.text))
     assert f"#{items[HOSTILE_LABEL].seq}  {HOSTILE_LABEL}" in texts[0]
     assert f"#{items[HOSTILE_FILE].seq}  {HOSTILE_FILE}" in texts[1]  # the label
-    assert f"path {fx.ctx / HOSTILE_FILE}" in texts[1]  # the path
+    assert f"path: {fx.ctx / HOSTILE_FILE}" in texts[1]  # the path, on its own line of the details
     for m in at.markdown:
         assert "<img" not in m.value and "javascript:" not in m.value and "**bold**" not in m.value, m.value
 

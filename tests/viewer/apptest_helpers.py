@@ -42,3 +42,35 @@ def table_cells(at: AppTest) -> list[str]:
     for df in at.dataframe:
         out.extend(str(v) for v in df.value.to_numpy().ravel())
     return out
+
+
+def boxes(at: AppTest, node: Any = None, *, in_expanders: bool = True) -> list[str]:
+    """The recorded texts shown in text boxes (containers keyed ``textbox-…``: task, messages, previews)."""
+    out: list[str] = []
+    node = at.main if node is None else node
+    for child in getattr(node, "children", {}).values():
+        if getattr(child, "type", None) == "expander" and not in_expanders:
+            continue
+        if str(getattr(child, "key", "") or "").startswith("textbox-"):
+            out.extend(t.value for t in child.text)
+        else:
+            out.extend(boxes(at, child, in_expanders=in_expanders))
+    return out
+
+
+def open_expander(at: AppTest, key: str) -> AppTest:
+    """Open a lazy expander (one drawn only once opened) by its key, and rerun."""
+    at.session_state[key] = True
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def panel_toggles(at: AppTest) -> list[Any]:
+    """The attempt panel's switches (the viewer menu's live-refresh switch left out)."""
+    return [t for t in at.toggle if t.key != "live"]
+
+
+def lines(at: AppTest) -> list[str]:
+    """Every line of every text element (several facts can share one element)."""
+    return [line for t in texts(at) for line in t.split("\n")]

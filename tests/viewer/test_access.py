@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from access_fixture import HOSTILE_LABEL, HOSTILE_PATH, OPEN_RUN, SECRET_RUN, AccessFixture, build_access_fixture
-from apptest_helpers import APP, run_app
+from apptest_helpers import APP, boxes, panel_toggles, run_app
 from streamlit.testing.v1 import AppTest
 from viewer_fixture import FixtureBuilder
 
@@ -68,9 +68,18 @@ def callouts(at: AppTest) -> list[str]:
     return [re.sub(r"\\(.)", r"\1", c.value) for c in (*at.info, *at.warning, *at.error)]
 
 
+LAZY_EXPANDERS = ("page:current_msg", "page:messages", "page:parts_more", "page:steps_table",  # drawn once opened
+                  "page:taskruns")
+
+
 def _toggles_on(at: AppTest) -> None:
+    if any(not at.session_state[k] if k in at.session_state else True for k in LAZY_EXPANDERS):
+        for k in LAZY_EXPANDERS:
+            at.session_state[k] = True
+        at.run()
+        assert not at.exception, at.exception
     for _ in range(3):  # a toggle can reveal more toggles (where-else inside an item); bounded
-        off = [t for t in at.toggle if not t.value]
+        off = [t for t in panel_toggles(at) if not t.value]
         if not off:
             return
         for t in off:
@@ -80,7 +89,8 @@ def _toggles_on(at: AppTest) -> None:
 
 
 def everything(at: AppTest, attempt_id: str) -> str:
-    """The page's text in every state a viewer can reach: each item opened, every toggle switched on."""
+    """The page's text in every state a viewer can reach: each item opened, every toggle switched on,
+    every lazy expander opened."""
     _toggles_on(at)
     seen = [page_text(at)]
     choosers = [s.key for s in at.selectbox if s.key and s.key.endswith(":item")]
@@ -119,7 +129,7 @@ def test_denied_viewer_sees_no_run_and_no_content_anywhere(fx: AccessFixture, tm
         assert SECRET_RUN not in text
     denied = run_app(attempt=fx.secret_id)
     assert any(f"does not let {who} see this run" in e for e in callouts(denied))
-    assert not denied.get("download_button") and not denied.code and not denied.toggle
+    assert not denied.get("download_button") and not boxes(denied) and not panel_toggles(denied)
 
 
 def test_denied_viewer_still_sees_the_allowed_run(fx: AccessFixture, tmp_path: Path,
@@ -175,11 +185,11 @@ def test_purged_attempt_shows_no_content_but_keeps_hashes_counts_and_when(fx: Ac
     assert any("The task text is withheld: this attempt was purged at " in n for n in notes)
     assert any("The exact messages are withheld: this attempt was purged at " in n for n in notes)
     for item in store.attempt(fx.open_id).items:
-        assert f"sha256 {item.sha256}" in text  # identity stays
-    assert "declared 4 · captured 4 · omitted 0" in text
+        assert f"SHA-256: {item.sha256}" in text  # identity stays
+    assert "4 inputs declared, 4 captured, 0 left out" in text
     assert "Unavailable: purged" in text and "withheld (purged at " in text  # "was it read?" is withheld too
     assert "content withheld: this attempt was purged at " in text
-    assert not at.code  # no preview, no part content, no task, no message
+    assert not boxes(at)  # no preview, no part content, no task, no message
 
 
 def test_purged_prompt_file_is_not_shown_as_the_task(fx: AccessFixture) -> None:

@@ -133,7 +133,9 @@ def login(page, url: str, email: str) -> None:  # noqa: ANN001
     page.locator("input[name=sub]").wait_for(state="visible", timeout=30_000)
     page.locator("input[name=sub]").fill(email)
     page.get_by_role("button", name="Authorize").click()
+    page.locator("[data-testid='stPopover'] button").filter(has_text="otel-inputs").first.click()  # the viewer menu
     wait_text(page, f"Viewing as: {email}")
+    page.keyboard.press("Escape")
 
 
 def test_oidc_login_decides_access_by_the_logged_in_user(fx: AccessFixture, browser, provider: Provider,  # noqa: ANN001

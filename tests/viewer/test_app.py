@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 import duckdb
-from apptest_helpers import open_item, run_app, table, table_cells, texts
+from apptest_helpers import boxes, open_item, run_app, table, table_cells, texts
 from viewer_fixture import HOSTILE_LABEL, LEGACY_TASK, NOTES_V1, TASK_TEXT, WIDE_RUN, ViewerFixture
 
 from otel_inputs import names
@@ -14,12 +14,12 @@ from otel_inputs.viewer._panel import SECTION_TITLES
 
 
 def test_deep_link_shows_sections_in_order_with_task_visible(env: ViewerFixture) -> None:
-    """?attempt= opens the panel: six sections in order and the task in a code block outside any expander."""
+    """?attempt= opens the panel: six sections in order and the task in a plain text box outside any expander,
+    with no st.code on the page (it would load the syntax highlighter)."""
     at = run_app(attempt=env.ids["review"])
     assert [s.value for s in at.subheader][:6] == [f"{i}. {t}" for i, t in enumerate(SECTION_TITLES, 1)]
-    assert at.code[0].value == TASK_TEXT
-    for exp in at.expander:
-        assert TASK_TEXT not in [c.value for c in exp.code]
+    assert boxes(at, in_expanders=False)[0] == TASK_TEXT
+    assert not at.code
 
 
 def test_hostile_label_renders_as_plain_text_only(env: ViewerFixture) -> None:
@@ -34,9 +34,9 @@ def test_hostile_label_renders_as_plain_text_only(env: ViewerFixture) -> None:
 def test_text_and_image_previews_open_on_demand(env: ViewerFixture) -> None:
     """Toggling a text preview shows the verified text; toggling an image preview shows an image."""
     at = run_app(attempt=env.ids["initial"])
-    assert all(c.value.rstrip("\n") != NOTES_V1.rstrip("\n") for c in at.code)
+    assert all(b.rstrip("\n") != NOTES_V1.rstrip("\n") for b in boxes(at))
     open_item(at, "path_reference", "att-001-in1")
-    assert NOTES_V1.rstrip("\n") in [c.value.rstrip("\n") for c in at.code]
+    assert NOTES_V1.rstrip("\n") in [b.rstrip("\n") for b in boxes(at)]
     at = run_app(attempt=env.ids["review"])
     assert len(at.get("image")) == 0
     open_item(at, "path_reference", "att-004-in2")
@@ -48,7 +48,7 @@ def test_tampered_snapshot_preview_is_refused_by_name(env: ViewerFixture) -> Non
     at = run_app(attempt=env.ids["review"])
     open_item(at, "path_reference", "att-004-in8")
     assert "Preview refused: integrity_mismatch (snapshot bytes do not match the recorded SHA-256)" in texts(at)
-    assert "original bytes of a handoff file\n" not in [c.value for c in at.code]
+    assert "original bytes of a handoff file\n" not in boxes(at)
 
 
 def test_unavailable_rows_state_their_reason_without_a_preview(env: ViewerFixture) -> None:
@@ -56,14 +56,14 @@ def test_unavailable_rows_state_their_reason_without_a_preview(env: ViewerFixtur
     at = run_app(attempt=env.ids["review"])
     cells = table_cells(at)
     assert any(c.startswith("evicted (disk budget)") for c in cells)
-    assert "never captured" in cells and "limit exceeded" in cells
+    assert "never captured" in cells and "over the file size limit" in cells
     for input_id, reason in (("att-004-in7", "Unavailable: evicted (disk budget)"),
                              ("att-004-in4", "Unavailable: never captured (unreadable)"),
-                             ("att-004-in5", "Unavailable: never captured (limit exceeded)"),
+                             ("att-004-in5", "Unavailable: never captured (over a capture limit)"),
                              ("att-004-in6", "no preview for this type")):
         open_item(at, "path_reference", input_id)
         assert reason in texts(at), input_id
-        assert not at.code or all("Old plan" not in c.value for c in at.code)
+        assert all("Old plan" not in b for b in boxes(at))
 
 
 def test_legacy_attempt_page_shows_the_exact_sentences(env: ViewerFixture) -> None:
@@ -72,7 +72,7 @@ def test_legacy_attempt_page_shows_the_exact_sentences(env: ViewerFixture) -> No
     infos = [i.value for i in at.info]
     assert md_escape(names.SENTENCE_LEGACY_TASK) in infos
     assert md_escape(names.SENTENCE_NO_PACKET) in infos
-    assert at.code[0].value == LEGACY_TASK
+    assert boxes(at)[0] == LEGACY_TASK
     assert "Attachment state: not recorded." in [i.value.replace("\\", "") for i in at.info]
 
 

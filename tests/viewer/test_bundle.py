@@ -279,3 +279,25 @@ def test_bundle_create_needs_exactly_one_database(fx: AccessFixture, tmp_path: P
         assert ("exactly one of --db FILE or --clickhouse URL" if case != "not a URL" else "not a ClickHouse URL") \
             in result.output, case
     assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "fx"]
+
+
+def test_bundle_command_never_imports_or_asks_streamlit(fx: AccessFixture, tmp_path: Path) -> None:
+    """The real `otel-inputs bundle` process writes a verifying bundle without importing Streamlit, so its stderr
+    has no "missing ScriptRunContext" or st.user warning (issue 19)."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "cli.tar"
+    env = {k: v for k, v in os.environ.items() if k not in (names.ENV_ACCESS_POLICY, names.ENV_DB, names.ENV_CLICKHOUSE)}
+    proc = subprocess.run(  # -X importtime: every module the process imports is named on stderr
+        [sys.executable, "-X", "importtime", "-m", "otel_inputs.exporter.cli", "bundle", fx.open_id, "-o", str(out),
+         "--db", str(fx.db_path), "--store", str(fx.store_path)],
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "wrote " in proc.stdout and verify_bundle(out)["attempt_id"] == fx.open_id
+    warnings = [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
+    assert warnings == [], warnings
+    imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
+    assert "otel_inputs.viewer._bundle" in imported  # the bundle path itself ran in this process
+    assert [m for m in imported if m.split(".")[0] == "streamlit"] == []

@@ -28,3 +28,25 @@ def test_store_usage_counts_objects_on_disk(viewer_fixture: ViewerFixture) -> No
     assert usage.bytes == sum((p.stat().st_blocks * 512) or p.stat().st_size for p in objects)
     assert charts.store_usage(None) is None
     assert charts.store_usage(viewer_fixture.store_path / "absent") is None
+
+
+def test_chart_legends_and_axes_read_in_words_with_every_bar_labelled(viewer_fixture: ViewerFixture) -> None:
+    """Coverage legends say "not recorded" (never not_recorded), every lane and phase keeps its own label, and
+    coverage over time puts runs on a band axis (a lone run never becomes a millisecond time axis)."""
+    from otel_inputs.viewer._queries import list_runs, run_coverage
+
+    with read_only(viewer_fixture.db_path) as con:
+        bars, links = charts.timeline_data(run_timeline(con, viewer_fixture.run_id),
+                                           run_retry_links(con, viewer_fixture.run_id))
+        cov = run_coverage(con, viewer_fixture.run_id)
+        runs = list_runs(con, limit=50)
+    assert "not recorded" in charts.COVERAGE_COLORS and not any("_" in k for k in charts.COVERAGE_COLORS)
+    timeline = charts.timeline_chart(bars, links).to_dict()
+    assert timeline["height"] >= charts.LANE_PX * len(bars)
+    assert timeline["layer"][0]["encoding"]["y"]["axis"]["labelOverlap"] is False
+    coverage = charts.coverage_chart(cov).to_dict()
+    assert {r["coverage"] for r in coverage["data"]["values"]} <= set(charts.COVERAGE_COLORS)
+    assert coverage["encoding"]["y"]["axis"]["labelOverlap"] is False
+    over_time = charts.coverage_over_time_chart(charts.coverage_over_time_data(runs[:1])).to_dict()
+    assert over_time["encoding"]["x"]["type"] == "nominal"
+    assert {r["coverage"] for r in over_time["data"]["values"]} == {"complete", "partial", "not recorded"}

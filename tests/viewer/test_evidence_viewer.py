@@ -18,7 +18,7 @@ from otel_inputs.viewer._format import md_escape
 from otel_inputs.viewer._panel import PARTS_NOT_RECORDED
 from otel_inputs.viewer._backend import DuckDBBackend
 from otel_inputs.viewer._queries import get_inputs, load_attempt
-from apptest_helpers import open_item, run_app, table, table_cells, texts
+from apptest_helpers import boxes, open_expander, open_item, panel_toggles, run_app, table, table_cells, texts
 
 RUN = "run-evidence"
 REQUEST = b'{"kind":"logical_request","messages":[{"content":"add a flag","role":"user"}],"model":"m"}'
@@ -86,23 +86,27 @@ def test_attempt_without_part_events_says_parts_were_not_recorded(small: tuple[P
 
 
 def test_both_parts_show_outcome_dispatch_receipt_and_content_on_demand(small: tuple[Path, Path]) -> None:
-    """Request and output show their own outcomes; unknown dispatch reads unknown; the receipt beats "queued"."""
+    """Request and output show their own outcomes; unknown dispatch reads unknown; the receipt beats "queued";
+    one line per part is on the page, the table and content once "Exchange parts" is opened."""
     at = run_app(attempt="ev-1")
-    parts = table(at, "persistence").to_dict("records")
+    assert ("Exchange parts:\nLogical request: captured · dispatched · stored (the store's receipt says so)\n"
+            "Observable output: not captured (capacity exceeded) · unknown · not queued (nothing was handed to the "
+            "store)") in texts(at)
+    parts = table(open_expander(at, "page:parts_more"), "persistence").to_dict("records")
     assert [(p["part"], p["capture"], p["dispatch"]) for p in parts] == [
         ("Logical request", "captured", "dispatched"),
         ("Observable output", "not captured (capacity exceeded)", "unknown")]
-    assert parts[0]["persistence"] == "stored (store receipt); the span recorded queued at submit"
+    assert parts[0]["persistence"] == "stored (the store's receipt says so)"  # queued at submit, then stored
     assert parts[1]["persistence"] == "not queued (nothing was handed to the store)"
     assert "not dispatched" not in "\n".join(texts(at) + table_cells(at))
-    assert REQUEST.decode() not in [c.value for c in at.code]
+    assert REQUEST.decode() not in boxes(at)
     at.toggle(key="page:part:logical_request:0").set_value(True).run()
-    assert REQUEST.decode() in [c.value for c in at.code]
+    assert REQUEST.decode() in boxes(at)
 
 
 def test_queued_part_without_a_store_receipt_is_not_shown_as_stored(small: tuple[Path, Path]) -> None:
     """A part the span saw queued but the store never receipted reads as unconfirmed, and its content is refused."""
-    at = run_app(attempt="ev-2")
+    at = open_expander(run_app(attempt="ev-2"), "page:parts_more")
     assert ("queued at submit, not confirmed durable: no store receipt (not_found)"
             in list(table(at, "persistence")["persistence"]))
     at.toggle(key="page:part:logical_request:0").set_value(True).run()
@@ -119,9 +123,9 @@ def test_revoked_source_preview_is_refused_although_its_bytes_still_match(small:
     at = run_app(attempt="ev-1")
     open_item(at, "path_reference", "ev-1-in0")
     assert "Preview refused: source_unavailable (the source of this input has been revoked)" in texts(at)
-    assert all(NOTES_V1.rstrip("\n") not in c.value for c in at.code)
+    assert all(NOTES_V1.rstrip("\n") not in b for b in boxes(at))
     open_item(at, "path_reference", "ev-1-in1")  # another source of the same attempt still reads
-    assert "# Plan\n\nstep one" in [c.value.rstrip("\n") for c in at.code]
+    assert "# Plan\n\nstep one" in [b.rstrip("\n") for b in boxes(at)]
 
 
 def test_access_policy_refuses_previews_and_parts_to_an_unlisted_viewer(
@@ -132,7 +136,7 @@ def test_access_policy_refuses_previews_and_parts_to_an_unlisted_viewer(
     who = _evidence.os_user()
     assert [e.value for e in at.error] == [
         md_escape(f"permission_denied: the access policy does not let {who} see this run or its attempts.")]
-    assert not at.toggle and not at.code and not at.get("download_button")
+    assert not panel_toggles(at) and not boxes(at) and not at.get("download_button")
     assert "notes.md" not in "\n".join(texts(at)) and RUN not in "\n".join(texts(at))
 
 
@@ -143,8 +147,8 @@ def test_streamlit_login_identity_is_the_viewer_when_logged_in(
     monkeypatch.setattr(_evidence, "streamlit_user", lambda: "alice@example.com")
     at = run_app(attempt="ev-1")
     open_item(at, "path_reference", "ev-1-in0")
-    assert NOTES_V1.rstrip("\n") in [c.value.rstrip("\n") for c in at.code]
-    assert any("Viewing as: alice@example.com" in s.value for s in at.sidebar.text)
+    assert NOTES_V1.rstrip("\n") in [b.rstrip("\n") for b in boxes(at)]
+    assert any("Viewing as: alice@example.com" in t for t in texts(at))  # in the viewer menu
 
 
 def test_streamlit_user_is_none_without_a_login() -> None:
@@ -170,7 +174,7 @@ def test_store_eviction_and_purge_show_over_the_capture_time_status(small: tuple
     t = "\n".join(texts(at))
     assert "Unavailable: evicted (disk budget)" in t
     sha = store.attempt("ev-1").items[0].sha256
-    assert f"sha256 {sha}" in t and f"{len(NOTES_V1.encode())} B" in t
+    assert f"SHA-256: {sha}" in t and f"{len(NOTES_V1.encode())} B" in t
     at2 = open_item(run_app(attempt="ev-2"), "path_reference", "ev-2-in0")
     # A purged item keeps its row, hash and size; its label and path are withheld (docs/access.md).
     assert "Unavailable: purged" in texts(at2)

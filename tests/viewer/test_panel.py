@@ -53,7 +53,8 @@ def test_unavailable_items_carry_their_reason(viewer_fixture: ViewerFixture) -> 
     rows = {i.label: i for i in panel(viewer_fixture, "review").all_items()}
     assert rows["latest"].unavailable == "never captured (unreadable)"
     assert rows["latest"].detail == "symlink not followed"
-    assert rows["build.log"].unavailable == "never captured (limit exceeded)"
+    assert rows["build.log"].unavailable == "never captured (over a capture limit)"
+    assert rows["build.log"].capture_status == "over the file size limit"  # the tripped bound, in words
     assert rows["old-plan.md"].unavailable == "evicted (disk budget)"
     # the store's row wins over the capture-time value, which stays visible beside it
     assert rows["old-plan.md"].artifact_status == "evicted (disk budget) (store; at capture: available)"

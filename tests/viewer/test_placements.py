@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fleet"))
-from apptest_helpers import open_item, run_app, table, texts  # noqa: E402
+from apptest_helpers import boxes, lines, open_item, run_app, table, texts  # noqa: E402
 from s3_server import S3, Relay, relay, s3  # noqa: E402, F401 - fixtures
 from viewer_fixture import FixtureBuilder  # noqa: E402
 
@@ -36,9 +36,14 @@ def _attempt(b: FixtureBuilder, attempt_id: str = "pl-1") -> str:
     return attempt_id
 
 
+SHARED = "Bytes of every input with a snapshot: "
+
+
 def _page(monkeypatch: pytest.MonkeyPatch, db: Path, store: Path | None,
           attempt_id: str = "pl-1") -> tuple[dict[str, str], AppTest]:
-    """The attempt page's "bytes" cell per label (the first item opened, its detail line checked to say the same)."""
+    """Where the attempt page says each item's bytes are, per label: the "bytes:" line of each opened item,
+    checked against the table's *bytes* column when the placements differ, or else the one line above the
+    tables that says it once (and then no column)."""
     monkeypatch.setenv(names.ENV_DB, str(db))
     if store is None:
         monkeypatch.delenv(names.ENV_STORE, raising=False)
@@ -47,10 +52,20 @@ def _page(monkeypatch: pytest.MonkeyPatch, db: Path, store: Path | None,
     monkeypatch.delenv(names.ENV_ACCESS_POLICY, raising=False)
     monkeypatch.delenv(names.ENV_OBJECTS_URL, raising=False)  # the viewer finds the bucket in the catalog
     at = run_app(attempt=attempt_id)
-    df = table(at, "bytes")
-    cells = dict(zip(df["label"], df["bytes"]))
+    df = table(at, "label")
+    column = dict(zip(df["label"], df["bytes"])) if "bytes" in df.columns else None
+    shared = [t[len(SHARED):] for t in lines(at) if t.startswith(SHARED)]
+    assert (column is None) == (len(shared) == 1), (column, shared)
+    cells: dict[str, str] = {}
+    for seq, label in zip(df["#"], df["label"]):
+        at = open_item(at, "path_reference", f"{attempt_id}-in{seq}")
+        cells[label] = next(line[len("bytes: "):] for t in texts(at) for line in t.split("\n")
+                            if line.startswith("bytes: "))
+    if column is not None:
+        assert column == cells
+    else:
+        assert {c for c in cells.values() if c != "no bytes captured"} <= set(shared), (cells, shared)
     at = open_item(at, "path_reference", f"{attempt_id}-in0")
-    assert any(f"bytes: {cells['notes.md']}" in t for t in texts(at)), texts(at)
     return cells, at
 
 
@@ -80,7 +95,7 @@ def test_uploaded_bytes_show_in_the_bucket_and_preview_from_it(tmp_path: Path, s
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)  # the viewer's reads reach the bucket the catalog names
     cells, at = _page(monkeypatch, db, store_path)
     assert cells["notes.md"] == cells["plan.md"] == "in the bucket (uploaded); no local copy"
-    assert at.code[0].value.strip() == FILES["notes.md"].decode().strip()  # the preview, read from the bucket
+    assert boxes(at)[0].strip() == FILES["notes.md"].decode().strip()  # the preview, read from the bucket
     assert any(t.startswith("Preview of #0: ") and "SHA-256 verified" in t for t in texts(at))
     out = tmp_path / "b.tar"
     write_bundle_file(out, db, store_path, "pl-1")
@@ -140,6 +155,8 @@ def test_without_a_bucket_or_a_store_the_page_says_so(builder: FixtureBuilder, t
     cells, at = _page(monkeypatch, db, store_path)
     assert cells == {"notes.md": "local copy; bucket not configured", "plan.md": "local copy; bucket not configured",
                      "big.bin": "no bytes captured"}
+    assert SHARED + "local copy; bucket not configured" in lines(at)  # said once: no column repeats it
+    assert not any("bytes" in df.value.columns for df in at.dataframe)
     assert not any("not in the bucket" in t for t in texts(at))
     assert set(_page(monkeypatch, db, None)[0].values()) == {"not known: no artifact store configured"}
     missing = tmp_path / "gone"

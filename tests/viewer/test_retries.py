@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from apptest_helpers import run_app, table, texts
+from apptest_helpers import lines, run_app, table, texts
 from hypothesis import given
 from hypothesis import strategies as hs
 from viewer_fixture import ViewerFixture
@@ -56,7 +56,7 @@ def test_run_page_and_attempt_page_show_one_operation(env: ViewerFixture) -> Non
     assert list(ops["physical attempts"]) == [3, 1, 1] and list(ops["first attempt"]) == ["att-001", "att-004", "att-005"]
     assert list(table(at, "try")["try"]) == ["1 of 3", "2 of 3", "3 of 3", "1 of 1", "1 of 1"]
     at = run_app(attempt=env.ids["parse_retry"])
-    assert "One logical operation of 3 physical attempts; this is attempt 2 of 3." in texts(at)
+    assert "One logical operation of 3 physical attempts; this is attempt 2 of 3." in lines(at)
     labels = [b.label.replace("\\", "") for b in at.button if b.key and b.key.startswith("page:lineage:")]
     assert any(lb.startswith("1. initial request · att-001") for lb in labels)
     assert any(lb.startswith("3. check retry · att-003") for lb in labels)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 import pytest
-from apptest_helpers import run_app, table, table_cells, texts
+from apptest_helpers import boxes, open_expander, run_app, table, table_cells, texts
 from viewer_fixture import HOSTILE_LABEL, ViewerFixture
 
 from otel_inputs.viewer._health import HealthState, health_model
@@ -21,16 +21,19 @@ def test_steps_in_time_order_with_unknown_tokens_kept_unknown(viewer_fixture: Vi
     assert steps is not None and [s.seq for s in steps] == [0, 1, 2, 3, 4]
     section = steps_section(steps)
     assert section.summary == "2 model call(s), 3 tool call(s), 0 other; tokens at least 5400 in / at least 320 out"
-    assert [r.status for r in section.rows] == ["finished (no error reported)", "succeeded", "succeeded", "failed",
-                                               "finished (no error reported)"]
+    assert [r.status for r in section.rows] == ["no error reported", "succeeded", "succeeded", "failed",
+                                               "no error reported"]
     assert section.rows[4].tokens == "not recorded" and section.rows[0].duration == "2.50 s"
     assert steps_section(()).notes == (STEPS_NONE,)
 
 
 def test_steps_table_on_the_page_with_hostile_tool_names_as_plain_text(env: ViewerFixture) -> None:
-    """The steps table lists kinds, names and arguments; a hostile tool name is a plain cell, never markup."""
+    """The steps table (drawn once its expander is opened, under the visible summary) lists kinds, names and
+    arguments; a hostile tool name is a plain cell, never markup."""
     at = run_app(attempt=env.ids["review"])
-    steps = table(at, "kind")
+    assert "2 model call(s), 3 tool call(s), 0 other; tokens at least 5400 in / at least 320 out" in texts(at)
+    assert not any("kind" in df.value.columns for df in at.dataframe)
+    steps = table(open_expander(at, "page:steps_table"), "kind")
     assert list(steps["kind"]) == ["model call", "tool call", "tool call", "tool call", "model call"]
     assert list(steps["name"])[1:4] == ["read_file", "Read", HOSTILE_LABEL]
     assert steps["arguments"][1] == '{"path": "/work/handoff/review/summary.md"}'
@@ -43,7 +46,9 @@ def test_message_source_labels(env: ViewerFixture) -> None:
     at = run_app(attempt=env.ids["gate_retry"])
     assert "Messages taken from the first model call." in texts(at)
     assert any("the attempt span recorded no messages" in i.value.replace("\\", "") for i in at.info)
-    assert "The test gate failed (as sent)." in [c.value for c in at.code]
+    assert "The test gate failed (as sent)." not in boxes(at)  # drawn only once its expander is opened
+    open_expander(at, "page:messages")
+    assert "The test gate failed (as sent)." in boxes(at)
     assert "Messages from the attempt span." in texts(run_app(attempt=env.ids["initial"]))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from apptest_helpers import open_item, run_app, table, texts
+from apptest_helpers import open_expander, open_item, run_app, table, texts
 from viewer_fixture import HOSTILE_LABEL, NOTES_V1, NOTES_V2, WIDE_RUN, ViewerFixture
 
 from otel_inputs.viewer._queries import get_attempt, get_inputs, read_only, where_else
@@ -57,11 +57,13 @@ def test_item_where_else_on_the_page_links_to_the_other_attempt(env: ViewerFixtu
 
 
 def test_task_runs_toggle_shows_drift(env: ViewerFixture) -> None:
-    """The task section's toggle lists the runs of this task SHA-256 with their input drift."""
+    """The task section's toggle lists the other runs of this task SHA-256 with their input drift, never this
+    attempt's own run compared with itself."""
     at = run_app(attempt="att-wide")
-    at.toggle(key="page:taskruns").set_value(True).run()
-    drift = table(at, "inputs of its first attempt vs this one")
-    assert sorted(drift["run"]) == sorted(["▶ " + WIDE_RUN, env.run_id])
+    open_expander(at, "page:taskruns")
+    drift = table(at, "its inputs vs this attempt's")
+    assert list(drift["run"]) == [env.run_id]
+    assert "1 other run(s) used this task" in " ".join(texts(at))
     assert NOTES_V2  # the wide attempt carries notes v2, att-001 v1: a change, shown by path
 
 
@@ -86,7 +88,7 @@ def test_task_drift_never_names_a_revoked_path_of_another_run(tmp_path, monkeypa
     assert after[WIDE_RUN].startswith("99 new, 1 gone, 1 changed (e.g. (path withheld: source revoked"), after
     assert "/work/handoff/notes.md" not in after[WIDE_RUN]
     at = run_app(attempt="att-001")
-    at.toggle(key="page:taskruns").set_value(True).run()
+    open_expander(at, "page:taskruns")
     cells = [str(v) for df in at.dataframe for v in df.value.to_numpy().ravel()]
     assert any("99 new, 1 gone, 1 changed" in c for c in cells), cells
     assert not any("/work/handoff/notes.md" in c for c in cells), cells
