@@ -28,7 +28,7 @@ CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing
 class S3:
     endpoint: str
 
-    def options(self, endpoint: str | None = None, *, timeout_s: float = 10.0, **extra: object) -> dict:
+    def options(self, endpoint: str | None = None, *, timeout_s: float = 60.0, **extra: object) -> dict:
         """s3fs options for this server (or a relay in front of it): bounded timeouts, one try."""
         return {"endpoint_url": endpoint or self.endpoint, "key": "testing", "secret": "testing",
                 "skip_instance_cache": True,

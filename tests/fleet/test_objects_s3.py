@@ -45,7 +45,7 @@ def capture(store: ArtifactStore, roots: list[Path], *, run_id: str = "r", attem
 
 
 def s3_store(tmp_path: Path, s3: S3, bucket: str, *, endpoint: str | None = None, name: str = "store",  # noqa: F811
-             timeout_s: float = 10.0, **kwargs) -> ArtifactStore:
+             timeout_s: float = 60.0, **kwargs) -> ArtifactStore:
     return ArtifactStore(tmp_path / name, objects_url=f"s3://{bucket}/fleet",
                          objects_options=s3.options(endpoint, timeout_s=timeout_s), **kwargs)
 
