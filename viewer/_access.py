@@ -49,7 +49,7 @@ from otel_inputs.store import (
 from otel_inputs import names
 from otel_inputs.viewer._evidence import NO_LOGIN, SIGNED_OUT, auth_configured, viewer_identity
 from otel_inputs.viewer._format import time_text
-from otel_inputs.viewer._queries import AttemptBundle, AttemptRecord, InputRecord
+from otel_inputs.viewer._records import AttemptBundle, AttemptRecord, InputRecord
 
 T = TypeVar("T")
 

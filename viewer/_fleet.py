@@ -27,7 +27,7 @@ from otel_inputs.viewer._access import Access, current_access
 from otel_inputs.viewer._backend import Backend
 from otel_inputs.viewer._evidence import Evidence, signed_out_refusal, viewer_identity
 from otel_inputs.viewer._format import time_text
-from otel_inputs.viewer._queries import AttemptRecord, InputRecord
+from otel_inputs.viewer._records import AttemptRecord, InputRecord
 
 DECIDED = "Previews and statuses decided from the store facts of"  # the page's line on a fleet viewer
 _STATUS = {ItemState.CAPTURED.value: "available", ItemState.EVICTED.value: "evicted",

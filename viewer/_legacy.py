@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from otel_inputs.viewer._lineage import PriorTurns
-from otel_inputs.viewer._queries import AttemptRecord
+from otel_inputs.viewer._records import AttemptRecord
 
 PROMPT_HEADING = "### prompt"
 

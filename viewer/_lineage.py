@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the records only annotate here; _queries imports this module
-    from otel_inputs.viewer._queries import AttemptRecord, TurnRef
+if TYPE_CHECKING:  # the records only annotate here
+    from otel_inputs.viewer._records import AttemptRecord, TurnRef
 
 
 @dataclass(frozen=True)

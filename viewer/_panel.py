@@ -41,7 +41,7 @@ from otel_inputs.viewer._legacy import legacy_task
 from otel_inputs.viewer._lineage import PriorTurns, prior_turns
 from otel_inputs.viewer._evidence import NO_BYTES, PURGED
 from otel_inputs.viewer._previews import has_preview, unavailable_reason
-from otel_inputs.viewer._queries import AttemptBundle, AttemptRecord, InputRecord, PartRecord
+from otel_inputs.viewer._records import AttemptBundle, AttemptRecord, InputRecord, PartRecord
 from otel_inputs.viewer._reads import ReadTools, find_reads, load_read_tools
 from otel_inputs.viewer._retries import OperationLink, operation_summary
 from otel_inputs.viewer._steps import MESSAGE_SOURCE_TEXT, StepsSection, exact_messages, steps_section

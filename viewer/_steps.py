@@ -19,7 +19,7 @@ from otel_inputs.viewer._format import (
     tokens_text,
     value_text,
 )
-from otel_inputs.viewer._queries import AttemptRecord, MessagesRecord, StepRecord
+from otel_inputs.viewer._records import AttemptRecord, MessagesRecord, StepRecord
 
 STEP_KIND_TEXT = {"model_call": "model call", "tool_call": "tool call", "agent": "agent", "other": "other"}
 STEPS_TABLE_MISSING = "Steps were not recorded: this database has no steps table (recorded before steps existed)."

@@ -14,16 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from otel_inputs.viewer._format import time_text, value_text
-from otel_inputs.viewer._queries import (
-    Backend,
-    AttemptRecord,
-    ElsewhereRow,
-    InputRecord,
-    get_attempt,
-    get_inputs,
-    task_runs,
-    where_else,
-)
+from otel_inputs.viewer._queries import Backend, get_attempt, get_inputs, task_runs, where_else
+from otel_inputs.viewer._records import AttemptRecord, ElsewhereRow, InputRecord
 
 if TYPE_CHECKING:
     from otel_inputs.viewer._access import Access

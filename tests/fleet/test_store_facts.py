@@ -48,7 +48,7 @@ from otel_inputs.types import CaptureDecision  # noqa: E402
 from otel_inputs.viewer._access import current_access  # noqa: E402
 from otel_inputs.viewer._backend import ChdbBackend, chdb_session, literal  # noqa: E402
 from otel_inputs.viewer._fleet import StoreRef, host_decisions, load_host_facts  # noqa: E402
-from otel_inputs.viewer._queries import AttemptRecord, InputRecord  # noqa: E402
+from otel_inputs.viewer._records import AttemptRecord, InputRecord  # noqa: E402
 
 pytestmark = pytest.mark.timeout(900)
 

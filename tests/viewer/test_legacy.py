@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from otel_inputs.viewer._legacy import KNOWN_TEMPLATES, extract_task, legacy_task
 from otel_inputs.viewer._lineage import PriorTurns
-from otel_inputs.viewer._queries import AttemptRecord, TurnRef
+from otel_inputs.viewer._records import AttemptRecord, TurnRef
 
 IMPL = KNOWN_TEMPLATES[0]
 

@@ -21,7 +21,7 @@ from otel_inputs.viewer._draw import FIXED_WIDTHS, TABLE_BUDGET_PX, column_width
 from otel_inputs.viewer._evidence import NO_BYTES
 from otel_inputs.viewer._format import STATUS_WORDS, status_text, status_word
 from otel_inputs.viewer._panel import capture_text, common_placement, coverage_summary, item_row
-from otel_inputs.viewer._queries import AttemptRecord, InputRecord
+from otel_inputs.viewer._records import AttemptRecord, InputRecord
 
 ENUMS = (ArtifactStatus, CaptureDecision, CaptureStatus, Coverage, PartCapture, PartDispatch, PartPersistence, SendKind,
          SourceKind)
