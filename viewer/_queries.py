@@ -23,7 +23,7 @@ from otel_inputs.viewer._records import (
     AttemptFilters,
     AttemptListRow,
     AttemptPage,
-    AttemptRecord,
+    AttemptRow,
     CODING_RUNTIMES,
     Elsewhere,
     ElsewhereRow,
@@ -55,7 +55,7 @@ NULL_VALUE = "\x00not recorded"
 # --------------------------------------------------------------------------------------------
 # SQL
 # --------------------------------------------------------------------------------------------
-_ATTEMPT_COLUMNS = [f.name for f in fields(AttemptRecord) if f.name not in ("started_ns", "ended_ns")]
+_ATTEMPT_COLUMNS = [f.name for f in fields(AttemptRow) if f.name not in ("started_ns", "ended_ns")]
 _ATTEMPT_SELECT = ", ".join(_ATTEMPT_COLUMNS) + ", epoch_ns(started_at) AS started_ns, epoch_ns(ended_at) AS ended_ns"
 _INPUT_COLUMNS = [
     f.name
@@ -65,10 +65,10 @@ _INPUT_COLUMNS = [
 _INPUT_SELECT = ", ".join(_INPUT_COLUMNS) + ", epoch_ns(captured_at) AS captured_ns"
 
 
-def get_attempt(db: Backend, attempt_id: str) -> AttemptRecord | None:
+def get_attempt(db: Backend, attempt_id: str) -> AttemptRow | None:
     sql, params = db.by_attempt("agent_attempts", _ATTEMPT_SELECT, attempt_id, None, None, "started_ns, span_id")
     rows = db.dicts(sql + " LIMIT 1", params)
-    return AttemptRecord(**rows[0]) if rows else None
+    return AttemptRow(**rows[0]) if rows else None
 
 
 def get_inputs(db: Backend, attempt_id: str, started_ns: int | None = None,
@@ -177,7 +177,7 @@ def load_attempt(db: Backend, attempt_id: str) -> AttemptBundle | None:
                          operation, dispatch=dispatch, inferred_turn_index=inferred_turn_index(attempt, prior))
 
 
-def _dispatch(db: Backend, attempt: AttemptRecord, messages: MessagesRecord | None, prev_id: str | None,
+def _dispatch(db: Backend, attempt: AttemptRow, messages: MessagesRecord | None, prev_id: str | None,
               turns: tuple[TurnRef, ...]) -> Dispatch:  # fmt: skip
     """This dispatch's new user message, told apart from the conversation it inherited (viewer/_dispatch.py)."""
     recorded = messages.input_messages_json if messages is not None else None
@@ -426,7 +426,7 @@ def run_retry_links(db: Backend, run_id: str | None, *, limit: int = 20_000) -> 
     ))
 
 
-def get_operation(db: Backend, attempt: AttemptRecord,
+def get_operation(db: Backend, attempt: AttemptRow,
                   session_turns: tuple[TurnRef, ...] = ()) -> tuple[RetryMember, ...]:
     """The physical attempts of ``attempt``'s logical operation (linked by retry-of), in time order.
 

@@ -18,8 +18,9 @@ CODING_RUNTIMES = {"claude_code": "Claude Code", "codex": "Codex", "gemini_cli":
 
 
 @dataclass(frozen=True)
-class AttemptRecord:
-    """One row of ``agent_attempts`` with its timestamps as epoch nanoseconds."""
+class AttemptRow:
+    """One row of ``agent_attempts`` with its timestamps as epoch nanoseconds (the store's catalog entry is
+    :class:`otel_inputs.store.AttemptRecord`, another thing)."""
 
     attempt_id: str
     run_id: str | None = None
@@ -204,7 +205,7 @@ class RetryMember:
 class AttemptBundle:
     """Everything one attempt page needs, read in one refresh."""
 
-    attempt: AttemptRecord
+    attempt: AttemptRow
     inputs: tuple[InputRecord, ...]
     session_turns: tuple[TurnRef, ...]
     previous_turn_id: str | None
