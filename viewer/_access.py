@@ -49,7 +49,7 @@ from otel_inputs.store import (
 from otel_inputs import names
 from otel_inputs.viewer._evidence import NO_LOGIN, SIGNED_OUT, auth_configured, viewer_identity
 from otel_inputs.viewer._format import time_text
-from otel_inputs.viewer._queries import AttemptBundle, AttemptRecord, InputRecord
+from otel_inputs.viewer._records import AttemptBundle, AttemptRow, InputRecord
 
 T = TypeVar("T")
 
@@ -217,7 +217,7 @@ class Access:
         """Why one input of an attempt counts as revoked (a fleet viewer decides by its host's facts)."""
         return self._revoked(sha256, path)
 
-    def _revoked_task(self, attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) -> str | None:
+    def _revoked_task(self, attempt: AttemptRow, inputs: tuple[InputRecord, ...]) -> str | None:
         """Why the task's prompt file counts as revoked when no input of the attempt says so."""
         return self._revoked(attempt.task_sha256,
                              attempt.task_source_path if attempt.task_source_kind == "prompt_file" else None)
@@ -228,7 +228,7 @@ class Access:
             return f"{PURGED} {_when(at)}"
         return self._revoked_item(item.attempt_id, item.input_id, item.sha256, item.source_path)
 
-    def decide(self, attempt: AttemptRecord, inputs: Iterable[InputRecord]) -> Withheld:
+    def decide(self, attempt: AttemptRow, inputs: Iterable[InputRecord]) -> Withheld:
         """What of ``attempt`` (and its ``inputs``) this viewer may not see, and why."""
         if not self.run_allowed(attempt.run_id):
             return Withheld(denied=self.denial())
@@ -283,7 +283,7 @@ class Access:
     def gate_inputs(self, inputs: tuple[InputRecord, ...], w: Withheld) -> tuple[InputRecord, ...]:
         return tuple(self._item(i, w.items[i.input_id]) if i.input_id in w.items else i for i in inputs)
 
-    def gate_attempt(self, a: AttemptRecord, w: Withheld) -> AttemptRecord:
+    def gate_attempt(self, a: AttemptRow, w: Withheld) -> AttemptRow:
         changes: dict[str, Any] = {}
         if w.task:
             changes["task_prompt"] = None
@@ -300,7 +300,7 @@ class Access:
         w = self.decide(a, bundle.inputs)
         if w.denied:
             # Nothing of a denied attempt survives, so no surface can show it by accident.
-            return AttemptBundle(attempt=AttemptRecord(a.attempt_id), inputs=(), session_turns=(),
+            return AttemptBundle(attempt=AttemptRow(a.attempt_id), inputs=(), session_turns=(),
                                  previous_turn_id=None, previous_inputs=None, withheld=w)
         previous = bundle.previous_inputs
         if previous and bundle.previous_turn_id:

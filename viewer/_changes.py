@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from otel_inputs.types import CaptureStatus, DeliveryMode, PreviewKind
 from otel_inputs.viewer._previews import PreviewRefused, Source, read_verified_text
-from otel_inputs.viewer._queries import InputRecord
+from otel_inputs.viewer._records import InputRecord
 
 MAX_DIFF_LINES = 2000
 

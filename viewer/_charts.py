@@ -15,7 +15,7 @@ import altair as alt
 
 from otel_inputs.viewer._format import NOT_RECORDED, status_word
 from otel_inputs.viewer._panel import SEND_KIND_TEXT
-from otel_inputs.viewer._queries import AttemptListRow, RunSummary
+from otel_inputs.viewer._records import AttemptListRow, RunSummary
 
 SEND_KIND_COLORS = {
     "initial request": "#4c78a8",

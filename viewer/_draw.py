@@ -12,6 +12,7 @@ the page settles (docs/performance.md, the browser figure).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -53,32 +54,57 @@ def text_box(text: str, key: str) -> None:
         st.text(text)
 
 
+@dataclass(frozen=True)
+class DrawContext:
+    """What every drawing function of one panel shares: the store, the widget-key prefix, the link action."""
+
+    ev: Evidence
+    key: str
+    """Prefix of every widget key of this panel (``page`` or ``drawer``): unique on the page."""
+    open_attempt: Callable[[str], None] | None = None
+    con: Any = None
+    """The refresh's read-only connection; enables the on-demand look-ups ("where else", task runs)."""
+    show_bytes: bool = True
+    """A bytes column in the item tables: only when the inputs' placements differ."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the attempt panel: the :class:`PanelModel` field holding its model, and its drawing."""
+
+    model: str
+    draw: Callable[[PanelModel, DrawContext], None]
+    numbered: bool = True
+    """Drawn under "<n>. <its model's title>", the number its place among the numbered sections."""
+
+
 def draw_panel(p: PanelModel, ev: Evidence, *, key: str, open_attempt: Callable[[str], None],
                con: Any = None) -> None:
-    """Draw the header, then the six sections in order, then the steps; an item's details open below its table.
+    """Draw the header, then each entry of :data:`SECTIONS` in order; an item's details open below its table.
 
     ``con`` (the refresh's read-only connection) enables the on-demand "where else" look-ups.
     """
     shared = common_placement(p.all_items())
     bytes_line = f"Bytes of every input with a snapshot: {shared}" if shared is not None else None
+    ctx = DrawContext(ev, key, open_attempt, con, show_bytes=shared is None)
     if p.header is not None:
-        _header(p.header, key, open_attempt, bytes_line)
+        _header(p.header, ctx, bytes_line)
     else:
         st.text("\n".join([f"{k}: {v}" for k, v in p.facts] + ([bytes_line] if bytes_line else [])))
     if p.read_tools_problem:
         note(p.read_tools_problem, "warning")
-    show_bytes = shared is None  # a bytes column only when the inputs' placements differ
-    _task(p, key, con, open_attempt)
-    _dispatch(p, ev, key, con, open_attempt, show_bytes)
-    _inherited(p, ev, key, open_attempt, con, show_bytes)
-    _files(p, ev, key, con, open_attempt, show_bytes)
-    _attachments(p, ev, key, con, open_attempt, show_bytes)
-    _messages(p, key)
-    if p.steps is not None:
-        _steps(p.steps, key)
+    number = 0
+    for section in SECTIONS:
+        model = getattr(p, section.model)
+        if model is None:  # not recorded (the steps of a database without a steps table)
+            continue
+        if section.numbered:
+            number += 1
+            st.subheader(f"{number}. {model.title}")
+        section.draw(p, ctx)
 
 
-def _header(h: HeaderModel, key: str, open_attempt: Callable[[str], None], bytes_line: str | None) -> None:
+def _header(h: HeaderModel, ctx: DrawContext, bytes_line: str | None) -> None:
     # The badge carries icon + word + colour: never colour alone.
     st.badge(f"Input coverage: {h.badge_word}", icon=h.badge_icon, color=h.badge_color)
     # One text element for the lines (each element costs the browser; docs/performance.md)
@@ -87,17 +113,17 @@ def _header(h: HeaderModel, key: str, open_attempt: Callable[[str], None], bytes
     if links:
         with st.container(horizontal=True, gap="medium"):
             for i, (text, target) in enumerate(links):
-                if st.button(md_escape(text), key=f"{key}:lineage:{i}", type="tertiary"):
-                    open_attempt(target)
+                if st.button(md_escape(text), key=f"{ctx.key}:lineage:{i}", type="tertiary") and ctx.open_attempt:
+                    ctx.open_attempt(target)
 
 
-def _link_table(rows: list[dict[str, Any]], targets: list[str], key: str, open_attempt: Callable[[str], None]) -> None:
+def _link_table(rows: list[dict[str, Any]], targets: list[str], key: str, ctx: DrawContext) -> None:
     """A plain-text table whose selected row opens that attempt."""
     event = st.dataframe(_frame(rows), hide_index=True, on_select="rerun", selection_mode="single-row", key=key,
                          width="stretch", height=_table_height(len(rows)))
     picked = event.selection.rows if event is not None else []
-    if picked and picked[0] < len(targets):
-        open_attempt(targets[picked[0]])
+    if picked and picked[0] < len(targets) and ctx.open_attempt is not None:
+        ctx.open_attempt(targets[picked[0]])
 
 
 def _frame(rows: list[dict[str, Any]]) -> pa.Table | list[dict[str, Any]]:
@@ -110,29 +136,28 @@ def _table_height(n: int) -> int:
     return TABLE_ROW_PX * (min(max(n, 1), TABLE_MAX_ROWS) + 1) + 3
 
 
-def _task(p: PanelModel, key: str, con: Any, open_attempt: Callable[[str], None]) -> None:
+def _task(p: PanelModel, ctx: DrawContext) -> None:
     t = p.task
-    st.subheader("1. " + t.title)
     for n in t.notes:
         note(n, "warning" if "could not be separated" in n or n.startswith("The task text was not captured") else "info")
     if t.text is not None:
-        text_box(t.text, f"{key}-task")
+        text_box(t.text, f"{ctx.key}-task")
     st.text(" · ".join(f"{k}: {v}" for k, v in t.provenance))
     sha = dict(t.provenance).get("SHA-256")
-    if con is not None and sha and sha != "unknown":
-        runs = st.expander("Runs that used this task", key=f"{key}:taskruns", on_change="rerun")
+    if ctx.con is not None and sha and sha != "unknown":
+        runs = st.expander("Runs that used this task", key=f"{ctx.key}:taskruns", on_change="rerun")
         if runs.open:  # lazy: asked and drawn only once opened
             with runs:
-                _task_runs(con, p, key, open_attempt)
+                _task_runs(p, ctx)
 
 
-def _task_runs(con: Any, p: PanelModel, key: str, open_attempt: Callable[[str], None]) -> None:
+def _task_runs(p: PanelModel, ctx: DrawContext) -> None:
     from otel_inputs.viewer._where import task_drift
 
     if p.record is None:
         return
     records = [r.record for r in p.all_items() if r.record is not None]
-    rows = [r for r in task_drift(con, p.record, tuple(records)) if not r.current]  # never this run against itself
+    rows = [r for r in task_drift(ctx.con, p.record, tuple(records)) if not r.current]  # never this run against itself
     if not rows:
         st.text("No other run recorded this task SHA-256.")
         return
@@ -141,13 +166,11 @@ def _task_runs(con: Any, p: PanelModel, key: str, open_attempt: Callable[[str], 
     _link_table(
         [{"run": r.run, "attempts": r.attempts, "first attempt": r.first_attempt_id,
           "started": r.started, "its inputs vs this attempt's": r.difference} for r in rows],
-        [r.first_attempt_id for r in rows], f"{key}:taskruns_tbl", open_attempt)
+        [r.first_attempt_id for r in rows], f"{ctx.key}:taskruns_tbl", ctx)
 
 
-def _dispatch(p: PanelModel, ev: Evidence, key: str, con: Any, open_attempt: Callable[[str], None],
-              show_bytes: bool) -> None:
+def _dispatch(p: PanelModel, ctx: DrawContext) -> None:
     d = p.dispatch
-    st.subheader("2. " + d.title)
     pairs = [("Send kind", d.send_kind), ("Turn index", d.turn_index)]
     if d.retry_of:
         pairs.append(("Retry of", d.retry_of))
@@ -159,53 +182,47 @@ def _dispatch(p: PanelModel, ev: Evidence, key: str, con: Any, open_attempt: Cal
         note(n)
     for n in c.notes:
         note(n, "warning" if c.coverage != "complete" else "info")
-    _groups(d.groups, ev, key, con, open_attempt, show_bytes)
-    _parts(d.parts, ev, key)
+    _groups(d.groups, ctx)
+    _parts(d.parts, ctx)
     # lazy: the message is drawn only once the expander is opened (nothing to render on page load)
-    current = st.expander("Exact current user message", key=f"{key}:current_msg", on_change="rerun")
+    current = st.expander("Exact current user message", key=f"{ctx.key}:current_msg", on_change="rerun")
     if current.open:
         with current:
             if d.current_message is None:
                 st.text(p.messages.withheld or "The exact current message was not recorded.")
             else:
-                text_box(d.current_message, f"{key}-current")
+                text_box(d.current_message, f"{ctx.key}-current")
 
 
-def _inherited(p: PanelModel, ev: Evidence, key: str, open_attempt: Callable[[str], None], con: Any = None,
-               show_bytes: bool = True) -> None:
+def _inherited(p: PanelModel, ctx: DrawContext) -> None:
     s = p.inherited
-    st.subheader("3. " + s.title)
     for n in s.notes:
         note(n)
     for i, t in enumerate(s.turns):
         label = f"Turn {t.turn_index} · {t.attempt_id} · {t.send_kind} · {t.phase} · {t.started}"
-        if st.button(md_escape(label), key=f"{key}:turn:{i}"):
-            open_attempt(t.attempt_id)
-    _groups(s.groups, ev, key, con, open_attempt, show_bytes)
+        if st.button(md_escape(label), key=f"{ctx.key}:turn:{i}") and ctx.open_attempt is not None:
+            ctx.open_attempt(t.attempt_id)
+    _groups(s.groups, ctx)
 
 
-def _files(p: PanelModel, ev: Evidence, key: str, con: Any, open_attempt: Callable[[str], None],
-           show_bytes: bool = True) -> None:
+def _files(p: PanelModel, ctx: DrawContext) -> None:
     s = p.files
-    st.subheader("4. " + s.title)
     for n in s.notes:
         note(n)
-    _groups(s.groups, ev, key, con, open_attempt, show_bytes)
-    _changes(s.changes, ev, key)
+    _groups(s.groups, ctx)
+    _changes(s.changes, ctx)
 
 
-def _attachments(p: PanelModel, ev: Evidence, key: str, con: Any, open_attempt: Callable[[str], None],
-                 show_bytes: bool = True) -> None:
+def _attachments(p: PanelModel, ctx: DrawContext) -> None:
     s = p.attachments
-    st.subheader("5. " + s.title)
     for n in s.notes:
         note(n)
-    _groups(s.groups, ev, key, con, open_attempt, show_bytes)
+    _groups(s.groups, ctx)
 
 
-def _messages(p: PanelModel, key: str) -> None:
+def _messages(p: PanelModel, ctx: DrawContext) -> None:
+    key = ctx.key
     s = p.messages
-    st.subheader("6. " + s.title)
     st.text(f"Messages {s.source}.")
     for n in s.notes:
         note(n)
@@ -320,20 +337,19 @@ def _item_chosen(gk: str, ids: list[str]) -> None:
                                                      "columns": [], "cells": []}}
 
 
-def _groups(groups: tuple[ItemGroup, ...], ev: Evidence, key: str, con: Any = None,
-            open_attempt: Callable[[str], None] | None = None, show_bytes: bool = True) -> None:
+def _groups(groups: tuple[ItemGroup, ...], ctx: DrawContext) -> None:
     """Each delivery group: its table at full width, then the chooser, then the chosen item's details and preview."""
     for g in groups:
         st.markdown(f"**{md_escape(g.title)}** — {len(g.items)} item(s)")
         read = shared_read(g)
         if read is not None:
             st.text(f"Was it read? {read} (every item of this group)")
-        gk = _group_key(key, g)
+        gk = _group_key(ctx.key, g)
         items = g.items[:MAX_ITEMS_PER_GROUP]
         if len(g.items) > MAX_ITEMS_PER_GROUP:
             st.text(f"{len(g.items) - MAX_ITEMS_PER_GROUP} more item(s) in this group are not drawn.")
         ids = [r.input_id for r in items]
-        rows = group_table(g, show_bytes=show_bytes)
+        rows = group_table(g, show_bytes=ctx.show_bytes)
         st.dataframe(_frame(rows), hide_index=True, on_select=partial(_row_picked, gk, ids),
                      selection_mode="single-row", key=f"{gk}:table", width="stretch",
                      height=_table_height(len(items)), column_config=_group_columns(rows))
@@ -345,7 +361,7 @@ def _groups(groups: tuple[ItemGroup, ...], ev: Evidence, key: str, con: Any = No
                               format_func=lambda i: i if i == NO_SELECTION else f"#{by_id[i].seq}  {by_id[i].label}")
         if choice in by_id:
             with st.container(border=True):
-                _item_detail(by_id[choice], ev, key, con, open_attempt)
+                _item_detail(by_id[choice], ctx)
 
 
 def item_lines(row: ItemRow) -> list[str]:
@@ -369,24 +385,24 @@ def item_lines(row: ItemRow) -> list[str]:
     return lines
 
 
-def _item_detail(row: ItemRow, ev: Evidence, key: str, con: Any, open_attempt: Callable[[str], None] | None) -> None:
+def _item_detail(row: ItemRow, ctx: DrawContext) -> None:
     st.text("\n".join(item_lines(row)))
     if row.unavailable:
         st.text(f"Unavailable: {row.unavailable}")
     elif not row.previewable:
         st.text("no preview for this type")
     else:
-        _preview(row, ev, key)
-    if con is not None and row.record is not None and open_attempt is not None:
-        if st.toggle("Where else was this item?", key=f"{key}:where:{row.input_id}"):
-            _where_else(con, row, key, open_attempt)
+        _preview(row, ctx)
+    if ctx.con is not None and row.record is not None and ctx.open_attempt is not None:
+        if st.toggle("Where else was this item?", key=f"{ctx.key}:where:{row.input_id}"):
+            _where_else(row, ctx)
 
 
-def _where_else(con: Any, row: ItemRow, key: str, open_attempt: Callable[[str], None]) -> None:
+def _where_else(row: ItemRow, ctx: DrawContext) -> None:
     from otel_inputs.viewer._where import item_elsewhere
 
     assert row.record is not None
-    by_sha, by_path = item_elsewhere(con, row.record)
+    by_sha, by_path = item_elsewhere(ctx.con, row.record)
     for name, listing in (("sha", by_sha), ("path", by_path)):
         if listing is None:
             st.text("No SHA-256 recorded, so no match by content." if name == "sha" else "No path recorded.")
@@ -396,7 +412,7 @@ def _where_else(con: Any, row: ItemRow, key: str, open_attempt: Callable[[str], 
             _link_table(
                 [{"attempt": r.attempt_id, "run": r.run, "phase": r.phase, "started": r.started, "#": r.seq,
                   "label": r.label, "path": r.path} for r in listing.rows],
-                [r.attempt_id for r in listing.rows], f"{key}:where:{name}:{row.input_id}", open_attempt)
+                [r.attempt_id for r in listing.rows], f"{ctx.key}:where:{name}:{row.input_id}", ctx)
 
 
 STEP_COLUMNS = {"#": st.column_config.NumberColumn("#", width=40),
@@ -406,7 +422,11 @@ STEP_COLUMNS = {"#": st.column_config.NumberColumn("#", width=40),
 """The steps table inside its expander: every column on screen at 1400 px (a long argument is cut in its cell)."""
 
 
-def _steps(s: StepsSection, key: str) -> None:
+def _steps(p: PanelModel, ctx: DrawContext) -> None:
+    s: StepsSection | None = p.steps
+    if s is None:
+        return
+    key = ctx.key
     st.subheader("Steps the agent took")
     for n in s.notes:
         note(n)
@@ -429,7 +449,8 @@ def _steps(s: StepsSection, key: str) -> None:
                      height=_table_height(len(rows)), column_config=STEP_COLUMNS)
 
 
-def _preview(row: ItemRow, ev: Evidence, key: str) -> None:
+def _preview(row: ItemRow, ctx: DrawContext) -> None:
+    ev, key = ctx.ev, ctx.key
     assert row.record is not None
     page = 0
     pv = preview(ev, row.record, 0)
@@ -452,7 +473,8 @@ def _preview(row: ItemRow, ev: Evidence, key: str) -> None:
         st.text(pv.message)
 
 
-def _changes(ch: ChangesModel, ev: Evidence, key: str) -> None:
+def _changes(ch: ChangesModel, ctx: DrawContext) -> None:
+    ev, key = ctx.ev, ctx.key
     st.text("What changed since the previous turn: " + ch.note)
     if not ch.rows:
         return
@@ -479,17 +501,17 @@ def _changes(ch: ChangesModel, ev: Evidence, key: str) -> None:
                     st.text("Diff truncated.")
 
 
-def _parts(m: PartsModel, ev: Evidence, key: str) -> None:
+def _parts(m: PartsModel, ctx: DrawContext) -> None:
     """The logical request and observable output: outcome, dispatch, persistence, content on demand."""
     if not m.rows:
         st.text("Exchange parts: " + " ".join(m.notes))
         return
     st.text("\n".join(["Exchange parts:", *part_lines(m), *m.notes]))
-    more = st.expander("Exchange parts: sizes, SHA-256 and content", key=f"{key}:parts_more", on_change="rerun")
+    more = st.expander("Exchange parts: sizes, SHA-256 and content", key=f"{ctx.key}:parts_more", on_change="rerun")
     if not more.open:  # lazy: drawn only once opened
         return
     with more:
-        _parts_detail(m, ev, key)
+        _parts_detail(m, ctx)
 
 
 def part_lines(m: PartsModel) -> list[str]:
@@ -498,7 +520,8 @@ def part_lines(m: PartsModel) -> list[str]:
             for r in m.rows]
 
 
-def _parts_detail(m: PartsModel, ev: Evidence, key: str) -> None:
+def _parts_detail(m: PartsModel, ctx: DrawContext) -> None:
+    ev, key = ctx.ev, ctx.key
     st.dataframe(
         _frame([{"part": r.title, "capture": r.capture, "dispatch": r.dispatch, "persistence": r.persistence, "size": r.size,
           "sha256": short_sha(r.sha256 if r.sha256 != "unknown" else None), "note": r.detail or ""} for r in m.rows]),
@@ -519,3 +542,16 @@ def _parts_detail(m: PartsModel, ev: Evidence, key: str) -> None:
             text_box(shown, f"{key}-part-{i}")
             if len(data) > PART_SHOW_BYTES:
                 st.text(f"Showing the first {PART_SHOW_BYTES} bytes.")
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("task", _task),
+    Section("dispatch", _dispatch),
+    Section("inherited", _inherited),
+    Section("files", _files),
+    Section("attachments", _attachments),
+    Section("messages", _messages),
+    Section("steps", _steps, numbered=False),  # under its own heading, after the numbered sections
+)
+"""The attempt panel's sections in the order drawn: a new section is one entry here (its model a
+:class:`PanelModel` field built by :func:`~otel_inputs.viewer._panel.build_panel`)."""

@@ -36,7 +36,7 @@ from otel_inputs.store import (
 from otel_inputs.store.bucket import Placement, RemoteState, bucket_of, item_placements
 from otel_inputs.types import PartName, ReadbackOutcome
 from otel_inputs.viewer._format import reason_text
-from otel_inputs.viewer._queries import AttemptBundle, InputRecord, PartRecord
+from otel_inputs.viewer._records import AttemptBundle, InputRecord, PartRecord
 
 PURGED = "purged"
 NO_STORE = "no artifact store configured"

@@ -27,7 +27,7 @@ from otel_inputs.viewer._access import Access, current_access
 from otel_inputs.viewer._backend import Backend
 from otel_inputs.viewer._evidence import Evidence, signed_out_refusal, viewer_identity
 from otel_inputs.viewer._format import time_text
-from otel_inputs.viewer._queries import AttemptRecord, InputRecord
+from otel_inputs.viewer._records import AttemptRow, InputRecord
 
 DECIDED = "Previews and statuses decided from the store facts of"  # the page's line on a fleet viewer
 _STATUS = {ItemState.CAPTURED.value: "available", ItemState.EVICTED.value: "evicted",
@@ -290,7 +290,7 @@ class FleetAccess(Access):
             return f"source revoked at {time_text(fact.revoked_at_ns)}"
         return None
 
-    def _revoked_task(self, attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) -> str | None:
+    def _revoked_task(self, attempt: AttemptRow, inputs: tuple[InputRecord, ...]) -> str | None:
         own = super()._revoked_task(attempt, inputs)
         if own or attempt.task_source_kind != "prompt_file" or any(i.source_kind == "prompt_file" for i in inputs):
             return own
@@ -328,7 +328,7 @@ def host_decisions(facts: HostFacts | None, roots: tuple[str, ...], viewer: str,
     return Evidence(FleetReader(facts, roots, policy, revocations), viewer, facts=facts), access
 
 
-def fleet_decisions(db: Backend, attempt: AttemptRecord, roots: tuple[str, ...], viewer: str | None = None,
+def fleet_decisions(db: Backend, attempt: AttemptRow, roots: tuple[str, ...], viewer: str | None = None,
                     previous: str | None = None, inputs: Iterable[InputRecord] | None = None) -> tuple[Evidence, Access]:
     """The reader and decisions for one attempt's page (and its previous turn's inputs) on a fleet viewer:
     two queries, the attempt span's store and that store's facts (``inputs``: the page's, for the

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from otel_inputs.viewer._format import time_text
-from otel_inputs.viewer._queries import HealthRow
+from otel_inputs.viewer._records import HealthRow
 
 LOSS_METRICS = ("spans_dropped", "batches_failed", "spans_rejected", "spans_unconvertible", "spool_quarantined")
 METRIC_TEXT = {

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from otel_inputs.viewer._lineage import PriorTurns
-from otel_inputs.viewer._queries import AttemptRecord
+from otel_inputs.viewer._records import AttemptRow
 
 PROMPT_HEADING = "### prompt"
 
@@ -91,7 +91,7 @@ class LegacyTask:
     ambiguous: bool
 
 
-def legacy_task(attempt: AttemptRecord, prior: PriorTurns, prompts: dict[str, str]) -> LegacyTask:
+def legacy_task(attempt: AttemptRow, prior: PriorTurns, prompts: dict[str, str]) -> LegacyTask:
     """The task shown for a legacy attempt: own extraction, same-phase recovery, or the whole message."""
     message = attempt.user_prompt
     own = extract_task(message)
@@ -126,7 +126,7 @@ def legacy_task(attempt: AttemptRecord, prior: PriorTurns, prompts: dict[str, st
     return LegacyTask(message, False, None, None, AMBIGUITY_NOTE.format(reason=reason), True)
 
 
-def _recover_reason(attempt: AttemptRecord, prior: PriorTurns) -> str | None:
+def _recover_reason(attempt: AttemptRow, prior: PriorTurns) -> str | None:
     if attempt.started_ns is None:
         return "this attempt has no recorded start time"
     if prior.ambiguous:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the records only annotate here; _queries imports this module
-    from otel_inputs.viewer._queries import AttemptRecord, TurnRef
+if TYPE_CHECKING:  # the records only annotate here
+    from otel_inputs.viewer._records import AttemptRow, TurnRef
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class PriorTurns:
     reason: str | None = None
 
 
-def prior_turns(attempt: AttemptRecord, session_turns: tuple[TurnRef, ...]) -> PriorTurns:
+def prior_turns(attempt: AttemptRow, session_turns: tuple[TurnRef, ...]) -> PriorTurns:
     """The strictly earlier same-run (or, without a run id, same-session) turns of ``attempt``, oldest first."""
     if attempt.session_id is None:
         return PriorTurns((), False, "no session id recorded")
@@ -40,7 +40,7 @@ def prior_turns(attempt: AttemptRecord, session_turns: tuple[TurnRef, ...]) -> P
     return PriorTurns(tuple(earlier), bool(unordered), reason)
 
 
-def previous_turn_id(attempt: AttemptRecord, prior: PriorTurns) -> str | None:
+def previous_turn_id(attempt: AttemptRow, prior: PriorTurns) -> str | None:
     """The immediately preceding turn: recorded explicitly, else the nearest unambiguous prior turn."""
     if attempt.previous_turn_attempt_id:
         return attempt.previous_turn_attempt_id
@@ -51,7 +51,7 @@ def previous_turn_id(attempt: AttemptRecord, prior: PriorTurns) -> str | None:
     return None
 
 
-def inferred_turn_index(attempt: AttemptRecord, prior: PriorTurns) -> int | None:
+def inferred_turn_index(attempt: AttemptRow, prior: PriorTurns) -> int | None:
     """The attempt's turn in its session from the order of the session's recorded attempts, when it
     recorded none itself and that order is unambiguous (shown as inferred, never as recorded)."""
     if attempt.turn_index is not None or attempt.session_id is None or prior.ambiguous:

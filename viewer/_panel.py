@@ -41,7 +41,7 @@ from otel_inputs.viewer._legacy import legacy_task
 from otel_inputs.viewer._lineage import PriorTurns, prior_turns
 from otel_inputs.viewer._evidence import NO_BYTES, PURGED
 from otel_inputs.viewer._previews import has_preview, unavailable_reason
-from otel_inputs.viewer._queries import AttemptBundle, AttemptRecord, InputRecord, PartRecord
+from otel_inputs.viewer._records import AttemptBundle, AttemptRow, InputRecord, PartRecord
 from otel_inputs.viewer._reads import ReadTools, find_reads, load_read_tools
 from otel_inputs.viewer._retries import OperationLink, operation_summary
 from otel_inputs.viewer._steps import MESSAGE_SOURCE_TEXT, StepsSection, exact_messages, steps_section
@@ -242,7 +242,7 @@ class PanelModel:
     header: HeaderModel | None = None
     steps: StepsSection | None = None
     read_tools_problem: str | None = None
-    record: AttemptRecord | None = field(default=None, compare=False, repr=False)
+    record: AttemptRow | None = field(default=None, compare=False, repr=False)
 
     @property
     def sections(self) -> tuple[object, ...]:
@@ -408,7 +408,7 @@ def _groups(by_mode: dict[str | None, ItemGroup], *modes: str | None) -> tuple[I
     return tuple(by_mode[m] for m in modes if m in by_mode)
 
 
-def coverage_model(attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) -> CoverageModel:
+def coverage_model(attempt: AttemptRow, inputs: tuple[InputRecord, ...]) -> CoverageModel:
     notes: list[str] = []
     coverage = attempt.input_coverage or Coverage.NOT_RECORDED.value
     received = len(inputs)
@@ -462,7 +462,7 @@ def _counted(n: int | None, what: str) -> str:
     return f"{what}: unknown" if n is None else f"{n} {what}"
 
 
-def coverage_summary(attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) -> str:
+def coverage_summary(attempt: AttemptRow, inputs: tuple[InputRecord, ...]) -> str:
     """The packet's counts as a reviewer says them, e.g. "9 inputs declared, 7 captured, 2 left out
     (1 over the file size limit, 1 unreadable)"; a count not recorded reads "unknown", and how many input
     records arrived is said only where it is not the number the span announced."""
@@ -487,7 +487,7 @@ def coverage_summary(attempt: AttemptRecord, inputs: tuple[InputRecord, ...]) ->
     return text + "."
 
 
-def _recorded_messages(bundle: AttemptBundle) -> tuple[AttemptRecord, str | None]:
+def _recorded_messages(bundle: AttemptBundle) -> tuple[AttemptRow, str | None]:
     """The attempt with the exact messages section 6 shows (the C2 row: the attempt span, its log event or
     its first model step), and where they came from when not from the attempt span itself."""
     a, m = bundle.attempt, bundle.messages
@@ -603,7 +603,7 @@ def _inherited_section(bundle: AttemptBundle, by_mode: dict[str | None, ItemGrou
     return InheritedSection(links, tuple(notes), _groups(by_mode, DeliveryMode.SESSION_HISTORY.value))
 
 
-def _attachments_section(a: AttemptRecord, by_mode: dict[str | None, ItemGroup]) -> AttachmentsSection:
+def _attachments_section(a: AttemptRow, by_mode: dict[str | None, ItemGroup]) -> AttachmentsSection:
     groups = _groups(by_mode, DeliveryMode.PROVIDER_ATTACHMENT.value)
     if a.is_legacy:
         notes: tuple[str, ...] = ("Attachment state: not recorded.",)

@@ -20,7 +20,7 @@ from typing import Literal
 from otel_inputs.types import ArtifactStatus, PreviewKind
 from otel_inputs.viewer._evidence import PURGED, Evidence, as_evidence, read_input
 from otel_inputs.viewer._format import reason_text
-from otel_inputs.viewer._queries import InputRecord
+from otel_inputs.viewer._records import InputRecord
 
 Source = Evidence | str | os.PathLike[str] | None
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from otel_inputs import names
 from otel_inputs.types import DeliveryMode
 from otel_inputs.viewer._format import clock_text
-from otel_inputs.viewer._queries import InputRecord, StepRecord
+from otel_inputs.viewer._records import InputRecord, StepRecord
 
 DEFAULT_READ_TOOLS: dict[str, tuple[str, ...]] = {
     "read": ("path", "file_path", "filename"),

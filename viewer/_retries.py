@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from otel_inputs.viewer._format import NOT_RECORDED, status_text
 
-if TYPE_CHECKING:  # the records only annotate here; _queries imports this module
-    from otel_inputs.viewer._queries import AttemptListRow, RetryMember
+if TYPE_CHECKING:  # the records only annotate here
+    from otel_inputs.viewer._records import AttemptListRow, RetryMember
 
 MAX_RETRY_DEPTH = 50
 """A bound on walking retry links (a corrupt cycle must not loop)."""

@@ -19,7 +19,7 @@ from otel_inputs.viewer._format import (
     tokens_text,
     value_text,
 )
-from otel_inputs.viewer._queries import AttemptRecord, MessagesRecord, StepRecord
+from otel_inputs.viewer._records import AttemptRow, MessagesRecord, StepRecord
 
 STEP_KIND_TEXT = {"model_call": "model call", "tool_call": "tool call", "agent": "agent", "other": "other"}
 STEPS_TABLE_MISSING = "Steps were not recorded: this database has no steps table (recorded before steps existed)."
@@ -124,7 +124,7 @@ class ExactMessages:
     note: str | None
 
 
-def exact_messages(attempt: AttemptRecord, row: MessagesRecord | None) -> ExactMessages:
+def exact_messages(attempt: AttemptRow, row: MessagesRecord | None) -> ExactMessages:
     """The messages to show and where they came from (C2 when present, else the attempt span)."""
     if row is None:
         return ExactMessages(attempt.system_prompt, attempt.user_prompt, MESSAGE_SOURCE_TEXT["attempt_span"], None)

@@ -14,16 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from otel_inputs.viewer._format import time_text, value_text
-from otel_inputs.viewer._queries import (
-    Backend,
-    AttemptRecord,
-    ElsewhereRow,
-    InputRecord,
-    get_attempt,
-    get_inputs,
-    task_runs,
-    where_else,
-)
+from otel_inputs.viewer._queries import Backend, get_attempt, get_inputs, task_runs, where_else
+from otel_inputs.viewer._records import AttemptRow, ElsewhereRow, InputRecord
 
 if TYPE_CHECKING:
     from otel_inputs.viewer._access import Access
@@ -142,7 +134,7 @@ def describe_difference(mine: dict[str, str | None], theirs: dict[str, str | Non
     return ", ".join(parts) + " (e.g. " + ", ".join(examples) + ")"
 
 
-def task_drift(con: Backend, attempt: AttemptRecord, inputs: tuple[InputRecord, ...],
+def task_drift(con: Backend, attempt: AttemptRow, inputs: tuple[InputRecord, ...],
                *, limit: int = 20) -> tuple[DriftRow, ...]:
     """The runs that used ``attempt``'s task SHA-256, each with how its first attempt's inputs differed.
 

@@ -17,6 +17,7 @@ import streamlit as st
 from otel_inputs import names
 from otel_inputs.viewer import _charts as charts
 from otel_inputs.viewer import _queries as q
+from otel_inputs.viewer import _records as records
 from otel_inputs.viewer._backend import ClickHouseTarget, is_clickhouse
 from otel_inputs.viewer._access import (
     Access,
@@ -120,8 +121,8 @@ def open_attempt(attempt_id: str) -> None:
 
 def open_run(run_id: str | None) -> None:
     st.query_params.clear()
-    st.query_params["run"] = "" if isinstance(run_id, q.SessionRun) else run_id or ""
-    if isinstance(run_id, q.SessionRun):  # attempts with a session id but no run id (docs/encodings.md)
+    st.query_params["run"] = "" if isinstance(run_id, records.SessionRun) else run_id or ""
+    if isinstance(run_id, records.SessionRun):  # attempts with a session id but no run id (docs/encodings.md)
         st.query_params["session"] = str(run_id)
     st.rerun()
 
@@ -195,11 +196,11 @@ def _run_page(con: Any, run_id: str | None) -> None:
     if st.button("← All runs", key="home"):
         go_home()
     access = _access()
-    if not access.run_allowed(None if isinstance(run_id, q.SessionRun) else run_id):
+    if not access.run_allowed(None if isinstance(run_id, records.SessionRun) else run_id):
         note(access.denial(), "error")
         return
     st.header("Run")
-    st.text(f"(no run id) session {run_id}" if isinstance(run_id, q.SessionRun)
+    st.text(f"(no run id) session {run_id}" if isinstance(run_id, records.SessionRun)
             else run_id if run_id is not None else "(no run id)")
     facets = q.run_facets(con, run_id)
     cols = st.columns(6)
@@ -215,7 +216,7 @@ def _run_page(con: Any, run_id: str | None) -> None:
         status = _choice("Status", facets.statuses, "f_status")
     with cols[5]:
         newest = st.radio("Sort by time", ["oldest first", "newest first"], key="f_sort") == "newest first"
-    filters = q.AttemptFilters(phase, agent, send, cov, status, newest)
+    filters = records.AttemptFilters(phase, agent, send, cov, status, newest)
     page_no = int(st.session_state.get("f_page", 1))
     page = q.list_attempts(con, run_id, filters, limit=q.PAGE_SIZE, offset=(page_no - 1) * q.PAGE_SIZE)
     pages = max(1, -(-page.total // q.PAGE_SIZE))
@@ -325,7 +326,7 @@ def _drawer(con: Any, attempt_id: str) -> None:
     _draw_attempt(con, bundle, key="drawer")
 
 
-def _draw_attempt(con: Any, bundle: q.AttemptBundle, *, key: str) -> None:
+def _draw_attempt(con: Any, bundle: records.AttemptBundle, *, key: str) -> None:
     """The shared panel, with the store's current status and part receipts laid over the rows."""
     access = _access()
     if not access.run_allowed(bundle.attempt.run_id):  # before the store is asked anything about it
@@ -396,7 +397,7 @@ def _body(live: bool = False) -> None:
                 _attempt_page(con, params["attempt"])
             elif "run" in params:
                 session = params.get("session")
-                _run_page(con, q.SessionRun(session) if session and not params["run"] else params["run"] or None)
+                _run_page(con, records.SessionRun(session) if session and not params["run"] else params["run"] or None)
             else:
                 _runs_page(con)
             # Asked last, shown first (its place at the top was kept): the page's own content reaches

@@ -20,6 +20,7 @@ from ch_corpus import BACKEND_LINES, DATABASE, corpus, land_duckdb, load_chdb, u
 
 from otel_inputs import names  # noqa: E402
 from otel_inputs.viewer import _queries as q  # noqa: E402
+from otel_inputs.viewer import _records as records  # noqa: E402
 from otel_inputs.viewer._backend import chdb_session, close_chdb_sessions, open_backend  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
@@ -51,7 +52,7 @@ def _stock(record: Any) -> Any:
     return dataclasses.replace(record, dropped_events_count=None, dropped_attributes_count=None)
 
 
-def _bundle(b: q.AttemptBundle | None) -> q.AttemptBundle | None:
+def _bundle(b: records.AttemptBundle | None) -> records.AttemptBundle | None:
     return None if b is None else dataclasses.replace(b, attempt=_stock(b.attempt))
 
 
@@ -64,7 +65,7 @@ def _everything(db: q.Backend) -> dict[str, Any]:
         out[f"run {r.run_id}"] = (q.list_attempts(db, r.run_id), q.run_facets(db, r.run_id),
                                   q.run_coverage(db, r.run_id), q.run_timeline(db, r.run_id),
                                   q.run_retry_links(db, r.run_id),
-                                  q.list_attempts(db, r.run_id, q.AttemptFilters(newest_first=True, phase=q.NULL_VALUE)))
+                                  q.list_attempts(db, r.run_id, records.AttemptFilters(newest_first=True, phase=q.NULL_VALUE)))
     shas, paths, tasks = set(), set(), set()
     for a in ids:
         bundle = q.load_attempt(db, a)

@@ -296,7 +296,7 @@ def test_a_failing_projection_still_lands_the_raw_span_counted_as_unmapped(
 def test_unmapped_spans_are_named_in_the_viewer_health_summary() -> None:
     """The viewer's exporter-health summary says how many spans were stored raw without their projection."""
     from otel_inputs.viewer._health import HealthState, health_model
-    from otel_inputs.viewer._queries import HealthRow
+    from otel_inputs.viewer._records import HealthRow
 
     model = health_model([HealthRow("collect", "spans_written", 10, None), HealthRow("collect", "spans_unmapped", 2, None)])
     assert model.state is HealthState.OK

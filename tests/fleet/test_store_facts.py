@@ -48,7 +48,7 @@ from otel_inputs.types import CaptureDecision  # noqa: E402
 from otel_inputs.viewer._access import current_access  # noqa: E402
 from otel_inputs.viewer._backend import ChdbBackend, chdb_session, literal  # noqa: E402
 from otel_inputs.viewer._fleet import StoreRef, host_decisions, load_host_facts  # noqa: E402
-from otel_inputs.viewer._queries import AttemptRecord, InputRecord  # noqa: E402
+from otel_inputs.viewer._records import AttemptRow, InputRecord  # noqa: E402
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -152,7 +152,7 @@ def decisions(host: Host, db: ChdbBackend) -> tuple[dict, dict]:
         record = host.store.attempt(attempt_id)
         rows = tuple(InputRecord(i.input_id, attempt_id, i.seq or 0, label=i.label, source_kind=i.source_kind,
                                  source_path=i.source_path, sha256=i.sha256) for i in (record.items if record else ()))
-        attempt = AttemptRecord(attempt_id, run_id=host.runs[attempt_id])
+        attempt = AttemptRow(attempt_id, run_id=host.runs[attempt_id])
         for access, out in ((host_access, here), (fleet_access, there)):
             w = access.decide(attempt, rows)
             out[(attempt_id, "withheld")] = (sorted(w.items), w.purged_at_ns is not None)

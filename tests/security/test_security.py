@@ -44,6 +44,7 @@ from otel_inputs import (
 )
 from otel_inputs.store import AttemptRecord, CatalogItem, EvidenceReader, apply_retention
 from otel_inputs.viewer import _queries as q
+from otel_inputs.viewer import _records as records
 from otel_inputs.viewer._previews import IMAGE_MAX_BYTES, preview
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +93,7 @@ class SecFixture:
     main: str = "sec-main"
     old: str = "sec-old"
 
-    def inputs(self, attempt_id: str) -> dict[str, q.InputRecord]:
+    def inputs(self, attempt_id: str) -> dict[str, records.InputRecord]:
         with q.read_only(self.db) as con:  # the app's own per-refresh read path
             bundle = q.load_attempt(con, attempt_id)
         assert bundle is not None, attempt_id
@@ -501,14 +502,14 @@ def _open_attempt(page, served: Served, attempt_id: str) -> None:  # noqa: ANN00
     page.get_by_text("1. Task instructions").first.wait_for(state="visible", timeout=45_000)
 
 
-def _choose_item(page, item: q.InputRecord) -> None:  # noqa: ANN001
+def _choose_item(page, item: records.InputRecord) -> None:  # noqa: ANN001
     """Open ``item`` beside its group's table with the keyboard chooser (options read "#<seq>  <label>")."""
     page.get_by_label(f"Open an item ({names.DELIVERY_LABELS[item.delivery_mode].lower()})").first.click()
     page.keyboard.type(f"#{item.seq}  ")
     page.keyboard.press("Enter")
 
 
-def _open_previews(page, items: dict[str, q.InputRecord], max_items: int = 12) -> int:  # noqa: ANN001
+def _open_previews(page, items: dict[str, records.InputRecord], max_items: int = 12) -> int:  # noqa: ANN001
     """Open up to ``max_items`` previewable items of the attempt page; return how many previews answered."""
     page.get_by_text("6. Exact model messages").first.wait_for(state="visible", timeout=45_000)
     opened = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from otel_inputs.viewer._legacy import KNOWN_TEMPLATES, extract_task, legacy_task
 from otel_inputs.viewer._lineage import PriorTurns
-from otel_inputs.viewer._queries import AttemptRecord, TurnRef
+from otel_inputs.viewer._records import AttemptRow, TurnRef
 
 IMPL = KNOWN_TEMPLATES[0]
 
@@ -38,8 +38,8 @@ def test_repeated_missing_or_unknown_boundaries_do_not_extract() -> None:
     assert extract_task(None).status == "unknown_template"
 
 
-def _attempt(aid: str, ns: int | None, phase: str, prompt: str) -> AttemptRecord:
-    return AttemptRecord(attempt_id=aid, run_id="r", session_id="s", phase=phase, started_ns=ns, user_prompt=prompt)
+def _attempt(aid: str, ns: int | None, phase: str, prompt: str) -> AttemptRow:
+    return AttemptRow(attempt_id=aid, run_id="r", session_id="s", phase=phase, started_ns=ns, user_prompt=prompt)
 
 
 def _turn(aid: str, ns: int, phase: str) -> TurnRef:

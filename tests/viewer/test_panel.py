@@ -26,6 +26,15 @@ def test_sections_are_in_the_owner_facing_order_with_task_open(viewer_fixture: V
     assert p.task.text == TASK_TEXT
 
 
+def test_the_page_draws_its_sections_from_one_ordered_list(viewer_fixture: ViewerFixture) -> None:
+    """The drawing's section list names the panel's numbered sections in their order, then the steps."""
+    from otel_inputs.viewer._draw import SECTIONS
+
+    p = panel(viewer_fixture, "review")
+    assert tuple(getattr(p, s.model) for s in SECTIONS if s.numbered) == p.sections
+    assert [s.model for s in SECTIONS if not s.numbered] == ["steps"]
+
+
 def test_task_provenance_shows_prompt_file_path_size_and_sha(viewer_fixture: ViewerFixture) -> None:
     """A prompt-file task shows its path, byte size and SHA-256 as provenance."""
     prov = dict(panel(viewer_fixture, "initial").task.provenance)

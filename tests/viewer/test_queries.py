@@ -12,7 +12,6 @@ from viewer_fixture import WIDE_RUN, ViewerFixture
 
 from otel_inputs.viewer._queries import (
     NULL_VALUE,
-    AttemptFilters,
     DbUnavailable,
     exporter_health,
     list_attempts,
@@ -21,6 +20,7 @@ from otel_inputs.viewer._queries import (
     read_only,
     run_facets,
 )
+from otel_inputs.viewer._records import AttemptFilters
 
 
 def test_missing_database_is_a_clear_message(tmp_path) -> None:

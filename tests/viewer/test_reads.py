@@ -10,7 +10,7 @@ from apptest_helpers import open_item, run_app, table, texts
 from viewer_fixture import FixtureBuilder, ViewerFixture
 
 from otel_inputs import names
-from otel_inputs.viewer._queries import InputRecord, StepRecord
+from otel_inputs.viewer._records import InputRecord, StepRecord
 from otel_inputs.viewer._reads import DEFAULT_READ_TOOLS, ReadState, find_reads, load_read_tools, path_matches
 
 ITEM = InputRecord("a-in0", "a", 0, label="notes.md", delivery_mode="path_reference",

@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as hs
 from viewer_fixture import ViewerFixture
 
-from otel_inputs.viewer._queries import AttemptListRow, load_attempt, read_only, run_retry_links, run_timeline
+from otel_inputs.viewer._queries import load_attempt, read_only, run_retry_links, run_timeline
+from otel_inputs.viewer._records import AttemptListRow
 from otel_inputs.viewer._retries import family, group_operations, position_text, root_of
 
 

@@ -146,7 +146,7 @@ def test_tool_arguments_from_the_model_call_that_asked(tmp_path: Path) -> None:
 def test_health_counts_records_without_attempts() -> None:
     """The health indicator is never "ok" while records landed from which no attempt was derived; it counts them."""
     from otel_inputs.viewer._health import HealthState, health_model
-    from otel_inputs.viewer._queries import HealthRow
+    from otel_inputs.viewer._records import HealthRow
 
     rows = [HealthRow("sink", "spans_written", 30, None)]
     assert health_model(rows).state is HealthState.OK

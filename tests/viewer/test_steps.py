@@ -8,7 +8,8 @@ from apptest_helpers import boxes, open_expander, run_app, table, table_cells, t
 from viewer_fixture import HOSTILE_LABEL, ViewerFixture
 
 from otel_inputs.viewer._health import HealthState, health_model
-from otel_inputs.viewer._queries import HealthRow, get_steps, read_only
+from otel_inputs.viewer._queries import get_steps, read_only
+from otel_inputs.viewer._records import HealthRow
 from otel_inputs.viewer._steps import STEPS_NONE, steps_section
 
 

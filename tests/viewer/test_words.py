@@ -21,7 +21,7 @@ from otel_inputs.viewer._draw import FIXED_WIDTHS, TABLE_BUDGET_PX, column_width
 from otel_inputs.viewer._evidence import NO_BYTES
 from otel_inputs.viewer._format import STATUS_WORDS, status_text, status_word
 from otel_inputs.viewer._panel import capture_text, common_placement, coverage_summary, item_row
-from otel_inputs.viewer._queries import AttemptRecord, InputRecord
+from otel_inputs.viewer._records import AttemptRow, InputRecord
 
 ENUMS = (ArtifactStatus, CaptureDecision, CaptureStatus, Coverage, PartCapture, PartDispatch, PartPersistence, SendKind,
          SourceKind)
@@ -54,7 +54,7 @@ def test_capture_words_name_the_tripped_bound() -> None:
     assert capture_text(None, None) == "unknown"
 
 
-def _attempt(**kw: object) -> AttemptRecord:
+def _attempt(**kw: object) -> AttemptRow:
     base = dict(attempt_id="a", trace_id="t", span_id="s", run_id="r", session_id="s", phase="build",
                 agent_name="builder", provider_name="p", request_model="m", send_kind="initial", turn_index=1,
                 previous_turn_attempt_id=None, retry_of_attempt_id=None, task_prompt=None, task_source_kind=None,
@@ -64,8 +64,8 @@ def _attempt(**kw: object) -> AttemptRecord:
                 capture_gap_reason=None, coverage_reason=None, started_ns=1, ended_ns=2, status="unset",
                 status_message=None, source_format="otel_inputs")
     base.update(kw)
-    fields = AttemptRecord.__dataclass_fields__
-    return AttemptRecord(**{k: v for k, v in base.items() if k in fields})
+    fields = AttemptRow.__dataclass_fields__
+    return AttemptRow(**{k: v for k, v in base.items() if k in fields})
 
 
 def _input(seq: int, capture: str, detail: str | None = None, placement: str = "local copy; bucket not configured",
