@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 
 from otel_inputs.exporter._schema import check_version, migrate
+from otel_inputs.exporter._wal import fsync_dir
 
 _log = logging.getLogger(__name__)
 
@@ -140,18 +141,10 @@ def create_if_missing(db_path: str | os.PathLike[str]) -> None:
             os.replace(tmp, path)
         else:
             os.link(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     finally:
         tmp.unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def connect_with_retry(

@@ -278,7 +278,7 @@ class WriteAheadLog:
         except OSError as exc:
             raise WALUnavailable(f"cannot create a write-ahead log segment: {exc.strerror or exc}") from exc
         try:
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
         except OSError as exc:
             os.close(fd)
             path.unlink(missing_ok=True)
@@ -362,7 +362,8 @@ def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
         view = view[n:]
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """fsync a directory, so the names just created or renamed in it survive a power cut."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
