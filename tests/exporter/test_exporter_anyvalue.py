@@ -151,17 +151,23 @@ def _health(db: Path) -> dict[str, int]:
     return {m: int(v) for m, v in query(db, "SELECT metric, sum(value) FROM exporter_health GROUP BY metric")}
 
 
+def _land(db: Path, req: ExportTraceServiceRequest, timeout: float = 30.0) -> bytes:
+    """Send ``req`` to a receiver on ``db`` over OTLP/HTTP and wait until it landed; the response body."""
+    sink = OTLPSink(db, port=0).start()
+    try:
+        status, _, body = post(sink.endpoint, req.SerializeToString(), timeout=timeout)
+        assert status == 200, body
+        assert sink.flush(2 * timeout)
+    finally:
+        sink.stop()
+    return body
+
+
 def test_every_read_attribute_with_every_anyvalue_type_lands_raw_over_otlp(db_path: Path) -> None:
     """Each key the projection reads, as each AnyValue type, on each attempt format: 200 and every span in otel_traces."""
     req, keys = _product_request()
-    sink = OTLPSink(db_path, port=0).start()
-    try:
-        status, _, body = post(sink.endpoint, req.SerializeToString(), timeout=120)
-        assert status == 200, body
-        assert not ExportTraceServiceResponse.FromString(body).HasField("partial_success")
-        assert sink.flush(240)
-    finally:
-        sink.stop()
+    body = _land(db_path, req, timeout=120)
+    assert not ExportTraceServiceResponse.FromString(body).HasField("partial_success")
     stored = set(query(db_path, 'SELECT "TraceId", "SpanId" FROM otel_traces'))
     assert not keys - stored, f"{len(keys - stored)} of {len(keys)} acknowledged spans are not in otel_traces"
     health = _health(db_path)
@@ -175,12 +181,7 @@ def test_array_operation_name_keeps_the_span_and_its_attempt(db_path: Path) -> N
     sp = req.resource_spans.add().scope_spans.add().spans.add(
         trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="chat", start_time_unix_nano=1, end_time_unix_nano=2)
     sp.attributes.append(_kv(n.GEN_AI_OPERATION_NAME, _any("array")))
-    sink = OTLPSink(db_path, port=0).start()
-    try:
-        assert post(sink.endpoint, req.SerializeToString())[0] == 200
-        assert sink.flush(30)
-    finally:
-        sink.stop()
+    _land(db_path, req)
     assert query(db_path, 'SELECT "SpanAttributes"[?] FROM otel_traces', [n.GEN_AI_OPERATION_NAME]) == [('["chat",1]',)]
     assert query(db_path, "SELECT attempt_id, operation_name, step_kind FROM agent_attempts") == [
         ("0202020202020202", None, "other")]
@@ -281,12 +282,7 @@ def test_a_failing_projection_still_lands_the_raw_span_counted_as_unmapped(
         sp = ss.spans.add(trace_id=b"\x03" * 16, span_id=bytes([0] * 7 + [i + 1]), name=name,
                           start_time_unix_nano=1, end_time_unix_nano=2)
         sp.attributes.append(_kv(n.GEN_AI_OPERATION_NAME, "chat"))
-    sink = OTLPSink(db_path, port=0).start()
-    try:
-        assert post(sink.endpoint, req.SerializeToString())[0] == 200
-        assert sink.flush(30)
-    finally:
-        sink.stop()
+    _land(db_path, req)
     assert query(db_path, 'SELECT "SpanName" FROM otel_traces ORDER BY 1') == [("defect",), ("ok",), ("ok2",)]
     assert query(db_path, "SELECT span_name FROM agent_attempts ORDER BY 1") == [("ok",), ("ok2",)]
     health = _health(db_path)
