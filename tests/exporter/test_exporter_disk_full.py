@@ -6,13 +6,12 @@ Real full disks: a small tmpfs (root only, as the sink's full-disk tests), fille
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from exporter_helpers import SpanFactory, query
+from tmpfs import mount_tmpfs, unmount
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otel_inputs.exporter import DuckDBSpanExporter, migrate_file
@@ -23,17 +22,12 @@ pytestmark = pytest.mark.timeout(180)
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A real 8 MiB tmpfs (needs root to mount)."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
     directory = tmp_path / "disk"
-    directory.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(directory)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
+    mount_tmpfs(directory, "8m")
     try:
         yield directory
     finally:
-        subprocess.run(["umount", "-l", str(directory)], check=False)
+        unmount(directory)
 
 
 def fill(directory: Path, leave: int) -> Path:

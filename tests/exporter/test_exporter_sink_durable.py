@@ -3,7 +3,6 @@ large-attribute wedge, replay without duplicates.  Real `otel-inputs collect` pr
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -17,6 +16,7 @@ import pytest
 from exporter_helpers import SpanFactory, query
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from sink_client import post, proto_request
+from tmpfs import mount_tmpfs, unmount
 
 from otel_inputs.exporter import OTLPSink, SinkConfig
 from otel_inputs.exporter._db import file_lock
@@ -159,19 +159,14 @@ def test_busy_database_answers_503_with_reason_then_accepted_spans_land(spans: S
 @pytest.fixture
 def tiny_wal_disk(db_path: Path) -> Iterator[Path]:
     """The sink's write-ahead log directory on a real 1 MiB tmpfs (needs root to mount)."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
     OTLPSink(db_path, port=0).start().stop()  # the database itself stays on the normal disk
     directory = wal_dir(db_path)
     shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(directory)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
+    mount_tmpfs(directory, "1m")
     try:
         yield directory
     finally:
-        subprocess.run(["umount", "-l", str(directory)], check=False)
+        unmount(directory)
 
 
 def test_full_disk_answers_503_never_200_and_acknowledged_spans_land(spans: SpanFactory, db_path: Path,

@@ -23,7 +23,6 @@ import gzip
 import http.client
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -39,6 +38,7 @@ import grpc
 import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from tmpfs import mount_tmpfs, unmount
 
 BASE_SEED = int(os.environ.get("OTEL_INPUTS_SINK_CRASH_SEED") or random.SystemRandom().randrange(1 << 30))
 LONG_TRIALS = int(os.environ.get("OTEL_INPUTS_SINK_CRASH_TRIALS") or 30)
@@ -282,20 +282,11 @@ def test_long_kill9_campaign_loses_and_duplicates_nothing(tmp_path: Path) -> Non
     print(_report("sink kill -9 campaign", c))
 
 
-def _mount_tiny(directory: Path) -> None:
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    directory.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(directory)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
-
-
 def _disk_full_campaign(tmp_path: Path, trials: int, seed: int) -> Campaign:
     rng = random.Random(seed)
     c = Campaign(tmp_path / "sink.duckdb", seed)
     wal = Path(f"{c.db}.ingest")
-    _mount_tiny(wal)
+    mount_tmpfs(wal, "1m")
     try:
         # A writer lock held by another process for part of each trial makes the log fill the disk.
         for i in range(trials):
@@ -309,7 +300,7 @@ def _disk_full_campaign(tmp_path: Path, trials: int, seed: int) -> Campaign:
             holder.wait(30)
         _verify(c)
     finally:
-        subprocess.run(["umount", "-l", str(wal)], check=False)
+        unmount(wal)
     assert (c.acknowledged or c.acknowledged_logs) and c.refused, (
         f"the disk never filled or nothing was acknowledged (seed {seed})")
     return c
@@ -359,12 +350,7 @@ def _db_created_on_full_disk_campaign(tmp_path: Path, trials: int, seed: int) ->
     and the sink is killed at a random moment after; every other trial fills the disk again."""
     rng = random.Random(seed)
     disk = tmp_path / "disk"
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    disk.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", str(disk)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
+    mount_tmpfs(disk, "128m")
     c = Campaign(disk / "sink.duckdb", seed)
     try:
         for i in range(trials):
@@ -384,7 +370,7 @@ def _db_created_on_full_disk_campaign(tmp_path: Path, trials: int, seed: int) ->
             filler.unlink(missing_ok=True)
         _verify(c)
     finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
+        unmount(disk)
     assert c.acknowledged and c.acknowledged_logs and c.refused, (
         f"the disk never filled or nothing was acknowledged (seed {seed})")
     return c

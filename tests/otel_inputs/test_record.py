@@ -11,6 +11,7 @@ import pytest
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 from oi_fixtures import TINY, make_context_dir
+from tmpfs import mount_tmpfs, unmount
 from otel_inputs import AttemptAdmission, CaptureLimits, CaptureMode, CapturePolicy, names, resolve_request
 from otel_inputs.testing import RecordingHarness
 
@@ -319,13 +320,11 @@ def test_suppressed_attempt_captures_no_part_content(harness: RecordingHarness) 
 @pytest.fixture
 def tiny_filesystem(tmp_path: Path):
     mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True).returncode:
-        pytest.skip("cannot mount a small tmpfs here (needs root and mount permission)")
+    mount_tmpfs(mnt, "256k")
     try:
         yield mnt
     finally:
-        subprocess.run(["umount", "-l", str(mnt)])
+        unmount(mnt)
 
 
 def test_full_disk_is_a_store_gap_and_the_call_proceeds(tmp_path: Path, tiny_filesystem: Path) -> None:
