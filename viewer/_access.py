@@ -422,7 +422,7 @@ def login_gate() -> bool:
     """``True`` when the page may render; with login configured and nobody logged in, a login button only."""
     if not auth_configured():
         return True
-    import streamlit as st
+    import streamlit as st  # here, not at the top: `otel-inputs bundle` imports this module and never Streamlit
 
     if bool(getattr(st.user, "is_logged_in", False)):
         return True
@@ -435,7 +435,7 @@ def login_gate() -> bool:
 
 def logout_button() -> None:
     """A logout control in the sidebar when someone is logged in through ``st.login``."""
-    import streamlit as st
+    import streamlit as st  # here, not at the top: `otel-inputs bundle` imports this module and never Streamlit
 
     if auth_configured() and bool(getattr(st.user, "is_logged_in", False)):
         if st.button("Log out", key="logout"):

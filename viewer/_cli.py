@@ -1,4 +1,9 @@
-"""`otel-inputs view` and `otel-inputs demo`: serve the review app on 127.0.0.1."""
+"""`otel-inputs view` and `otel-inputs demo`: serve the review app on 127.0.0.1.
+
+Every ``otel-inputs`` command loads this module (``exporter/cli.py`` registers its commands), so the
+viewer's own modules are imported inside the commands that use them, on purpose: ``otel-inputs --help``,
+``collect`` and ``store`` start without the viewer's backends, store readers and the bundle writer.
+"""
 
 from __future__ import annotations
 

@@ -25,6 +25,7 @@ from otel_inputs.viewer._format import md_escape, short_sha, status_word
 from otel_inputs.viewer._panel import HeaderModel, ItemGroup, ItemRow, PanelModel, PartsModel, common_placement
 from otel_inputs.viewer._previews import preview, refusal_text
 from otel_inputs.viewer._steps import StepsSection
+from otel_inputs.viewer._where import item_elsewhere, task_drift
 
 PART_SHOW_BYTES = 64 * 1024
 
@@ -152,8 +153,6 @@ def _task(p: PanelModel, ctx: DrawContext) -> None:
 
 
 def _task_runs(p: PanelModel, ctx: DrawContext) -> None:
-    from otel_inputs.viewer._where import task_drift
-
     if p.record is None:
         return
     records = [r.record for r in p.all_items() if r.record is not None]
@@ -399,8 +398,6 @@ def _item_detail(row: ItemRow, ctx: DrawContext) -> None:
 
 
 def _where_else(row: ItemRow, ctx: DrawContext) -> None:
-    from otel_inputs.viewer._where import item_elsewhere
-
     assert row.record is not None
     by_sha, by_path = item_elsewhere(ctx.con, row.record)
     for name, listing in (("sha", by_sha), ("path", by_path)):

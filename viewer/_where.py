@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from otel_inputs.viewer._access import Access, page_access
+from otel_inputs.viewer._fleet import fleet_roots, gate_foreign_rows
 from otel_inputs.viewer._format import time_text, value_text
 from otel_inputs.viewer._queries import Backend, get_attempt, get_inputs, task_runs, where_else
 from otel_inputs.viewer._records import AttemptRow, ElsewhereRow, InputRecord
-
-if TYPE_CHECKING:
-    from otel_inputs.viewer._access import Access
 
 
 @dataclass(frozen=True)
@@ -48,16 +46,12 @@ def _gate_foreign(con: Backend, access: Access, rows: tuple[ElsewhereRow, ...]) 
     """Other attempts' rows as this viewer may see them.  A fleet viewer has no store of its own: each
     row is decided by its own host's store facts (that host's purges and revocations), and a row no
     fact vouches for has its label and path withheld (fail closed; viewer/_fleet.py)."""
-    from otel_inputs.viewer._fleet import fleet_roots, gate_foreign_rows
-
     if not fleet_roots():
         return access.gate_foreign(rows)
     return gate_foreign_rows(con, rows, access)
 
 
 def _listing(con: Backend, what: str, **kw: str | None) -> ElsewhereList:
-    from otel_inputs.viewer._access import page_access
-
     found = where_else(con, **kw)
     access = page_access()
     visible, hidden = _gate_foreign(con, access, found.rows)  # runs this viewer may not see are left out
@@ -142,8 +136,6 @@ def task_drift(con: Backend, attempt: AttemptRow, inputs: tuple[InputRecord, ...
     the comparison reads the recorded rows, and names in the examples only what this viewer may see."""
     if not attempt.task_sha256:
         return ()
-    from otel_inputs.viewer._access import page_access
-
     access = page_access()
     recorded = get_inputs(con, attempt.attempt_id, attempt.started_ns, attempt.trace_id)
     mine = _files(recorded)
