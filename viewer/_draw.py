@@ -1,6 +1,8 @@
 """Streamlit drawing of the ONE shared attempt panel (used by the attempt page and the run drawer).
 
 Only draws a :class:`~otel_inputs.viewer._panel.PanelModel`; every decision was made in plain functions.
+Each section's drawing is the function registered with ``@draws(name)`` under the name of its entry in
+:data:`otel_inputs.viewer._panel.SECTIONS`, which alone says the sections, their titles and their order.
 Untrusted strings (labels, paths, ids, file contents, messages) go through ``st.text`` (and ``st.code``
 for an on-demand diff) only; the few that must become widget labels or notes are Markdown-escaped first.
 
@@ -11,7 +13,7 @@ the page settles (docs/performance.md, the browser figure).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -22,7 +24,20 @@ import streamlit as st
 from otel_inputs.viewer._changes import ChangesModel, text_diff
 from otel_inputs.viewer._evidence import Evidence, read_part
 from otel_inputs.viewer._format import md_escape, short_sha, status_word
-from otel_inputs.viewer._panel import HeaderModel, ItemGroup, ItemRow, PanelModel, PartsModel, common_placement
+from otel_inputs.viewer._panel import (
+    AttachmentsSection,
+    DispatchSection,
+    FilesSection,
+    HeaderModel,
+    InheritedSection,
+    ItemGroup,
+    ItemRow,
+    MessagesSection,
+    PanelModel,
+    PartsModel,
+    TaskSection,
+    common_placement,
+)
 from otel_inputs.viewer._previews import preview, refusal_text
 from otel_inputs.viewer._steps import StepsSection
 from otel_inputs.viewer._where import item_elsewhere, task_drift
@@ -57,8 +72,9 @@ def text_box(text: str, key: str) -> None:
 
 @dataclass(frozen=True)
 class DrawContext:
-    """What every drawing function of one panel shares: the store, the widget-key prefix, the link action."""
+    """What every drawing function of one panel shares: the panel, the store, the widget-key prefix, the link action."""
 
+    panel: PanelModel
     ev: Evidence
     key: str
     """Prefix of every widget key of this panel (``page`` or ``drawer``): unique on the page."""
@@ -69,25 +85,36 @@ class DrawContext:
     """A bytes column in the item tables: only when the inputs' placements differ."""
 
 
-@dataclass(frozen=True)
-class Section:
-    """One section of the attempt panel: the :class:`PanelModel` field holding its model, and its drawing."""
+Draw = Callable[[Any, DrawContext], None]
+"""A section's drawing: its model (what its spec's build returned) and the panel's :class:`DrawContext`."""
 
-    model: str
-    draw: Callable[[PanelModel, DrawContext], None]
-    numbered: bool = True
-    """Drawn under "<n>. <its model's title>", the number its place among the numbered sections."""
+DRAWS: dict[str, Draw] = {}
+"""Each section's drawing by the name of its spec in :data:`otel_inputs.viewer._panel.SECTIONS` (filled by
+:func:`draws`; ``tests/viewer/test_sections.py`` checks the two name the same sections)."""
+
+
+def draws(name: str) -> Callable[[Draw], Draw]:
+    """Register the decorated function as the drawing of the section named ``name``."""
+
+    def register(draw: Draw) -> Draw:
+        if name in DRAWS:
+            raise ValueError(f"two drawings of the section {name!r}")
+        DRAWS[name] = draw
+        return draw
+
+    return register
 
 
 def draw_panel(p: PanelModel, ev: Evidence, *, key: str, open_attempt: Callable[[str], None],
-               con: Any = None) -> None:
-    """Draw the header, then each entry of :data:`SECTIONS` in order; an item's details open below its table.
+               con: Any = None, drawings: Mapping[str, Draw] = DRAWS) -> None:
+    """Draw the header, then each section the panel was built with, in order, by its drawing in ``drawings``
+    (under its heading, numbered or not as its spec says); an item's details open below its table.
 
     ``con`` (the refresh's read-only connection) enables the on-demand "where else" look-ups.
     """
     shared = common_placement(p.all_items())
     bytes_line = f"Bytes of every input with a snapshot: {shared}" if shared is not None else None
-    ctx = DrawContext(ev, key, open_attempt, con, show_bytes=shared is None)
+    ctx = DrawContext(p, ev, key, open_attempt, con, show_bytes=shared is None)
     if p.header is not None:
         _header(p.header, ctx, bytes_line)
     else:
@@ -95,14 +122,15 @@ def draw_panel(p: PanelModel, ev: Evidence, *, key: str, open_attempt: Callable[
     if p.read_tools_problem:
         note(p.read_tools_problem, "warning")
     number = 0
-    for section in SECTIONS:
-        model = getattr(p, section.model)
-        if model is None:  # not recorded (the steps of a database without a steps table)
+    for spec, model in p.built:
+        if model is None:  # nothing recorded to show: left out, and the numbers close up
             continue
-        if section.numbered:
+        if spec.numbered:
             number += 1
-            st.subheader(f"{number}. {model.title}")
-        section.draw(p, ctx)
+            st.subheader(f"{number}. {spec.title}")
+        else:
+            st.subheader(spec.title)
+        drawings[spec.model](model, ctx)
 
 
 def _header(h: HeaderModel, ctx: DrawContext, bytes_line: str | None) -> None:
@@ -137,8 +165,8 @@ def _table_height(n: int) -> int:
     return TABLE_ROW_PX * (min(max(n, 1), TABLE_MAX_ROWS) + 1) + 3
 
 
-def _task(p: PanelModel, ctx: DrawContext) -> None:
-    t = p.task
+@draws("task")
+def _task(t: TaskSection, ctx: DrawContext) -> None:
     for n in t.notes:
         note(n, "warning" if "could not be separated" in n or n.startswith("The task text was not captured") else "info")
     if t.text is not None:
@@ -149,10 +177,11 @@ def _task(p: PanelModel, ctx: DrawContext) -> None:
         runs = st.expander("Runs that used this task", key=f"{ctx.key}:taskruns", on_change="rerun")
         if runs.open:  # lazy: asked and drawn only once opened
             with runs:
-                _task_runs(p, ctx)
+                _task_runs(ctx)
 
 
-def _task_runs(p: PanelModel, ctx: DrawContext) -> None:
+def _task_runs(ctx: DrawContext) -> None:
+    p = ctx.panel
     if p.record is None:
         return
     records = [r.record for r in p.all_items() if r.record is not None]
@@ -168,8 +197,8 @@ def _task_runs(p: PanelModel, ctx: DrawContext) -> None:
         [r.first_attempt_id for r in rows], f"{ctx.key}:taskruns_tbl", ctx)
 
 
-def _dispatch(p: PanelModel, ctx: DrawContext) -> None:
-    d = p.dispatch
+@draws("dispatch")
+def _dispatch(d: DispatchSection, ctx: DrawContext) -> None:
     pairs = [("Send kind", d.send_kind), ("Turn index", d.turn_index)]
     if d.retry_of:
         pairs.append(("Retry of", d.retry_of))
@@ -188,13 +217,13 @@ def _dispatch(p: PanelModel, ctx: DrawContext) -> None:
     if current.open:
         with current:
             if d.current_message is None:
-                st.text(p.messages.withheld or "The exact current message was not recorded.")
+                st.text(ctx.panel.messages.withheld or "The exact current message was not recorded.")
             else:
                 text_box(d.current_message, f"{ctx.key}-current")
 
 
-def _inherited(p: PanelModel, ctx: DrawContext) -> None:
-    s = p.inherited
+@draws("inherited")
+def _inherited(s: InheritedSection, ctx: DrawContext) -> None:
     for n in s.notes:
         note(n)
     for i, t in enumerate(s.turns):
@@ -204,24 +233,24 @@ def _inherited(p: PanelModel, ctx: DrawContext) -> None:
     _groups(s.groups, ctx)
 
 
-def _files(p: PanelModel, ctx: DrawContext) -> None:
-    s = p.files
+@draws("files")
+def _files(s: FilesSection, ctx: DrawContext) -> None:
     for n in s.notes:
         note(n)
     _groups(s.groups, ctx)
     _changes(s.changes, ctx)
 
 
-def _attachments(p: PanelModel, ctx: DrawContext) -> None:
-    s = p.attachments
+@draws("attachments")
+def _attachments(s: AttachmentsSection, ctx: DrawContext) -> None:
     for n in s.notes:
         note(n)
     _groups(s.groups, ctx)
 
 
-def _messages(p: PanelModel, ctx: DrawContext) -> None:
+@draws("messages")
+def _messages(s: MessagesSection, ctx: DrawContext) -> None:
     key = ctx.key
-    s = p.messages
     st.text(f"Messages {s.source}.")
     for n in s.notes:
         note(n)
@@ -419,12 +448,9 @@ STEP_COLUMNS = {"#": st.column_config.NumberColumn("#", width=40),
 """The steps table inside its expander: every column on screen at 1400 px (a long argument is cut in its cell)."""
 
 
-def _steps(p: PanelModel, ctx: DrawContext) -> None:
-    s: StepsSection | None = p.steps
-    if s is None:
-        return
+@draws("steps")
+def _steps(s: StepsSection, ctx: DrawContext) -> None:
     key = ctx.key
-    st.subheader("Steps the agent took")
     for n in s.notes:
         note(n)
     if not s.recorded:
@@ -539,16 +565,3 @@ def _parts_detail(m: PartsModel, ctx: DrawContext) -> None:
             text_box(shown, f"{key}-part-{i}")
             if len(data) > PART_SHOW_BYTES:
                 st.text(f"Showing the first {PART_SHOW_BYTES} bytes.")
-
-
-SECTIONS: tuple[Section, ...] = (
-    Section("task", _task),
-    Section("dispatch", _dispatch),
-    Section("inherited", _inherited),
-    Section("files", _files),
-    Section("attachments", _attachments),
-    Section("messages", _messages),
-    Section("steps", _steps, numbered=False),  # under its own heading, after the numbered sections
-)
-"""The attempt panel's sections in the order drawn: a new section is one entry here (its model a
-:class:`PanelModel` field built by :func:`~otel_inputs.viewer._panel.build_panel`)."""

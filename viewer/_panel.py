@@ -1,16 +1,35 @@
 """The ONE attempt panel model, shared by every surface that shows an attempt.
 
-:func:`build_panel` turns an :class:`~otel_inputs.viewer._queries.AttemptBundle` into a :class:`PanelModel`
-whose sections are, in this order: Task instructions (open), This dispatch, Inherited context,
-Files available, Attachments delivered, Exact model messages.  Streamlit only draws it.
+:func:`build_panel` turns an :class:`~otel_inputs.viewer._records.AttemptBundle` into a :class:`PanelModel`
+whose sections are those of :data:`SECTIONS`, in its order: Task instructions (open), This dispatch,
+Inherited context, Files available, Attachments delivered, Exact model messages, then the steps under
+their own heading.  Streamlit only draws it (``_draw.py``); this module never imports Streamlit.
 Every input item appears in exactly one group; groups keep ``seq`` order; unknown reads "unknown".
+
+To add a section (docs/architecture.md, "Where each concern lives"):
+
+1. its record: a frozen dataclass for its model, here, with a ``title: str = ""`` field (its spec's title
+   is set on it); if it shows data the panel does not read yet, a field for it on
+   :class:`~otel_inputs.viewer._records.AttemptBundle` (and a record for the rows in ``_records.py``), which
+   :meth:`~otel_inputs.viewer._access.Access.gate` must withhold where it carries content (docs/access.md);
+2. its query: a function in ``_queries.py`` that ``load_attempt`` calls to fill that field;
+3. one entry in :data:`SECTIONS`, at the place it is drawn: its name, its title and its build function
+   ``(bundle, PanelContext) -> model | None`` (``None``: nothing to show, the section is left out and the
+   numbers close up).  Its drawing is the function in ``_draw.py`` registered under the same name with
+   ``@draws(name)``, which gets the model and the panel's ``DrawContext``; ``tests/viewer/test_sections.py``
+   fails while a section has no drawing or a drawing no section.
+
+Its model is then ``p.<name>``, its heading "<n>. <title>" (numbered among the sections shown), and any item
+tables it has (``groups``) count among the panel's items (:meth:`PanelModel.all_items`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from otel_inputs import names
 from otel_inputs.types import (
@@ -23,7 +42,7 @@ from otel_inputs.types import (
     SourceKind,
     TaskSourceKind,
 )
-from otel_inputs.viewer._access import withheld_of
+from otel_inputs.viewer._access import Withheld, withheld_of
 from otel_inputs.viewer._changes import ChangesModel, compute_changes
 from otel_inputs.viewer._format import (
     NOT_RECORDED,
@@ -45,15 +64,6 @@ from otel_inputs.viewer._records import AttemptBundle, AttemptRow, InputRecord, 
 from otel_inputs.viewer._reads import ReadTools, find_reads, load_read_tools
 from otel_inputs.viewer._retries import OperationLink, operation_summary
 from otel_inputs.viewer._steps import MESSAGE_SOURCE_TEXT, StepsSection, exact_messages, steps_section
-
-SECTION_TITLES = (
-    "Task instructions",
-    "This dispatch",
-    "Inherited context",
-    "Files available",
-    "Attachments delivered",
-    "Exact model messages",
-)
 
 SEND_KIND_TEXT = {k.value: status_word(k.value) for k in SendKind}  # "initial request", "parse retry", "check retry"
 UNKNOWN_DELIVERY_TITLE = "Delivery mode not recorded"
@@ -108,7 +118,7 @@ class TaskSection:
     derived: bool
     notes: tuple[str, ...]
     provenance: tuple[tuple[str, str], ...]
-    title: str = SECTION_TITLES[0]
+    title: str = ""  # its SectionSpec's, set by build_panel
     expanded: bool = True
 
 
@@ -161,7 +171,7 @@ class DispatchSection:
     current_message: str | None
     notes: tuple[str, ...]
     parts: PartsModel = PartsModel((), (PARTS_NOT_RECORDED,))
-    title: str = SECTION_TITLES[1]
+    title: str = ""  # its SectionSpec's, set by build_panel
 
 
 @dataclass(frozen=True)
@@ -178,7 +188,7 @@ class InheritedSection:
     turns: tuple[TurnLink, ...]
     notes: tuple[str, ...]
     groups: tuple[ItemGroup, ...]
-    title: str = SECTION_TITLES[2]
+    title: str = ""  # its SectionSpec's, set by build_panel
 
 
 @dataclass(frozen=True)
@@ -186,14 +196,14 @@ class FilesSection:
     groups: tuple[ItemGroup, ...]
     changes: ChangesModel
     notes: tuple[str, ...]
-    title: str = SECTION_TITLES[3]
+    title: str = ""  # its SectionSpec's, set by build_panel
 
 
 @dataclass(frozen=True)
 class AttachmentsSection:
     groups: tuple[ItemGroup, ...]
     notes: tuple[str, ...]
-    title: str = SECTION_TITLES[4]
+    title: str = ""  # its SectionSpec's, set by build_panel
 
 
 @dataclass(frozen=True)
@@ -202,7 +212,7 @@ class MessagesSection:
     user: str | None
     notes: tuple[str, ...]
     withheld: str | None = None  # why the messages are not shown to this viewer (purge, revocation)
-    title: str = SECTION_TITLES[5]
+    title: str = ""  # its SectionSpec's, set by build_panel
     source: str = "from the attempt span"
     """Where the messages were taken from ("taken from the first model call", ...)."""
 
@@ -229,29 +239,64 @@ class HeaderModel:
 
 
 @dataclass(frozen=True)
+class PanelContext:
+    """What the sections' builds share, worked out once per panel from the bundle; a build reads what it needs."""
+
+    prior: PriorTurns
+    """The earlier turns of the attempt's session, as far as they can be ordered."""
+    changes: ChangesModel
+    """What changed since the previous turn."""
+    by_mode: dict[str | None, ItemGroup]
+    """Every input, in the item table of its delivery mode (with its change mark and its "was it read?")."""
+    coverage: CoverageModel
+    withheld: Withheld
+    """What this viewer may not see of the attempt (nothing for a bundle the access layer did not gate)."""
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    """One section of the attempt panel: its name, its title and how its model is built (see the module docstring)."""
+
+    model: str
+    """Its name: the panel attribute its built model is read by (``p.task``) and the key its drawing is
+    registered under (``@draws("task")`` in ``_draw.py``)."""
+    title: str
+    build: Callable[[AttemptBundle, PanelContext], Any]
+    """Its model (a frozen dataclass with a ``title`` field) from the bundle; ``None`` leaves the section out
+    (nothing recorded to show, as the steps of a database without a steps table)."""
+    numbered: bool = True
+    """Drawn under "<n>. <title>", n its place among the numbered sections shown; else under its title alone."""
+
+
+@dataclass(frozen=True)
 class PanelModel:
     attempt_id: str
     facts: tuple[tuple[str, str], ...]
-    task: TaskSection
-    dispatch: DispatchSection
-    inherited: InheritedSection
-    files: FilesSection
-    attachments: AttachmentsSection
-    messages: MessagesSection
+    built: tuple[tuple[SectionSpec, Any], ...]
+    """Each section's spec and its built model (``None``: left out), in the order drawn."""
     is_legacy: bool
     header: HeaderModel | None = None
-    steps: StepsSection | None = None
     read_tools_problem: str | None = None
     record: AttemptRow | None = field(default=None, compare=False, repr=False)
 
+    def __getattr__(self, name: str) -> Any:
+        """``p.task``, ``p.dispatch``, …: the built model of the section of that name (``None``: left out)."""
+        if not name.startswith("_"):
+            for spec, model in self.__dict__.get("built", ()):
+                if spec.model == name:
+                    return model
+        raise AttributeError(f"{type(self).__name__!r} has no attribute or section {name!r}")
+
     @property
-    def sections(self) -> tuple[object, ...]:
-        return (self.task, self.dispatch, self.inherited, self.files, self.attachments, self.messages)
+    def sections(self) -> tuple[Any, ...]:
+        """The numbered sections' models, in order."""
+        return tuple(model for spec, model in self.built if spec.numbered and model is not None)
 
     def all_items(self) -> list[ItemRow]:
+        """Every input row of every section's item tables (a section model's ``groups``), in order."""
         out: list[ItemRow] = []
-        for section in (self.dispatch, self.inherited, self.files, self.attachments):
-            for group in section.groups:
+        for _, model in self.built:
+            for group in getattr(model, "groups", ()):
                 out.extend(group.items)
         return out
 
@@ -497,12 +542,12 @@ def _recorded_messages(bundle: AttemptBundle) -> tuple[AttemptRow, str | None]:
     return dataclasses.replace(a, user_prompt=m.user_prompt), f"The exact user message is {source} (section 6)."
 
 
-def _task_section(bundle: AttemptBundle, prior: PriorTurns) -> TaskSection:
+def _task_section(bundle: AttemptBundle, ctx: PanelContext) -> TaskSection:
     a = bundle.attempt
     if a.is_legacy:
         shown, source = _recorded_messages(bundle)
-        lt = legacy_task(shown, prior, bundle.recovery_prompts)
-        notes = [names.SENTENCE_LEGACY_TASK, lt.note] + [n for n in (source, withheld_of(bundle).task) if n]
+        lt = legacy_task(shown, ctx.prior, bundle.recovery_prompts)
+        notes = [names.SENTENCE_LEGACY_TASK, lt.note] + [n for n in (source, ctx.withheld.task) if n]
         provenance = [("Source", "derived from the exact user message" if lt.derived else "the exact user message")]
         if lt.template:
             provenance.append(("Known template", lt.template))
@@ -520,8 +565,8 @@ def _task_section(bundle: AttemptBundle, prior: PriorTurns) -> TaskSection:
     provenance.append(("Size", size_text(a.task_size_bytes)))
     provenance.append(("SHA-256", value_text(a.task_sha256, missing=UNKNOWN)))
     notes: list[str] = []
-    if a.task_prompt is None and withheld_of(bundle).task:
-        notes.append(withheld_of(bundle).task)
+    if a.task_prompt is None and ctx.withheld.task:
+        notes.append(ctx.withheld.task)
     elif a.task_prompt is None:
         notes.append(
             "The task text was not captured for this attempt "
@@ -531,12 +576,12 @@ def _task_section(bundle: AttemptBundle, prior: PriorTurns) -> TaskSection:
     return TaskSection(a.task_prompt, False, tuple(notes), tuple(provenance))
 
 
-def _dispatch_section(bundle: AttemptBundle, by_mode: dict[str | None, ItemGroup], cov: CoverageModel, prior: PriorTurns) -> DispatchSection:
-    a = bundle.attempt
+def _dispatch_section(bundle: AttemptBundle, ctx: PanelContext) -> DispatchSection:
+    a, by_mode, cov = bundle.attempt, ctx.by_mode, ctx.coverage
     notes: list[str] = []
     if a.is_legacy:
         send_kind = NOT_RECORDED
-        if prior.turns:
+        if ctx.prior.turns:
             notes.append(
                 "A later turn in a reused session; whether it was a parse or a check correction was not recorded."
             )
@@ -567,12 +612,12 @@ def _dispatch_section(bundle: AttemptBundle, by_mode: dict[str | None, ItemGroup
         groups=_groups(by_mode, DeliveryMode.INLINE.value),
         current_message=current,
         notes=tuple(notes),
-        parts=parts_model(bundle.parts, withheld_of(bundle).parts),
+        parts=parts_model(bundle.parts, ctx.withheld.parts),
     )
 
 
-def _inherited_section(bundle: AttemptBundle, by_mode: dict[str | None, ItemGroup], prior: PriorTurns) -> InheritedSection:
-    a = bundle.attempt
+def _inherited_section(bundle: AttemptBundle, ctx: PanelContext) -> InheritedSection:
+    a, prior = bundle.attempt, ctx.prior
     notes: list[str] = []
     links = tuple(
         TurnLink(
@@ -600,11 +645,31 @@ def _inherited_section(bundle: AttemptBundle, by_mode: dict[str | None, ItemGrou
             notes.append(
                 f"This is turn {a.turn_index}, but no earlier turn of its session was recorded in this database."
             )
-    return InheritedSection(links, tuple(notes), _groups(by_mode, DeliveryMode.SESSION_HISTORY.value))
+    return InheritedSection(links, tuple(notes), _groups(ctx.by_mode, DeliveryMode.SESSION_HISTORY.value))
 
 
-def _attachments_section(a: AttemptRow, by_mode: dict[str | None, ItemGroup]) -> AttachmentsSection:
-    groups = _groups(by_mode, DeliveryMode.PROVIDER_ATTACHMENT.value)
+def _files_section(bundle: AttemptBundle, ctx: PanelContext) -> FilesSection:
+    a, cov = bundle.attempt, ctx.coverage
+    notes: list[str] = []
+    if a.coding_runtime is not None:
+        # A coding agent's turn: its instruction files come from the otel-inputs hook and the runtime's report.
+        if a.coverage_reason:
+            notes.append(a.coverage_reason)
+    elif a.is_legacy:
+        notes.append(names.SENTENCE_NO_PACKET)
+    elif not bundle.inputs and cov.coverage == Coverage.COMPLETE.value:
+        notes.append(names.SENTENCE_EMPTY_PACKET)
+    groups = _groups(ctx.by_mode, INSTRUCTION_GROUP, DeliveryMode.PATH_REFERENCE.value, None)
+    if not a.is_legacy and not groups and bundle.inputs:
+        notes.append("No files were made available by path on this dispatch.")
+    if not a.is_legacy and not bundle.inputs and cov.coverage != Coverage.COMPLETE.value:
+        notes.append(f"No items were recorded and coverage is {cov.coverage}: files may have been available but were not accounted for.")
+    return FilesSection(groups, ctx.changes, tuple(notes))
+
+
+def _attachments_section(bundle: AttemptBundle, ctx: PanelContext) -> AttachmentsSection:
+    a = bundle.attempt
+    groups = _groups(ctx.by_mode, DeliveryMode.PROVIDER_ATTACHMENT.value)
     if a.is_legacy:
         notes: tuple[str, ...] = ("Attachment state: not recorded.",)
     elif not groups:
@@ -612,6 +677,39 @@ def _attachments_section(a: AttemptRow, by_mode: dict[str | None, ItemGroup]) ->
     else:
         notes = ()
     return AttachmentsSection(groups, notes)
+
+
+def _messages_section(bundle: AttemptBundle, ctx: PanelContext) -> MessagesSection:
+    a = bundle.attempt
+    msgs = exact_messages(a, bundle.messages)
+    notes: tuple[str, ...] = (msgs.note,) if msgs.note else ()
+    if ctx.withheld.messages:
+        notes = (ctx.withheld.messages,)
+    elif msgs.system is None and msgs.user is None:
+        notes += (
+            "The exact messages were not captured "
+            f"({reason_text(a.capture_gap_reason) if a.capture_gap_reason else 'not recorded'}).",
+        )
+    return MessagesSection(msgs.system, msgs.user, notes, source=msgs.source, withheld=ctx.withheld.messages)
+
+
+def _steps_section(bundle: AttemptBundle, ctx: PanelContext) -> StepsSection:
+    return steps_section(bundle.steps, ctx.withheld.tool_arguments)
+
+
+SECTIONS: tuple[SectionSpec, ...] = (
+    SectionSpec("task", "Task instructions", _task_section),
+    SectionSpec("dispatch", "This dispatch", _dispatch_section),
+    SectionSpec("inherited", "Inherited context", _inherited_section),
+    SectionSpec("files", "Files available", _files_section),
+    SectionSpec("attachments", "Attachments delivered", _attachments_section),
+    SectionSpec("messages", "Exact model messages", _messages_section),
+    SectionSpec("steps", "Steps the agent took", _steps_section, numbered=False),  # after the numbered ones
+)
+"""The attempt panel's sections in the order drawn: the one list a new section is added to."""
+
+SECTION_TITLES = tuple(s.title for s in SECTIONS if s.numbered)
+"""The numbered sections' titles, in order."""
 
 
 def header_model(bundle: AttemptBundle, cov: CoverageModel) -> HeaderModel:
@@ -632,11 +730,12 @@ def header_model(bundle: AttemptBundle, cov: CoverageModel) -> HeaderModel:
     return HeaderModel(word, icon, color, " · ".join(facts), tuple(lineage), op_text, op_links)
 
 
-def build_panel(bundle: AttemptBundle, read_tools: ReadTools | None = None) -> PanelModel:
-    """The attempt panel, every section computed from recorded data only."""
+def build_panel(bundle: AttemptBundle, read_tools: ReadTools | None = None,
+                sections: tuple[SectionSpec, ...] = SECTIONS) -> PanelModel:
+    """The attempt panel, every section of ``sections`` built in order from recorded data only."""
     a = bundle.attempt
     read_tools = read_tools or load_read_tools()
-    prior = prior_turns(a, bundle.session_turns)
+    withheld = withheld_of(bundle)
     prev_ref = next((t for t in bundle.session_turns if t.attempt_id == bundle.previous_turn_id), None)
     changes = compute_changes(
         bundle.inputs, bundle.previous_inputs, bundle.previous_turn_id,
@@ -647,23 +746,14 @@ def build_panel(bundle: AttemptBundle, read_tools: ReadTools | None = None) -> P
     for item in bundle.inputs:
         finding = find_reads(item, bundle.steps, read_tools)
         if finding is not None:
-            reads[item.input_id] = withheld_of(bundle).read_text(item.input_id) or finding.text
-    by_mode = group_items(bundle.inputs, marks, reads)
+            reads[item.input_id] = withheld.read_text(item.input_id) or finding.text
     cov = coverage_model(a, bundle.inputs)
-    files_notes: list[str] = []
-    if a.coding_runtime is not None:
-        # A coding agent's turn: its instruction files come from the otel-inputs hook and the runtime's report.
-        if a.coverage_reason:
-            files_notes.append(a.coverage_reason)
-    elif a.is_legacy:
-        files_notes.append(names.SENTENCE_NO_PACKET)
-    elif not bundle.inputs and cov.coverage == Coverage.COMPLETE.value:
-        files_notes.append(names.SENTENCE_EMPTY_PACKET)
-    files_groups = _groups(by_mode, INSTRUCTION_GROUP, DeliveryMode.PATH_REFERENCE.value, None)
-    if not a.is_legacy and not files_groups and bundle.inputs:
-        files_notes.append("No files were made available by path on this dispatch.")
-    if not a.is_legacy and not bundle.inputs and cov.coverage != Coverage.COMPLETE.value:
-        files_notes.append(f"No items were recorded and coverage is {cov.coverage}: files may have been available but were not accounted for.")
+    ctx = PanelContext(prior_turns(a, bundle.session_turns), changes, group_items(bundle.inputs, marks, reads), cov,
+                       withheld)
+    built = []
+    for spec in sections:
+        model = spec.build(bundle, ctx)
+        built.append((spec, None if model is None else dataclasses.replace(model, title=spec.title)))
     facts = (
         ("Attempt", a.attempt_id),
         ("Run", value_text(a.run_id)),
@@ -677,28 +767,12 @@ def build_panel(bundle: AttemptBundle, read_tools: ReadTools | None = None) -> P
         ("Recorded as", f"a {a.coding_runtime} turn, from its own telemetry and the otel-inputs hook"
          if a.coding_runtime else "legacy (no input packet)" if a.is_legacy else f"input packet v{a.input_packet_version}"),
     )
-    msgs = exact_messages(a, bundle.messages)
-    msg_notes: tuple[str, ...] = (msgs.note,) if msgs.note else ()
-    if withheld_of(bundle).messages:
-        msg_notes = (withheld_of(bundle).messages,)
-    elif msgs.system is None and msgs.user is None:
-        msg_notes += (
-            "The exact messages were not captured "
-            f"({reason_text(a.capture_gap_reason) if a.capture_gap_reason else 'not recorded'}).",
-        )
     return PanelModel(
         attempt_id=a.attempt_id,
         facts=facts,
-        task=_task_section(bundle, prior),
-        dispatch=_dispatch_section(bundle, by_mode, cov, prior),
-        inherited=_inherited_section(bundle, by_mode, prior),
-        files=FilesSection(files_groups, changes, tuple(files_notes)),
-        attachments=_attachments_section(a, by_mode),
-        messages=MessagesSection(msgs.system, msgs.user, msg_notes, source=msgs.source,
-                                 withheld=withheld_of(bundle).messages),
+        built=tuple(built),
         is_legacy=a.is_legacy,
         header=header_model(bundle, cov),
-        steps=steps_section(bundle.steps, withheld_of(bundle).tool_arguments),
         read_tools_problem=read_tools.problem,
         record=a,
     )

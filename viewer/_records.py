@@ -2,7 +2,7 @@
 
 :mod:`otel_inputs.viewer._queries` fills them; the page, the bundle and the access layer only read them.
 A new viewer section is one record here, one query there and one entry in the section list
-(:data:`otel_inputs.viewer._draw.SECTIONS`).
+(:data:`otel_inputs.viewer._panel.SECTIONS`; the recipe is in that module's docstring).
 """
 
 from __future__ import annotations

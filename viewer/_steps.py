@@ -54,7 +54,7 @@ class StepsSection:
     rows: tuple[StepRow, ...]
     summary: str
     notes: tuple[str, ...]
-    title: str = "Steps"
+    title: str = ""  # its SectionSpec's (otel_inputs.viewer._panel.SECTIONS), set by build_panel
 
 
 def step_row(s: StepRecord) -> StepRow:

@@ -27,8 +27,8 @@ def test_sections_are_in_the_owner_facing_order_with_task_open(viewer_fixture: V
 
 
 def test_the_page_draws_its_sections_from_one_ordered_list(viewer_fixture: ViewerFixture) -> None:
-    """The drawing's section list names the panel's numbered sections in their order, then the steps."""
-    from otel_inputs.viewer._draw import SECTIONS
+    """The one section list names the panel's numbered sections in their order, then the steps."""
+    from otel_inputs.viewer._panel import SECTIONS
 
     p = panel(viewer_fixture, "review")
     assert tuple(getattr(p, s.model) for s in SECTIONS if s.numbered) == p.sections
