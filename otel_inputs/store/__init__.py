@@ -23,7 +23,6 @@ from otel_inputs.store._readback import (
 )
 from otel_inputs.store._retention import (
     GcReport,
-    RetentionGate,
     RetentionPolicy,
     StoreUsage,
     apply_retention,
@@ -75,7 +74,6 @@ __all__ = [
     "ReadResult",
     "ReadbackError",
     "ReadbackOutcome",
-    "RetentionGate",
     "RetentionPolicy",
     "Revocation",
     "RevocationList",
