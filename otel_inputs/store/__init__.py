@@ -15,10 +15,9 @@ from otel_inputs.store._purge import PurgeReport, PurgeState, delete_run, purge,
 from otel_inputs.store._readback import (AccessPolicy, EvidenceReader, PolicyError, ReadResult, RevocationList,
                                          revoke_source)
 from otel_inputs.store._retention import GcReport, RetentionPolicy, apply_retention, store_status, store_usage
-from otel_inputs.store._store import ArtifactStore, AttemptStaging, VerifiedSnapshot, on_open, snapshot_ref_for
+from otel_inputs.store._store import ArtifactStore, AttemptStaging, VerifiedSnapshot, snapshot_ref_for
 
 
-@on_open
 def _open_bucket(store: ArtifactStore) -> None:
     """A store with a bucket configured gets its uploader now; any other reads a bucket its catalog
     recorded only when a local copy is missing (docs/objects.md)."""
@@ -34,6 +33,9 @@ def _read_recorded_bucket(store: ArtifactStore, digest: str, limit: int | None) 
     from otel_inputs.store.bucket import attach
 
     return attach(store).read(digest, limit)
+
+
+ArtifactStore.on_open.append(_open_bucket)
 
 
 __all__ = [

@@ -1,8 +1,6 @@
-"""The store's change-listener seam: after each catalog transaction that changes what an item's
-bytes may be used for, the store tells its listeners what changed (docs/store.md, "Listening to
-changes").  The bucket uploader (:mod:`otel_inputs.store.bucket`) subscribes here; the core knows
-nothing of it.  A listener runs on the thread that made the change (the agent's, for a capture),
-after the commit, so it must not block; its exceptions are logged and never reach the caller.
+"""The store's change-listener seam (docs/store.md, "Listening to changes"): after each commit that changes
+what an item's bytes may be used for, every listener is told, on the changing thread; the bucket
+(:mod:`otel_inputs.store.bucket`) and the store facts subscribe here, and the core knows nothing of them.
 """
 
 from __future__ import annotations

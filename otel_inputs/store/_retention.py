@@ -29,12 +29,10 @@ CHUNK_PAUSE_S = 0.001  # agents poll the lock every 0.2 ms (_catalog.AGENT_POLL_
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 
 
-def parse_size(text: str | int | None) -> int | None:
+def parse_size(text: str | None) -> int | None:
     """``"512M"`` → 536870912; ``None``/empty → ``None``; a clear ``ValueError`` otherwise."""
-    if text is None or text == "":
+    if not text:
         return None
-    if isinstance(text, int):
-        return text
     m = _SIZE.match(text)
     if not m:
         raise ValueError(f"not a size: {text!r} (use bytes or a K/M/G/T suffix)")
@@ -73,7 +71,6 @@ class GcReport:
     total_bytes_after: int = 0
     protected_bytes: int = 0
     over_budget_after: bool = False
-    reasons: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -200,11 +197,8 @@ def _candidates(con, protected: set[str], run: str | None = None) -> Iterator[tu
 def apply_retention(store: ArtifactStore, policy: RetentionPolicy, *, free_bytes: Callable[[str], int] | None = None,
                     now: float | None = None, progress: Callable[[int], None] | None = None) -> GcReport:
     """Evict oldest ended attempts' snapshots until every limit holds (or only protected bytes remain).
-
-    Crash-safe ordering: items are marked evicted and the marks made durable before any byte is
-    deleted, so a crash leaves at worst unreferenced bytes (removed later), never a record that
-    claims bytes that are gone.
-    """
+    The marks are durable before any byte is deleted: a crash leaves at worst unreferenced bytes, never
+    a record that claims bytes that are gone."""
     with _gc_lock(store):
         return _apply(store, policy, free_bytes or (lambda p: shutil.disk_usage(p).free), progress)
 
@@ -228,7 +222,6 @@ def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable
                 cap = policy.run_budget_bytes
                 if cap is None or used <= cap:
                     continue
-                report.reasons.append(f"run {run!r} over its budget ({used} > {cap})")
                 for aid, committed, digests in _candidates(con, usage.protected, run):
                     if used <= cap:
                         break
@@ -236,7 +229,6 @@ def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable
                         freed = plan.take(aid, committed, digests)
                         used, planned = used - freed, planned + freed
             if over(planned):
-                report.reasons.append("store over its budget or under its free-space floor")
                 for aid, committed, digests in _candidates(con, usage.protected):
                     if not over(planned):
                         break
