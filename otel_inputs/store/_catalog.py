@@ -1,11 +1,8 @@
-"""The store's catalog: one SQLite file (WAL) of attempts, items, objects, evictions, purges,
-revocations and part receipts; the bytes stay files (:mod:`otel_inputs.store._objects`).
-
-Connections are per process (reset after fork), one per :class:`Role`: ``AGENT`` commits with
-``synchronous=NORMAL``, never checkpoints (:class:`_Chores` does) and waits at most
-:data:`AGENT_BUSY_S` for the lock (then :class:`StoreBusyError`, a ``store_busy`` gap); ``MAINT``
-(retention, purge) commits with ``synchronous=FULL`` before any byte is deleted; ``READ``
-reads.  Schema changes are named migrations, recorded in ``_migrations``.
+"""The store's catalog: one SQLite file (WAL) of attempts, items, objects, evictions, purges, revocations
+and part receipts (the bytes are :mod:`otel_inputs.store._objects`).  One connection per process and
+:class:`Role`: ``AGENT`` commits ``synchronous=NORMAL`` within :data:`AGENT_BUSY_S` and never checkpoints
+(:class:`_Chores` does), ``MAINT`` commits ``synchronous=FULL``, ``READ`` reads (docs/store.md, "Durability
+and concurrency").  Schema changes are named migrations, recorded in ``_migrations``.
 """
 
 from __future__ import annotations

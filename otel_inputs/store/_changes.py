@@ -52,7 +52,6 @@ def notify(listeners: Iterable[StoreListener | Callable[[StoreChange], None]], c
     """Tell every listener; one that raises is logged and the others still hear."""
     for listener in list(listeners):
         try:
-            call = getattr(listener, "store_changed", listener)
-            call(change)
+            getattr(listener, "store_changed", listener)(change)
         except Exception as exc:  # noqa: BLE001 - a listener never fails the change it hears about
             _log.warning("otel_inputs: store listener %r failed: %s", listener, exc)

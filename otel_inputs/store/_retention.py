@@ -1,6 +1,5 @@
-"""Disk-budget retention: evict the oldest ended attempts' snapshot bytes until the limits hold
-(a store byte budget, a free-space floor, a per-run budget; docs/store.md, "Retention").  Marks go
-in small transactions, made durable before any byte they free is deleted.
+"""Disk-budget retention (docs/store.md, "Lifecycle of a snapshot"): evict the oldest ended attempts' bytes
+until the store budget, the free-space floor and the run budgets hold; marks are durable before bytes go.
 """
 
 from __future__ import annotations
@@ -15,6 +14,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from otel_inputs import names
@@ -181,17 +182,9 @@ def _candidates(con, protected: set[str], run: str | None = None) -> Iterator[tu
            "ON i.attempt_id = a.attempt_id AND i.artifact_status = 'available' LEFT JOIN objects o ON o.sha256 = i.sha256 "
            + ("WHERE coalesce(a.run_id, '') = ? " if run is not None else "")
            + "ORDER BY a.committed_at_ns, a.attempt_id")
-    current: tuple[str, int] | None = None
-    digests: list[tuple[str, int, int]] = []
-    for aid, committed, digest, refs, size in con.execute(sql, [run] if run is not None else []):
-        if current is not None and aid != current[0]:
-            if current[0] not in protected:
-                yield current[0], current[1], digests
-            digests = []
-        current = (aid, committed)
-        digests.append((digest, refs, size))
-    if current is not None and current[0] not in protected:
-        yield current[0], current[1], digests
+    for (aid, committed), rows in groupby(con.execute(sql, [run] if run is not None else []), itemgetter(0, 1)):
+        if aid not in protected:
+            yield aid, committed, [(digest, refs, size) for _, _, digest, refs, size in rows]
 
 
 def apply_retention(store: ArtifactStore, policy: RetentionPolicy, *, free_bytes: Callable[[str], int] | None = None,
@@ -199,54 +192,50 @@ def apply_retention(store: ArtifactStore, policy: RetentionPolicy, *, free_bytes
     """Evict oldest ended attempts' snapshots until every limit holds (or only protected bytes remain).
     The marks are durable before any byte is deleted: a crash leaves at worst unreferenced bytes, never
     a record that claims bytes that are gone."""
+    measure_free = free_bytes or (lambda p: shutil.disk_usage(p).free)
     with _gc_lock(store):
-        return _apply(store, policy, free_bytes or (lambda p: shutil.disk_usage(p).free), progress)
+        report = GcReport()
+        usage = store_usage(store, per_run=policy.run_budget_bytes is not None)
+        total = usage.total_bytes
+        free_at_start = measure_free(str(store.root)) if policy.min_free_bytes is not None else None
 
+        def over(freed: int) -> bool:
+            if policy.budget_bytes is not None and total - freed > policy.budget_bytes:
+                return True
+            return free_at_start is not None and free_at_start + freed < policy.min_free_bytes
 
-def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable[[str], int],
-           progress: Callable[[int], None] | None) -> GcReport:
-    report = GcReport()
-    usage = store_usage(store, per_run=policy.run_budget_bytes is not None)
-    total = usage.total_bytes
-    free_at_start = measure_free(str(store.root)) if policy.min_free_bytes is not None else None
-
-    def over(freed: int) -> bool:
-        if policy.budget_bytes is not None and total - freed > policy.budget_bytes:
-            return True
-        return free_at_start is not None and free_at_start + freed < policy.min_free_bytes
-
-    plan, planned = _Plan(), 0
-    if usage.per_run or over(0):
+        plan, planned = _Plan(), 0
+        if usage.per_run or over(0):
+            with store.catalog.read() as con:
+                for run, used in sorted((usage.per_run or {}).items()):
+                    cap = policy.run_budget_bytes
+                    if cap is None or used <= cap:
+                        continue
+                    for aid, committed, digests in _candidates(con, usage.protected, run):
+                        if used <= cap:
+                            break
+                        if aid not in plan.chosen:
+                            freed = plan.take(aid, committed, digests)
+                            used, planned = used - freed, planned + freed
+                if over(planned):
+                    for aid, committed, digests in _candidates(con, usage.protected):
+                        if not over(planned):
+                            break
+                        if aid not in plan.chosen:
+                            planned += plan.take(aid, committed, digests)
+        if plan.victims:
+            _mark(store, plan.victims, report, progress)
+            if report.evicted_attempts:
+                deleted = store.remove_objects(plan.last_refs)
+                report.deleted_objects, report.freed_bytes = len(deleted), sum(deleted.values())
+                total -= report.freed_bytes
+        report.total_bytes_after = total
         with store.catalog.read() as con:
-            for run, used in sorted((usage.per_run or {}).items()):
-                cap = policy.run_budget_bytes
-                if cap is None or used <= cap:
-                    continue
-                for aid, committed, digests in _candidates(con, usage.protected, run):
-                    if used <= cap:
-                        break
-                    if aid not in plan.chosen:
-                        freed = plan.take(aid, committed, digests)
-                        used, planned = used - freed, planned + freed
-            if over(planned):
-                for aid, committed, digests in _candidates(con, usage.protected):
-                    if not over(planned):
-                        break
-                    if aid not in plan.chosen:
-                        planned += plan.take(aid, committed, digests)
-    if plan.victims:
-        _mark(store, plan.victims, report, progress)
-        if report.evicted_attempts:
-            deleted = store.remove_objects(plan.last_refs)
-            report.deleted_objects, report.freed_bytes = len(deleted), sum(deleted.values())
-            total -= report.freed_bytes
-    report.total_bytes_after = total
-    with store.catalog.read() as con:
-        report.protected_bytes = _bytes_of(con, usage.protected) + usage.staging_bytes
-    if policy.min_free_bytes is not None:
-        free_at_start = measure_free(str(store.root))
-    report.over_budget_after = over(0)
-    return report
+            report.protected_bytes = _bytes_of(con, usage.protected) + usage.staging_bytes
+        if policy.min_free_bytes is not None:
+            free_at_start = measure_free(str(store.root))
+        report.over_budget_after = over(0)
+        return report
 
 
 def _mark(store: ArtifactStore, victims: list[tuple[str, int]], report: GcReport,

@@ -1,6 +1,5 @@
-"""The artifact store: snapshot bytes as content-addressed files (``objects/``, staged in
-``staging/``) plus the SQLite catalog (``catalog.db``) that says what they are; docs/store.md has
-the layout.  Readback is only by (attempt id, input id), re-hashed against the recorded digest.
+"""The artifact store (docs/store.md): snapshot bytes as content-addressed objects plus the SQLite catalog
+that says what they are; readback is only by (attempt id, input id), re-hashed against the recorded digest.
 """
 
 from __future__ import annotations
@@ -28,11 +27,6 @@ REMOVE_CHUNK = 250  # objects moved aside, re-checked under the catalog's write 
 _STATUSES = {s.value for s in ArtifactStatus}
 
 
-def attempt_key(attempt_id: str) -> str:
-    """A fixed-width name for an attempt id (no caller-supplied id ever becomes a path)."""
-    return hashlib.sha256(attempt_id.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def snapshot_ref_for(sha256: str) -> str:
     return SNAPSHOT_REF_PREFIX + sha256
 
@@ -52,7 +46,6 @@ class VerifiedSnapshot:
     input_id: str
     data: bytes
     sha256: str
-    item: CatalogItem | None = None
 
 
 class StagingFile:
@@ -81,9 +74,8 @@ class StagingFile:
 class AttemptStaging:
     """One attempt's staging directory (created on first use); bytes land here before commit."""
 
-    def __init__(self, store: ArtifactStore, attempt_id: str, path: Path) -> None:
+    def __init__(self, store: ArtifactStore, path: Path) -> None:
         self.store = store
-        self.attempt_id = attempt_id
         self.path = path
         # digest -> (temp file, its expected size); None: already stored, only its age is refreshed
         self._blobs: dict[str, tuple[Path, int] | None] = {}
@@ -222,8 +214,8 @@ class ArtifactStore:
         if not os.path.isdir(self.staging_dir):
             # No path in the message: it can end up in span attributes that leave the machine.
             raise StoreWriteError("artifact store is not usable (its staging directory is missing)")
-        key = attempt_key(attempt_id)
-        return AttemptStaging(self, attempt_id, self.staging_dir / f"{key[:32]}.{os.getpid()}.{secrets.token_hex(4)}")
+        key = hashlib.sha256(attempt_id.encode("utf-8", "surrogatepass")).hexdigest()  # no caller's id becomes a path
+        return AttemptStaging(self, self.staging_dir / f"{key[:32]}.{os.getpid()}.{secrets.token_hex(4)}")
 
     def mark_terminal_later(self, attempt_id: str) -> None:
         """The attempt has ended (recorded off the caller's thread, see :class:`_catalog._Chores`)."""
@@ -294,7 +286,7 @@ class ArtifactStore:
             raise ReadbackError(ReadbackOutcome.TOO_LARGE, f"snapshot is over the {max_bytes} byte limit")
         if hashlib.sha256(data).hexdigest() != digest or (size is not None and size != len(data)):
             raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "snapshot bytes do not match the recorded SHA-256")
-        return VerifiedSnapshot(item.attempt_id, item.input_id, data, digest, item)
+        return VerifiedSnapshot(item.attempt_id, item.input_id, data, digest)
 
     # -- exchange parts (otel_inputs._parts): receipts are catalog rows, bytes are objects -------------
     def put_part(self, receipt: Mapping[str, Any] | Callable[[], Mapping[str, Any]], data: bytes | None) -> None:
