@@ -34,9 +34,9 @@ from otel_inputs._parts import (
     record_part_event,
 )
 from otel_inputs._policy import AdmissionDecision, AttemptAdmission, CapturePolicy, admit
-from otel_inputs.store import RetentionGate, RetentionPolicy
+from otel_inputs._retention_gate import RetentionGate
 from otel_inputs._snapshot import CaptureLimits
-from otel_inputs.store import ArtifactStore
+from otel_inputs.store import ArtifactStore, RetentionPolicy
 from otel_inputs.store.facts import SCOPE as FACTS_SCOPE
 from otel_inputs.store.facts import StoreFacts, attach_facts
 from otel_inputs.types import (

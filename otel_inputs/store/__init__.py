@@ -1,6 +1,6 @@
-"""The artifact store's public face: all that ``exporter/``, ``viewer/`` and tools import of the
-store (its modules are private; docs/store.md describes them).  Its bucket is
-:mod:`otel_inputs.store.bucket`, imported only when one is configured (docs/objects.md).
+"""The artifact store's public face: all that the other parts import of the store (its modules
+are private; docs/store.md describes them).  Its bucket is :mod:`otel_inputs.store.bucket`,
+imported only when one is configured (docs/objects.md).
 """
 
 from __future__ import annotations
@@ -9,39 +9,15 @@ import os
 
 from otel_inputs import names
 from otel_inputs.store._catalog import AttemptRecord, CatalogItem
-from otel_inputs.store._changes import ItemChange, StoreChange, StoreListener
+from otel_inputs.store._changes import ItemChange, StoreChange
 from otel_inputs.store._errors import ReadbackError, StoreBusyError, StoreCleanupError, StoreError, StoreWriteError
 from otel_inputs.store._purge import PurgeReport, PurgeState, delete_run, purge, purge_state, reconcile_store
-from otel_inputs.store._readback import (
-    AccessPolicy,
-    EvidenceReader,
-    PolicyError,
-    ReadResult,
-    Revocation,
-    RevocationList,
-    revoke_source,
-)
-from otel_inputs.store._retention import (
-    GcReport,
-    RetentionGate,
-    RetentionPolicy,
-    StoreUsage,
-    apply_retention,
-    store_status,
-    store_usage,
-)
-from otel_inputs.store._store import (
-    ArtifactStore,
-    AttemptStaging,
-    StagedBlob,
-    VerifiedSnapshot,
-    on_open,
-    snapshot_ref_for,
-)
-from otel_inputs.types import ItemState, ReadbackOutcome
+from otel_inputs.store._readback import (AccessPolicy, EvidenceReader, PolicyError, ReadResult, RevocationList,
+                                         revoke_source)
+from otel_inputs.store._retention import GcReport, RetentionPolicy, apply_retention, store_status, store_usage
+from otel_inputs.store._store import ArtifactStore, AttemptStaging, VerifiedSnapshot, snapshot_ref_for
 
 
-@on_open
 def _open_bucket(store: ArtifactStore) -> None:
     """A store with a bucket configured gets its uploader now; any other reads a bucket its catalog
     recorded only when a local copy is missing (docs/objects.md)."""
@@ -59,6 +35,9 @@ def _read_recorded_bucket(store: ArtifactStore, digest: str, limit: int | None) 
     return attach(store).read(digest, limit)
 
 
+ArtifactStore.on_open.append(_open_bucket)
+
+
 __all__ = [
     "AccessPolicy",
     "ArtifactStore",
@@ -68,24 +47,17 @@ __all__ = [
     "EvidenceReader",
     "GcReport",
     "ItemChange",
-    "ItemState",
     "PolicyError",
     "PurgeReport",
     "PurgeState",
     "ReadResult",
     "ReadbackError",
-    "ReadbackOutcome",
-    "RetentionGate",
     "RetentionPolicy",
-    "Revocation",
     "RevocationList",
-    "StagedBlob",
     "StoreBusyError",
     "StoreChange",
     "StoreCleanupError",
     "StoreError",
-    "StoreListener",
-    "StoreUsage",
     "StoreWriteError",
     "VerifiedSnapshot",
     "apply_retention",

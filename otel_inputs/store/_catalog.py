@@ -1,11 +1,8 @@
-"""The store's catalog: one SQLite file (WAL) of attempts, items, objects, evictions, purges,
-revocations and part receipts; the bytes stay files (:mod:`otel_inputs.store._objects`).
-
-Connections are per process (reset after fork), one per :class:`Role`: ``AGENT`` commits with
-``synchronous=NORMAL``, never checkpoints (:class:`_Chores` does) and waits at most
-:data:`AGENT_BUSY_S` for the lock (then :class:`StoreBusyError`, a ``store_busy`` gap); ``MAINT``
-(retention, purge) commits with ``synchronous=FULL`` before any byte is deleted; ``READ``
-reads.  Schema changes are named migrations, recorded in ``_migrations``.
+"""The store's catalog: one SQLite file (WAL) of attempts, items, objects, evictions, purges, revocations
+and part receipts (the bytes are :mod:`otel_inputs.store._objects`).  One connection per process and
+:class:`Role`: ``AGENT`` commits ``synchronous=NORMAL`` within :data:`AGENT_BUSY_S` and never checkpoints
+(:class:`_Chores` does), ``MAINT`` commits ``synchronous=FULL``, ``READ`` reads (docs/store.md, "Durability
+and concurrency").  Schema changes are named migrations, recorded in ``_migrations``.
 """
 
 from __future__ import annotations
@@ -165,9 +162,9 @@ ATTEMPT_COLUMNS = tuple(f.name for f in fields(AttemptRecord) if f.name != "item
 
 
 @contextmanager
-def transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def transaction(con: sqlite3.Connection, role: Role = Role.MAINT) -> Iterator[sqlite3.Connection]:
     """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any exception."""
-    con.execute("BEGIN IMMEDIATE")
+    _begin(con, role)
     try:
         yield con
         con.execute("COMMIT")
@@ -175,6 +172,22 @@ def transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         if con.in_transaction:
             con.execute("ROLLBACK")
         raise
+
+
+def _begin(con: sqlite3.Connection, role: Role) -> None:
+    # The agent polls instead of using SQLite's busy handler, whose sleeps (1, 2, 5, 10 … ms)
+    # would turn a 1 ms wait for a gc transaction into 3 or 8 ms.
+    deadline = time.monotonic() + AGENT_BUSY_S
+    while True:
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if role is not Role.AGENT or "locked" not in str(exc):
+                raise
+            if time.monotonic() > deadline:
+                raise StoreBusyError(f"store_busy: catalog locked for more than {AGENT_BUSY_S * 1000:.0f} ms") from exc
+        time.sleep(AGENT_POLL_S)
 
 
 def _script(con: sqlite3.Connection, sql: str) -> None:
@@ -229,7 +242,7 @@ def _m001_initial(con: sqlite3.Connection, root: Path) -> None:
 
 
 def _m002_remote_objects(con: sqlite3.Connection, root: Path) -> None:
-    """Each object's copy in the bucket (:mod:`otel_inputs.store._remote`): queued, uploaded,
+    """Each object's copy in the bucket (:mod:`otel_inputs.store.bucket`): queued, uploaded,
     failed (with the reason) or deleting; no row means local only."""
     _script(con, """
     CREATE TABLE remote_objects (sha256 TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT,
@@ -246,10 +259,8 @@ def _m003_part_receipts(con: sqlite3.Connection, root: Path) -> None:
 
 
 def _m004_parts_as_objects(con: sqlite3.Connection, root: Path) -> None:
-    """Exchange-part bytes become content-addressed objects named by the part's row (``parts.sha256``)
-    instead of files ``parts/<attempt key>/<part>.bin``.  Each stored part's file is linked into
-    ``objects/`` when its bytes match the receipt, then ``parts/`` goes; a crash before the commit
-    finds the objects already there on the next open (docs/store.md, "Stores written by earlier versions")."""
+    """Exchange-part bytes become objects named by ``parts.sha256`` instead of files ``parts/<attempt
+    key>/<part>.bin`` (docs/store.md, "Stores written by earlier versions")."""
     con.execute("ALTER TABLE parts ADD COLUMN sha256 TEXT")
     con.execute("UPDATE parts SET sha256 = json_extract(receipt, '$.sha256') "
                 "WHERE json_extract(receipt, '$.persistence') = 'stored'")
@@ -420,38 +431,18 @@ class Catalog:
         WAL), so a pass holds the write lock through one fsync instead of one per transaction.
         """
         c = self._conn(role)
+        relaxed = not durable and role is Role.MAINT
         with c.lock:
-            if not durable and role is Role.MAINT:
+            if relaxed:
                 c.con.execute("PRAGMA synchronous=NORMAL")
-            self._begin(c.con, role)
             try:
-                yield c.con
-                c.con.execute("COMMIT")
-            except BaseException:
-                if c.con.in_transaction:
-                    c.con.execute("ROLLBACK")
-                raise
+                with transaction(c.con, role):
+                    yield c.con
             finally:
-                if not durable and role is Role.MAINT:
+                if relaxed:
                     c.con.execute("PRAGMA synchronous=FULL")
         if role is Role.AGENT:
             chores.submit(self)
-
-    @staticmethod
-    def _begin(con: sqlite3.Connection, role: Role) -> None:
-        # The agent polls instead of using SQLite's busy handler, whose sleeps (1, 2, 5, 10 … ms)
-        # would turn a 1 ms wait for a gc transaction into 3 or 8 ms.
-        deadline = time.monotonic() + AGENT_BUSY_S
-        while True:
-            try:
-                con.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if role is not Role.AGENT or "locked" not in str(exc):
-                    raise
-                if time.monotonic() > deadline:
-                    raise StoreBusyError(f"store_busy: catalog locked for more than {AGENT_BUSY_S * 1000:.0f} ms") from exc
-            time.sleep(AGENT_POLL_S)
 
     def sync_wal(self) -> None:
         """fsync the WAL without holding the write lock, so the ``FULL`` commit that follows a
@@ -489,8 +480,7 @@ class Catalog:
         return con.execute("SELECT value FROM meta WHERE key = 'changed_seq'").fetchone()[0]
 
     # -- writes ---------------------------------------------------------------------------------
-    def commit_attempt(self, record: AttemptRecord, objects: Sequence[tuple[str, int]],
-                       present: Callable[[str], bool], role: Role = Role.AGENT,
+    def commit_attempt(self, record: AttemptRecord, objects: Sequence[tuple[str, int]], present: Callable[[str], bool],
                        want_changes: bool = False) -> tuple[bool, list[ItemChange]]:
         """Record an attempt (replacing an earlier commit of the same id) with its items and objects;
         returns (intact, and with ``want_changes`` its state now: :func:`item_changes`).
@@ -501,7 +491,7 @@ class Catalog:
         item is recorded ``never_captured`` (``store_race``) and intact is False.
         """
         try:
-            with self.write(role) as con:
+            with self.write(Role.AGENT) as con:
                 claimed = {i.sha256 for i in record.items if i.artifact_status == "available" and i.sha256}
                 intact = all(present(d) for d in claimed)
                 items = record.items if intact else tuple(

@@ -1,8 +1,6 @@
-"""The store's change-listener seam: after each catalog transaction that changes what an item's
-bytes may be used for, the store tells its listeners what changed (docs/store.md, "Listening to
-changes").  The bucket uploader (:mod:`otel_inputs.store.bucket`) subscribes here; the core knows
-nothing of it.  A listener runs on the thread that made the change (the agent's, for a capture),
-after the commit, so it must not block; its exceptions are logged and never reach the caller.
+"""The store's change-listener seam (docs/store.md, "Listening to changes"): after each commit that changes
+what an item's bytes may be used for, every listener is told, on the changing thread; the bucket
+(:mod:`otel_inputs.store.bucket`) and the store facts subscribe here, and the core knows nothing of them.
 """
 
 from __future__ import annotations
@@ -54,7 +52,6 @@ def notify(listeners: Iterable[StoreListener | Callable[[StoreChange], None]], c
     """Tell every listener; one that raises is logged and the others still hear."""
     for listener in list(listeners):
         try:
-            call = getattr(listener, "store_changed", listener)
-            call(change)
+            getattr(listener, "store_changed", listener)(change)
         except Exception as exc:  # noqa: BLE001 - a listener never fails the change it hears about
             _log.warning("otel_inputs: store listener %r failed: %s", listener, exc)

@@ -1,12 +1,6 @@
-"""Snapshot bytes as content-addressed files: the store's bytes-only layer (it knows no catalog).
-
-The shape is dvc-objects' ``ObjectDB``: :meth:`ObjectDB.put`, :meth:`~ObjectDB.has`,
-:meth:`~ObjectDB.open`, :meth:`~ObjectDB.delete`, :meth:`~ObjectDB.iterate`, so another backend
-(object storage through fsspec) can stand behind the same few calls.  Layout under the root::
-
-    objects/<sha256 hex>          the bytes, named by their SHA-256, read-only
-    objects/.gc-<sha256 hex>      moved aside by a removal that has not finished yet
-    staging/<key>.<pid>.<rand>/   one attempt's capture in progress (same filesystem)
+"""Snapshot bytes as content-addressed files, the store's bytes-only layer (it knows no catalog), shaped
+like dvc-objects' ``ObjectDB``: ``objects/<sha256>``, ``objects/.gc-<sha256>`` (moved aside by a removal
+not finished yet) and ``staging/<key>.<pid>.<rand>/`` (a capture in progress); docs/store.md has the layout.
 """
 
 from __future__ import annotations
@@ -113,14 +107,12 @@ class ObjectDB:
         except OSError:
             return 0
 
-    def iterate(self) -> Iterator[tuple[str, os.DirEntry[str]]]:
-        """(digest, entry) of every object file, graveyard entries included under their ``.gc-`` name."""
+    def iterate(self) -> Iterator[os.DirEntry[str]]:
+        """Every entry of ``objects/`` (named by its digest), graveyard entries (``.gc-<digest>``) included."""
         try:
-            entries = list(os.scandir(self.objects_dir))
+            yield from list(os.scandir(self.objects_dir))
         except FileNotFoundError:
             return
-        for entry in entries:
-            yield entry.name, entry
 
     def delete(self, digests: Iterable[str], keep: Callable[[set[str]], set[str]]) -> dict[str, int]:
         """Remove objects; returns {digest: allocated bytes} of what went.
@@ -172,10 +164,10 @@ class ObjectDB:
     def restore_or_drop_graveyard(self, referenced: Callable[[str], bool]) -> int:
         """Finish removals a crash interrupted: put back what is referenced, delete the rest."""
         removed = 0
-        for name, entry in self.iterate():
-            if not name.startswith(GC_PREFIX):
+        for entry in self.iterate():
+            if not entry.name.startswith(GC_PREFIX):
                 continue
-            digest = name[len(GC_PREFIX):]
+            digest = entry.name.removeprefix(GC_PREFIX)
             try:
                 if referenced(digest):
                     os.replace(entry.path, self._prefix + digest)

@@ -1,11 +1,6 @@
-"""Purge and run deletion, ordered so that a purged snapshot can never be read back again.
-
-One ``synchronous=FULL`` catalog transaction records the purge (``purges`` + ``purged`` rows, which
-readback checks on every read, whatever stale reference a reader holds) and marks the covered
-items ``evicted`` with reason ``purged``; only after it commits are object bytes that no available
-item references deleted.  A crash after the commit leaves unreferenced bytes, which the next
-retention pass or reconciliation removes; nothing comes back.  Bytes still referenced by an item
-that was not purged stay.
+"""Purge and run deletion, ordered so that a purged snapshot can never be read back again: the purge is
+recorded and its items marked in one ``synchronous=FULL`` transaction, and only then do bytes no available
+item references go (docs/store.md, "Lifecycle of a snapshot"); and reconciliation after a crash.
 """
 
 from __future__ import annotations
@@ -34,7 +29,6 @@ class PurgeReport:
     items: int = 0
     deleted_objects: int = 0
     deleted_attempts: int = 0
-    targets: list[str] = field(default_factory=list)
 
 
 def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str | None = None,
@@ -89,7 +83,6 @@ def purge(store: ArtifactStore, *, attempt_ids: Iterable[str] = (), run_id: str 
     if changes:
         store.notify(StoreChange(tuple(changes)))
     report.deleted_objects = len(store.remove_objects(digests))
-    report.targets = sorted(attempts) + sorted(f"{a}/{i}" for a, i in inputs)
     return report
 
 
@@ -148,10 +141,11 @@ def reconcile_store(store: ArtifactStore, *, min_age_s: float = DEFAULT_RECONCIL
               "objects_removed": store.objects.restore_or_drop_graveyard(known.__contains__),
               "unreferenced_removed": len(freed)}
     stray = []
-    for name, entry in store.objects.iterate():
+    for entry in store.objects.iterate():
         try:
-            if name not in known and not name.startswith(".") and now - entry.stat(follow_symlinks=False).st_mtime >= min_age_s:
-                stray.append(name)
+            if entry.name not in known and not entry.name.startswith(".") \
+                    and now - entry.stat(follow_symlinks=False).st_mtime >= min_age_s:
+                stray.append(entry.name)
         except FileNotFoundError:
             continue
     gone = store.remove_objects(stray)

@@ -1,7 +1,6 @@
-"""Readback discipline: every read re-checks permission (``permission_denied``), retention
-(``not_found`` / ``retention_expired``), revocation (``source_unavailable``) and the digest
-(``integrity_mismatch``), in that order.  The access policy (``OTEL_INPUTS_ACCESS_POLICY``) and
-revocations are described in docs/store.md.
+"""Readback discipline: every read re-checks permission (``permission_denied``), retention (``not_found`` /
+``retention_expired``), revocation (``source_unavailable``) and the digest (``integrity_mismatch``), in that
+order; the access policy and revocations are described in docs/store.md, "Readback outcomes".
 """
 
 from __future__ import annotations
@@ -228,16 +227,10 @@ class EvidenceReader:
             return ReadResult(ReadbackOutcome.NOT_FOUND, "unknown input id")
         try:
             check_retained(item)
+            if RevocationList.load(self.store, self._revocations_path).match(item) is not None:
+                return ReadResult(ReadbackOutcome.SOURCE_UNAVAILABLE, "the source of this input has been revoked")
+            return ReadResult(ReadbackOutcome.OK, "verified", self.store.read_item_bytes(item, max_bytes=max_bytes))
         except ReadbackError as exc:
             return _refused(exc)
-        try:
-            revocations = RevocationList.load(self.store, self._revocations_path)
-        except PolicyError as exc:
+        except PolicyError as exc:  # an unusable revocation list: nothing is vouched for
             return ReadResult(ReadbackOutcome.SOURCE_UNAVAILABLE, str(exc))
-        if revocations.match(item) is not None:
-            return ReadResult(ReadbackOutcome.SOURCE_UNAVAILABLE, "the source of this input has been revoked")
-        try:
-            snap = self.store.read_item_bytes(item, max_bytes=max_bytes)
-        except ReadbackError as exc:
-            return _refused(exc)
-        return ReadResult(ReadbackOutcome.OK, "verified", snap)

@@ -1,31 +1,27 @@
-"""Disk-budget retention: evict the oldest ended attempts' snapshot bytes until the limits hold
-(a store byte budget, a free-space floor, a per-run budget; docs/store.md, "Retention").  Marks go
-in small transactions, made durable before any byte they free is deleted.
+"""Disk-budget retention (docs/store.md, "Lifecycle of a snapshot"): evict the oldest ended attempts' bytes
+until the store budget, the free-space floor and the run budgets hold; marks are durable before bytes go.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
-import logging
 import os
 import re
 import shutil
 import socket
-import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from otel_inputs import names
 from otel_inputs.store._catalog import Role, item_changes
 from otel_inputs.store._changes import ItemChange, StoreChange
 from otel_inputs.store._store import ArtifactStore
-
-_log = logging.getLogger(__name__)
 
 GC_LOCK = "gc.lock"
 EVICTION_REASON = "disk_budget"
@@ -34,12 +30,10 @@ CHUNK_PAUSE_S = 0.001  # agents poll the lock every 0.2 ms (_catalog.AGENT_POLL_
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 
 
-def parse_size(text: str | int | None) -> int | None:
+def parse_size(text: str | None) -> int | None:
     """``"512M"`` → 536870912; ``None``/empty → ``None``; a clear ``ValueError`` otherwise."""
-    if text is None or text == "":
+    if not text:
         return None
-    if isinstance(text, int):
-        return text
     m = _SIZE.match(text)
     if not m:
         raise ValueError(f"not a size: {text!r} (use bytes or a K/M/G/T suffix)")
@@ -78,7 +72,6 @@ class GcReport:
     total_bytes_after: int = 0
     protected_bytes: int = 0
     over_budget_after: bool = False
-    reasons: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -189,77 +182,60 @@ def _candidates(con, protected: set[str], run: str | None = None) -> Iterator[tu
            "ON i.attempt_id = a.attempt_id AND i.artifact_status = 'available' LEFT JOIN objects o ON o.sha256 = i.sha256 "
            + ("WHERE coalesce(a.run_id, '') = ? " if run is not None else "")
            + "ORDER BY a.committed_at_ns, a.attempt_id")
-    current: tuple[str, int] | None = None
-    digests: list[tuple[str, int, int]] = []
-    for aid, committed, digest, refs, size in con.execute(sql, [run] if run is not None else []):
-        if current is not None and aid != current[0]:
-            if current[0] not in protected:
-                yield current[0], current[1], digests
-            digests = []
-        current = (aid, committed)
-        digests.append((digest, refs, size))
-    if current is not None and current[0] not in protected:
-        yield current[0], current[1], digests
+    for (aid, committed), rows in groupby(con.execute(sql, [run] if run is not None else []), itemgetter(0, 1)):
+        if aid not in protected:
+            yield aid, committed, [(digest, refs, size) for _, _, digest, refs, size in rows]
 
 
 def apply_retention(store: ArtifactStore, policy: RetentionPolicy, *, free_bytes: Callable[[str], int] | None = None,
                     now: float | None = None, progress: Callable[[int], None] | None = None) -> GcReport:
     """Evict oldest ended attempts' snapshots until every limit holds (or only protected bytes remain).
-
-    Crash-safe ordering: items are marked evicted and the marks made durable before any byte is
-    deleted, so a crash leaves at worst unreferenced bytes (removed later), never a record that
-    claims bytes that are gone.
-    """
+    The marks are durable before any byte is deleted: a crash leaves at worst unreferenced bytes, never
+    a record that claims bytes that are gone."""
+    measure_free = free_bytes or (lambda p: shutil.disk_usage(p).free)
     with _gc_lock(store):
-        return _apply(store, policy, free_bytes or (lambda p: shutil.disk_usage(p).free), progress)
+        report = GcReport()
+        usage = store_usage(store, per_run=policy.run_budget_bytes is not None)
+        total = usage.total_bytes
+        free_at_start = measure_free(str(store.root)) if policy.min_free_bytes is not None else None
 
+        def over(freed: int) -> bool:
+            if policy.budget_bytes is not None and total - freed > policy.budget_bytes:
+                return True
+            return free_at_start is not None and free_at_start + freed < policy.min_free_bytes
 
-def _apply(store: ArtifactStore, policy: RetentionPolicy, measure_free: Callable[[str], int],
-           progress: Callable[[int], None] | None) -> GcReport:
-    report = GcReport()
-    usage = store_usage(store, per_run=policy.run_budget_bytes is not None)
-    total = usage.total_bytes
-    free_at_start = measure_free(str(store.root)) if policy.min_free_bytes is not None else None
-
-    def over(freed: int) -> bool:
-        if policy.budget_bytes is not None and total - freed > policy.budget_bytes:
-            return True
-        return free_at_start is not None and free_at_start + freed < policy.min_free_bytes
-
-    plan, planned = _Plan(), 0
-    if usage.per_run or over(0):
+        plan, planned = _Plan(), 0
+        if usage.per_run or over(0):
+            with store.catalog.read() as con:
+                for run, used in sorted((usage.per_run or {}).items()):
+                    cap = policy.run_budget_bytes
+                    if cap is None or used <= cap:
+                        continue
+                    for aid, committed, digests in _candidates(con, usage.protected, run):
+                        if used <= cap:
+                            break
+                        if aid not in plan.chosen:
+                            freed = plan.take(aid, committed, digests)
+                            used, planned = used - freed, planned + freed
+                if over(planned):
+                    for aid, committed, digests in _candidates(con, usage.protected):
+                        if not over(planned):
+                            break
+                        if aid not in plan.chosen:
+                            planned += plan.take(aid, committed, digests)
+        if plan.victims:
+            _mark(store, plan.victims, report, progress)
+            if report.evicted_attempts:
+                deleted = store.remove_objects(plan.last_refs)
+                report.deleted_objects, report.freed_bytes = len(deleted), sum(deleted.values())
+                total -= report.freed_bytes
+        report.total_bytes_after = total
         with store.catalog.read() as con:
-            for run, used in sorted((usage.per_run or {}).items()):
-                cap = policy.run_budget_bytes
-                if cap is None or used <= cap:
-                    continue
-                report.reasons.append(f"run {run!r} over its budget ({used} > {cap})")
-                for aid, committed, digests in _candidates(con, usage.protected, run):
-                    if used <= cap:
-                        break
-                    if aid not in plan.chosen:
-                        freed = plan.take(aid, committed, digests)
-                        used, planned = used - freed, planned + freed
-            if over(planned):
-                report.reasons.append("store over its budget or under its free-space floor")
-                for aid, committed, digests in _candidates(con, usage.protected):
-                    if not over(planned):
-                        break
-                    if aid not in plan.chosen:
-                        planned += plan.take(aid, committed, digests)
-    if plan.victims:
-        _mark(store, plan.victims, report, progress)
-        if report.evicted_attempts:
-            deleted = store.remove_objects(plan.last_refs)
-            report.deleted_objects, report.freed_bytes = len(deleted), sum(deleted.values())
-            total -= report.freed_bytes
-    report.total_bytes_after = total
-    with store.catalog.read() as con:
-        report.protected_bytes = _bytes_of(con, usage.protected) + usage.staging_bytes
-    if policy.min_free_bytes is not None:
-        free_at_start = measure_free(str(store.root))
-    report.over_budget_after = over(0)
-    return report
+            report.protected_bytes = _bytes_of(con, usage.protected) + usage.staging_bytes
+        if policy.min_free_bytes is not None:
+            free_at_start = measure_free(str(store.root))
+        report.over_budget_after = over(0)
+        return report
 
 
 def _mark(store: ArtifactStore, victims: list[tuple[str, int]], report: GcReport,
@@ -313,118 +289,3 @@ def store_status(store: ArtifactStore, policy: RetentionPolicy) -> dict[str, Any
         "free_bytes": shutil.disk_usage(store.root).free,
         "runs": {run or "(no run)": used for run, used in sorted((usage.per_run or {}).items())},
     }
-
-
-class RetentionGate:
-    """Keeps an observer's captures inside the limits without making the agent wait on storage.
-
-    :meth:`remaining` answers from the last usage scan plus what this process committed since;
-    scans and retention passes run on background threads, one at a time.  Only the first call waits
-    for the first scan, at most ``first_wait_s``; until then byte budgets are unknown and only the
-    free-space floor (one statvfs) applies.
-    """
-
-    def __init__(self, store: ArtifactStore, policy: RetentionPolicy, *, refresh_s: float = 5.0,
-                 free_bytes: Callable[[str], int] | None = None, first_wait_s: float = 0.5) -> None:
-        self.store = store
-        self.policy = policy
-        self.refresh_s = refresh_s
-        self.first_wait_s = first_wait_s
-        self._free = free_bytes or (lambda p: shutil.disk_usage(p).free)
-        self._lock = threading.Lock()
-        self._scan_lock = threading.Lock()
-        self._scanned = threading.Event()
-        self._known = False
-        self._total = 0
-        self._per_run: dict[str, int] = {}
-        self._scanned_at = 0.0
-        self._added: dict[str | None, int] = defaultdict(int)
-        self._scan_thread: threading.Thread | None = None
-        self._gc_thread: threading.Thread | None = None
-        self.last_report: GcReport | None = None
-
-    def start(self) -> None:
-        """Begin the first scan in the background (an observer calls this when it opens the store)."""
-        if self.policy.active:
-            self._scan_in_background()
-
-    def _scan_in_background(self) -> None:
-        self._start("_scan_thread", self._scan, "otel-inputs-retention-scan")
-
-    def _start(self, attr: str, target: Callable[[], None], name: str) -> None:
-        with self._lock:
-            if getattr(self, attr) is None or not getattr(self, attr).is_alive():
-                setattr(self, attr, threading.Thread(target=target, name=name, daemon=True))
-                getattr(self, attr).start()
-
-    def _scan(self) -> None:
-        with self._scan_lock:  # one scan at a time: each settles the commits counted before it began
-            try:
-                with self._lock:
-                    added_before = dict(self._added)
-                usage = store_usage(self.store, per_run=self.policy.run_budget_bytes is not None)
-                with self._lock:
-                    self._known, self._total, self._per_run = True, usage.total_bytes, usage.per_run or {}
-                    self._scanned_at = time.monotonic()
-                    for run, n in added_before.items():  # now in the scan; later commits stay counted
-                        left = self._added.get(run, 0) - n
-                        if left > 0:
-                            self._added[run] = left
-                        else:
-                            self._added.pop(run, None)
-            except Exception as exc:  # noqa: BLE001 - retention must never take the agent down
-                _log.warning("otel_inputs: store scan for retention failed: %s", exc)
-            finally:
-                self._scanned.set()
-
-    def remaining(self, run_id: str | None) -> int | None:
-        if not self.policy.active:
-            return None
-        if not self._scanned.is_set():
-            self._scan_in_background()
-            self._scanned.wait(self.first_wait_s)
-        with self._lock:
-            known = self._known
-            stale = known and time.monotonic() - self._scanned_at > self.refresh_s
-            total = self._total + sum(self._added.values())
-            run_total = self._per_run.get(run_id or "", 0) + self._added.get(run_id, 0)
-        if stale:
-            self._scan_in_background()
-        limits: list[int] = []
-        if known and self.policy.budget_bytes is not None:
-            limits.append(self.policy.budget_bytes - total)
-        if known and self.policy.run_budget_bytes is not None and run_id is not None:
-            limits.append(self.policy.run_budget_bytes - run_total)
-        if self.policy.min_free_bytes is not None:
-            try:
-                limits.append(self._free(str(self.store.root)) - self.policy.min_free_bytes)
-            except OSError:
-                limits.append(0)
-        left = max(0, min(limits)) if limits else None
-        if left is not None and left <= 0:
-            self.collect_in_background()
-        return left
-
-    def committed(self, run_id: str | None, nbytes: int) -> None:
-        """Account bytes just committed; start retention in the background if a limit is crossed."""
-        if not self.policy.active:
-            return
-        with self._lock:
-            self._added[run_id] += nbytes
-        if self.remaining(run_id) == 0:
-            self.collect_in_background()
-
-    def collect_in_background(self) -> None:
-        self._start("_gc_thread", self._collect, "otel-inputs-retention")
-
-    def _collect(self) -> None:
-        try:
-            self.last_report = apply_retention(self.store, self.policy, free_bytes=self._free)
-        except Exception:  # noqa: BLE001 - retention must never take the agent down
-            return
-        self._scan()  # already off the agent's thread: the next capture sees what the pass freed
-
-    def wait(self, timeout: float | None = None) -> None:
-        for t in (self._gc_thread, self._scan_thread):
-            if t is not None:
-                t.join(timeout)

@@ -1,6 +1,5 @@
-"""The artifact store: snapshot bytes as content-addressed files (``objects/``, staged in
-``staging/``) plus the SQLite catalog (``catalog.db``) that says what they are; docs/store.md has
-the layout.  Readback is only by (attempt id, input id), re-hashed against the recorded digest.
+"""The artifact store (docs/store.md): snapshot bytes as content-addressed objects plus the SQLite catalog
+that says what they are; readback is only by (attempt id, input id), re-hashed against the recorded digest.
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
-from otel_inputs.store._catalog import AttemptRecord, CatalogItem, Catalog, Role, chores
+from otel_inputs.store._catalog import AttemptRecord, CatalogItem, Catalog, Role, chores, kept
 from otel_inputs.store._changes import ItemChange, StoreChange, StoreListener, notify
 from otel_inputs.store._errors import ReadbackError, StoreCleanupError, StoreError, StoreWriteError
 from otel_inputs.store._objects import HEX64, IncompleteWrite, ObjectDB, write_all
@@ -26,11 +25,6 @@ from otel_inputs.types import ArtifactStatus, ItemState, PartName, PartPersisten
 SNAPSHOT_REF_PREFIX = "sha256:"
 REMOVE_CHUNK = 250  # objects moved aside, re-checked under the catalog's write lock and deleted at a time
 _STATUSES = {s.value for s in ArtifactStatus}
-
-
-def attempt_key(attempt_id: str) -> str:
-    """A fixed-width name for an attempt id (no caller-supplied id ever becomes a path)."""
-    return hashlib.sha256(attempt_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def snapshot_ref_for(sha256: str) -> str:
@@ -52,7 +46,6 @@ class VerifiedSnapshot:
     input_id: str
     data: bytes
     sha256: str
-    item: CatalogItem | None = None
 
 
 class StagingFile:
@@ -81,9 +74,8 @@ class StagingFile:
 class AttemptStaging:
     """One attempt's staging directory (created on first use); bytes land here before commit."""
 
-    def __init__(self, store: ArtifactStore, attempt_id: str, path: Path) -> None:
+    def __init__(self, store: ArtifactStore, path: Path) -> None:
         self.store = store
-        self.attempt_id = attempt_id
         self.path = path
         # digest -> (temp file, its expected size); None: already stored, only its age is refreshed
         self._blobs: dict[str, tuple[Path, int] | None] = {}
@@ -103,9 +95,6 @@ class AttemptStaging:
             return tmp, StagingFile(open(tmp, "xb", buffering=0))
         except OSError as exc:
             raise StoreWriteError(f"cannot write capture staging: {exc.strerror or exc}") from exc
-
-    def has_object(self, digest: str) -> bool:
-        return digest in self._blobs or self.store.has_object(digest)
 
     def put_bytes(self, data: bytes) -> StagedBlob:
         """Stage held bytes (a resolved prompt, an envelope); bytes already stored cost a stat."""
@@ -141,11 +130,8 @@ class AttemptStaging:
         tmp.unlink(missing_ok=True)
 
     def commit(self, record: AttemptRecord) -> None:
-        """Install staged bytes as objects, then record the attempt in the catalog, then clean up.
-
-        Objects go first so a committed record never names bytes that are not there; the catalog
-        transaction re-checks every claimed object (see :meth:`Catalog.commit_attempt`).
-        """
+        """Install staged bytes as objects first, so a committed record never names bytes that are not there,
+        then record the attempt (:meth:`Catalog.commit_attempt` re-checks each claimed object), then clean up."""
         if self._closed:
             raise StoreError("staging already closed")
         objects = self.store.objects
@@ -189,18 +175,12 @@ class AttemptStaging:
             raise StoreCleanupError(str(self.path), exc) from exc
 
 
-# Called with every store opened in this process: the public face registers the bucket's here, so
-# the core never imports it (docs/architecture.md, "Parts").
-_on_open: list[Callable[[ArtifactStore], None]] = []
-
-
-def on_open(hook: Callable[[ArtifactStore], None]) -> Callable[[ArtifactStore], None]:
-    _on_open.append(hook)
-    return hook
-
-
 class ArtifactStore:
     """A local directory holding snapshot bytes and the catalog that says what they are."""
+
+    # Called with every store opened in this process: the public face registers the bucket's here, so
+    # the core never imports it (docs/architecture.md, "Parts").
+    on_open: ClassVar[list[Callable[[ArtifactStore], None]]] = []
 
     def __init__(self, root: str | os.PathLike[str], *, create: bool = True, objects_url: str | None = None,
                  objects_options: dict | None = None) -> None:
@@ -217,7 +197,7 @@ class ArtifactStore:
         self.listeners: list[StoreListener] = []
         # where bytes whose local copy is gone may still be read (unverified: the caller re-hashes them)
         self.read_elsewhere: Callable[[ArtifactStore, str, int | None], bytes | None] | None = None
-        for hook in _on_open:
+        for hook in self.on_open:
             hook(self)
 
     def notify(self, change: StoreChange) -> None:
@@ -234,8 +214,8 @@ class ArtifactStore:
         if not os.path.isdir(self.staging_dir):
             # No path in the message: it can end up in span attributes that leave the machine.
             raise StoreWriteError("artifact store is not usable (its staging directory is missing)")
-        key = attempt_key(attempt_id)
-        return AttemptStaging(self, attempt_id, self.staging_dir / f"{key[:32]}.{os.getpid()}.{secrets.token_hex(4)}")
+        key = hashlib.sha256(attempt_id.encode("utf-8", "surrogatepass")).hexdigest()  # no caller's id becomes a path
+        return AttemptStaging(self, self.staging_dir / f"{key[:32]}.{os.getpid()}.{secrets.token_hex(4)}")
 
     def mark_terminal_later(self, attempt_id: str) -> None:
         """The attempt has ended (recorded off the caller's thread, see :class:`_catalog._Chores`)."""
@@ -306,7 +286,7 @@ class ArtifactStore:
             raise ReadbackError(ReadbackOutcome.TOO_LARGE, f"snapshot is over the {max_bytes} byte limit")
         if hashlib.sha256(data).hexdigest() != digest or (size is not None and size != len(data)):
             raise ReadbackError(ReadbackOutcome.INTEGRITY_MISMATCH, "snapshot bytes do not match the recorded SHA-256")
-        return VerifiedSnapshot(item.attempt_id, item.input_id, data, digest, item)
+        return VerifiedSnapshot(item.attempt_id, item.input_id, data, digest)
 
     # -- exchange parts (otel_inputs._parts): receipts are catalog rows, bytes are objects -------------
     def put_part(self, receipt: Mapping[str, Any] | Callable[[], Mapping[str, Any]], data: bytes | None) -> None:
@@ -388,16 +368,14 @@ class ArtifactStore:
 
     # -- housekeeping ------------------------------------------------------------------------
     def remove_objects(self, digests: Iterable[str]) -> dict[str, int]:
-        """Delete objects no available item (or kept part) names; {digest: allocated bytes} of what went.
-
-        The bytes are moved aside first, then, under the catalog's write lock (so no capture commits
-        in between), the ones still unreferenced lose their ``objects`` row and the rest go back.
-        """
+        """Delete objects no available item (or kept part) names, re-checked under the catalog's write lock
+        once moved aside (:meth:`ObjectDB.delete`); {digest: allocated bytes} of what went."""
         def keep(moved: set[str]) -> set[str]:
             # Not fsynced: a row a power cut brings back for deleted bytes only inflates the totals
             # until reconciliation drops it; it never makes bytes readable.
             with self.catalog.write(Role.MAINT, durable=False) as con:
-                refs = _referenced(con, moved)
+                refs = {r[0] for r in con.execute(f"SELECT j.value FROM json_each(?) j WHERE {kept('j.value')}",
+                                                  [json.dumps(sorted(moved))])}
                 con.executemany("DELETE FROM objects WHERE sha256 = ?", [(d,) for d in moved - refs])
             return refs
 
@@ -407,15 +385,6 @@ class ArtifactStore:
             gone.update(self.objects.delete(listed[k:k + REMOVE_CHUNK], keep))
         self.notify(StoreChange(freed_objects=tuple(gone), removal=True))  # copies elsewhere follow the same rule
         return gone
-
-
-def _referenced(con, digests: set[str]) -> set[str]:
-    """Which of ``digests`` (at most a few hundred) an available item or a kept part still names."""
-    marks = ", ".join("?" * len(digests))
-    return {r[0] for r in con.execute(
-        f"SELECT sha256 FROM items WHERE artifact_status = 'available' AND sha256 IN ({marks}) UNION "
-        f"SELECT sha256 FROM parts k WHERE sha256 IN ({marks}) AND NOT EXISTS (SELECT 1 FROM purged u "
-        "WHERE u.attempt_id = k.attempt_id AND u.input_id = '')", [*digests, *digests])}
 
 
 def _part_name(part_name: PartName | str) -> str:

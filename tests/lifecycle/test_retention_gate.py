@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import otel_inputs.store._retention as retention
+import otel_inputs._retention_gate as retention
 from otel_inputs import ArtifactStore, RetentionPolicy, resolve_request
-from otel_inputs.store import RetentionGate
+from otel_inputs._retention_gate import RetentionGate
 from otel_inputs.testing import RecordingHarness
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from otel_inputs._capture import capture_attempt_inputs
 from otel_inputs.store import (
     ArtifactStore,
-    ItemState,
     RetentionPolicy,
     StoreChange,
     apply_retention,
@@ -18,7 +17,7 @@ from otel_inputs.store import (
     purge,
     revoke_source,
 )
-from otel_inputs.types import CaptureDecision
+from otel_inputs.types import CaptureDecision, ItemState
 from otel_inputs._policy import AdmissionDecision
 
 ADMIT = AdmissionDecision(CaptureDecision.ADMITTED)
