@@ -19,13 +19,13 @@ from otel_inputs.exporter._writer import DuckDBWriter, WriteOutcome
 
 __all__ = [
     "ATTEMPT_TABLE_COLUMNS",
-    "MIGRATIONS",
-    "SCHEMA_VERSION",
     "DuckDBLogExporter",
     "DuckDBSpanExporter",
     "DuckDBWriter",
     "LockTimeout",
+    "MIGRATIONS",
     "OTLPSink",
+    "SCHEMA_VERSION",
     "SchemaError",
     "SinkConfig",
     "TIMESTAMP_COLUMNS",

@@ -178,7 +178,7 @@ _LogExporterBase: Any = getattr(_sdk_logs_export, "LogRecordExporter", None) or 
 _LogResult: Any = getattr(_sdk_logs_export, "LogRecordExportResult", None) or _sdk_logs_export.LogExportResult
 
 
-class DuckDBLogExporter(OwnedWriter, _LogExporterBase):  # type: ignore[misc]
+class DuckDBLogExporter(OwnedWriter, _LogExporterBase):
     """Lands the SDK's log records in ``otel_logs`` (``OTEL_LOGS_EXPORTER=duckdb``, ``OTEL_INPUTS_DB``).
 
     Records are encoded with the stock OTLP encoder and converted exactly as the sink converts a

@@ -79,8 +79,10 @@ def _settle_one(a: Mapping[str, Any], by_span: Mapping[tuple[str, str], list[Log
     """The attempt's new log_* values, or None when nothing was and nothing is recorded."""
     found: tuple[str, Messages] | None = None
     for span_id in (a["span_id"], a.get("step_messages_span_id")):
+        if not span_id:
+            continue
         records = [r for r in by_span.get((a["trace_id"], span_id), ()) if a["started_at"] <= r.time_ns <= a["ended_at"]]
-        got = log_messages(records) if span_id and records else None
+        got = log_messages(records) if records else None
         if got is not None:
             found = (span_id, got)
             break

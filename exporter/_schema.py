@@ -156,12 +156,12 @@ _VERSION_TABLE = "otel_inputs_schema"
 
 def current_version(con: duckdb.DuckDBPyConnection) -> int:
     """The highest applied migration, 0 for an empty database."""
-    exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [_VERSION_TABLE]
-    ).fetchone()[0]
-    if not exists:
+    row = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [_VERSION_TABLE]).fetchone()
+    assert row is not None  # an aggregate without GROUP BY returns one row
+    if not row[0]:
         return 0
     row = con.execute(f"SELECT max(version) FROM {_VERSION_TABLE}").fetchone()
+    assert row is not None
     return int(row[0] or 0)
 
 

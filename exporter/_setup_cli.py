@@ -146,7 +146,7 @@ def _json_setup(path: Path, plan: Plan, changes: Mapping[str, Any], merge_key: s
     file, keeping every previous value in the sidecar for --undo (a second setup keeps the first's)."""
     settings = _read_json(path)
     sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
-    saved = _read_json(sidecar) if sidecar.exists() else {"created": not path.exists(), "previous": {}}
+    saved: dict[str, Any] = _read_json(sidecar) if sidecar.exists() else {"created": not path.exists(), "previous": {}}
     target = settings.setdefault(merge_key, {}) if merge_key else settings
     if not isinstance(target, dict):
         raise SetupError(f"{path}: \"{merge_key}\" is not an object; set up by hand (docs/coding-agents.md)")

@@ -48,8 +48,8 @@ def _open_store(store: Path | None) -> ArtifactStore:
     root = store or (Path(os.environ[names.ENV_STORE]) if os.environ.get(names.ENV_STORE) else None)
     if root is None:
         raise click.UsageError(f"give --store DIR or set {names.ENV_STORE}")
-    store = ArtifactStore(root, create=False)
-    if not store.holds_records() and not store.objects_dir.is_dir():
+    existing = ArtifactStore(root, create=False)
+    if not existing.holds_records() and not existing.objects_dir.is_dir():
         raise click.ClickException(f"{root} is not an otel-inputs artifact store (no catalog)")
     return ArtifactStore(root)
 
@@ -63,7 +63,8 @@ def _land(db: Path | None, store: ArtifactStore, attempt_ids: list[str] | None =
     if attempt_ids is not None:
         wanted = set(attempt_ids)
         records = [r for r in records if r.attempt_id in wanted]
-    outcome = DuckDBWriter(db, source_prefix="store-cli").land_artifacts(records)
+    writer = DuckDBWriter(db, source_prefix="store-cli")
+    outcome = writer.land_artifacts(records)  # type: ignore[arg-type]  # _writer's annotation (see _exporter.py)
     if outcome.spilled or outcome.dropped:
         _console.print(f"[yellow]DuckDB busy: artifact status spooled for later ({db})[/yellow]")
 
@@ -72,7 +73,8 @@ class _Checked:
     """A log exporter that remembers whether any export failed (the SDK's processors only log it)."""
 
     def __init__(self, exporter: Any) -> None:
-        self.exporter, self.failed = exporter, None
+        self.exporter = exporter
+        self.failed: str | None = None
 
     def export(self, batch: Any) -> Any:
         result = self.exporter.export(batch)
@@ -99,15 +101,18 @@ def _facts_provider() -> tuple[Any, _Checked] | None:
     from opentelemetry.sdk.resources import Resource
 
     protocol = env.get("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
+    exporter_type: type[Any]  # the gRPC or the HTTP OTLPLogExporter
     try:
         if protocol == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+            from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GRPCLogExporter
+            exporter_type = GRPCLogExporter
         else:
-            from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+            from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HTTPLogExporter
+            exporter_type = HTTPLogExporter
     except ImportError as exc:
         raise click.ClickException("an OTLP endpoint is configured but its exporter is not installed "
                                    f"(pip install opentelemetry-exporter-otlp): {exc}") from exc
-    checked = _Checked(OTLPLogExporter())
+    checked = _Checked(exporter_type())
     provider = LoggerProvider(resource=Resource.create())
     provider.add_log_record_processor(SimpleLogRecordProcessor(checked))  # type: ignore[arg-type]
     return provider, checked
@@ -290,15 +295,17 @@ def verify_cmd(store: Path | None) -> None:
     missing = sorted(d for d in referenced if d not in present)
     # A referenced object whose local copy is gone may still be in the bucket: re-hash that copy.
     link = bucket_of(s)
-    in_bucket = [] if link is None else [d for d, where in link.placements(missing).items() if where.in_bucket]
-    for d in in_bucket:
-        try:
-            data = link.read(d, None)
-        except ReadbackError as exc:
-            mismatched.append(f"{d}: bucket copy unreadable ({exc})")
-            continue
-        if data is None or hashlib.sha256(data).hexdigest() != d:
-            mismatched.append(f"{d}: bucket copy does not match its name")
+    in_bucket: list[str] = []
+    if link is not None:
+        in_bucket = [d for d, where in link.placements(missing).items() if where.in_bucket]
+        for d in in_bucket:
+            try:
+                data = link.read(d, None)
+            except ReadbackError as exc:
+                mismatched.append(f"{d}: bucket copy unreadable ({exc})")
+                continue
+            if data is None or hashlib.sha256(data).hexdigest() != d:
+                mismatched.append(f"{d}: bucket copy does not match its name")
     missing = [d for d in missing if d not in in_bucket]
     click.echo(f"objects: {len(objects)}, referenced: {len(referenced)}, mismatched: {len(mismatched)}, "
                f"missing: {len(missing)}, in the bucket only: {len(in_bucket)}, orphans: {len(orphans)}, "

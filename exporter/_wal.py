@@ -95,6 +95,7 @@ class WriteAheadLog:
         self._closed_segments: list[tuple[Path, int]] = []  # (path, last seq), oldest first
         self._owner_fd: int | None = None
         self._failed: OSError | None = None  # a failed fsync: the current fd's unsynced tail is suspect
+        self._last_failure: OSError | None = None  # the last failed fsync, for the refusal's words
         self._voided: list[tuple[int, int]] = []  # seq ranges cut off after a failed fsync: never landed
         self.syncs = 0  # fsyncs of appended records (fewer than appends when requests share them)
 
@@ -231,7 +232,7 @@ class WriteAheadLog:
 
     @property
     def _failed_text(self) -> str:
-        exc = self._failed or getattr(self, "_last_failure", None)
+        exc = self._failed or self._last_failure
         return f"{exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
 
     def _recover(self) -> None:

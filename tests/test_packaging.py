@@ -46,6 +46,21 @@ def _modules() -> dict[str, Path]:
     return files
 
 
+def test_every_public_module_lists_its_names_in_sorted_order() -> None:
+    """A public module's ``__all__`` (no part of its name private) is in sorted() order, so each name has one
+    place and a list a reader scans is in the order they expect."""
+    unsorted = []
+    for name, path in sorted(_modules().items()):
+        if any(part.startswith("_") for part in name.split(".")):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+                names = list(ast.literal_eval(node.value))
+                if names != sorted(names):
+                    unsorted.append(name)
+    assert unsorted == []
+
+
 def _imports(source: str) -> set[str]:
     """Every module ``source`` imports anywhere: at the top, inside functions and under ``TYPE_CHECKING``
     (a loop through any of them still ties the modules together); ``from pkg import name`` counts as

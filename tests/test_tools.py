@@ -4,6 +4,7 @@ here with their settings from pyproject.toml, so `make test` and CI fail on any 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,10 +25,14 @@ def _run(tool: str, *args: str, cwd: Path = ROOT, env: dict[str, str] | None = N
     return subprocess.run([str(exe), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
+def _package_dir() -> dict[str, str]:
+    return tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["setuptools"]["package-dir"]
+
+
 def _installed_layout(into: Path) -> Path:
     """A tree of links laid out as the package installs: each folder of pyproject's package-dir (exporter/,
-    viewer/) appears inside otel_inputs/, where import-linter looks for otel_inputs.exporter and .viewer."""
-    package_dir = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["setuptools"]["package-dir"]
+    viewer/) appears inside otel_inputs/, where import-linter and mypy look for otel_inputs.exporter and .viewer."""
+    package_dir = _package_dir()
     top = into / "otel_inputs"
     top.mkdir(parents=True)
     for entry in (ROOT / package_dir["otel_inputs"]).iterdir():
@@ -50,10 +55,85 @@ def test_ruff_finds_nothing() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_mypy_finds_nothing() -> None:
-    """mypy finds nothing in otel_inputs/: strict on the public faces and the capture behind them, defaults elsewhere."""
-    out = _run("mypy")
-    assert out.returncode == 0, out.stdout + out.stderr
+def _mypy(tree: Path, *args: str, cache: str = ".mypy_cache") -> subprocess.CompletedProcess[str]:
+    """mypy with pyproject's settings on the installed layout.  Its `files` (otel_inputs) is relative to the working
+    directory, here the tree's otel_inputs/ with exporter/ and viewer/ inside, so every module has the name it has
+    installed (otel_inputs.viewer._draw) and pyproject's per-module settings match it.  The cache stays in the
+    checkout (ignored by git), so a run checks again only what changed; one cache per test, as two tests may run
+    at once."""
+    return _run("mypy", "--config-file", str(PYPROJECT), "--cache-dir", str(ROOT / cache), *args, cwd=tree)
+
+
+def _as_checked_out(report: str) -> str:
+    """mypy names each file by its path in the tree, which is its installed path (otel_inputs/viewer/_draw.py):
+    the path of a mapped folder's file becomes its path in the checkout (viewer/_draw.py) by pyproject's
+    package-dir, so a finding reads as the file to open."""
+    for package, folder in _package_dir().items():
+        installed = package.replace(".", "/")
+        if installed != folder:
+            report = re.sub(rf"^{re.escape(installed)}/", f"{folder}/", report, flags=re.MULTILINE)
+    return report
+
+
+def _python_files(*folders: str) -> list[Path]:
+    return [p for f in folders for p in (ROOT / f).rglob("*.py") if "__pycache__" not in p.parts]
+
+
+def test_mypy_finds_nothing(tmp_path: Path) -> None:
+    """mypy finds nothing in the agent API, the exporter and the viewer, each checked as installed: strict on the
+    public faces and the capture behind them, defaults elsewhere (pyproject.toml, [tool.mypy])."""
+    out = _mypy(_installed_layout(tmp_path))
+    assert out.returncode == 0, _as_checked_out(out.stdout + out.stderr)
+    # An override naming no module checked (one renamed or gone) is a note only (warn_unused_configs): fail on it here.
+    assert "unused section" not in out.stdout + out.stderr, out.stdout + out.stderr
+    # Every Python file of the three parts was checked (pyproject's `files` reaches the mapped folders).
+    checked = re.search(r"no issues found in (\d+) source files", out.stdout)
+    assert checked and int(checked[1]) == len(_python_files(*_package_dir().values())), out.stdout
+
+
+def test_mypy_sees_the_exporter_and_the_viewer_as_installed_and_their_faces_strictly(tmp_path: Path) -> None:
+    """A module planted in the tree that misuses an exporter and a viewer function is reported: mypy resolved
+    otel_inputs.exporter and otel_inputs.viewer to the folders.  An unannotated function added to each part's face
+    (in a shadow file mypy reads instead, so the checkout is not written) is reported: the faces are strict."""
+    tree = _installed_layout(tmp_path / "tree")
+    planted = tree / "otel_inputs" / "_planted.py"  # a real folder of links: files written here never reach the checkout
+    planted.write_text(
+        "from otel_inputs.exporter import check_version\n"
+        "from otel_inputs.viewer._format import count_text\n"
+        "check_version(None)\n"
+        "count_text('not a count')\n"
+    )
+    shadows: list[str] = []
+    faces = {f"{package.replace('.', '/')}/__init__.py" for package in _package_dir() if package != "otel_inputs"}
+    for face in faces:
+        shadow = tmp_path / face.replace("/", "-")
+        shadow.write_text((tree / face).read_text(encoding="utf-8") + "\n\ndef _unannotated(x):\n    return x\n")
+        shadows += ["--shadow-file", face, str(shadow)]
+    out = _mypy(tree, *shadows, cache=".mypy_cache/planted")
+    assert out.returncode == 1, out.stdout + out.stderr
+    findings = [line for line in out.stdout.splitlines() if ": error:" in line]
+    planted_findings = [line for line in findings if line.startswith("otel_inputs/_planted.py:")]
+    assert len(planted_findings) == 2, out.stdout
+    assert '"check_version" has incompatible type "None"' in planted_findings[0]
+    assert '"count_text" has incompatible type "str"' in planted_findings[1]
+    unannotated = {line.split(":")[0] for line in findings if line.endswith("[no-untyped-def]")}
+    assert unannotated == faces and len(findings) == 2 + len(faces), out.stdout
+
+
+def test_the_strict_mypy_override_names_every_public_module_of_the_exporter_and_the_viewer() -> None:
+    """The public faces of the exporter and the viewer (each module no part of whose name starts with an underscore)
+    are in the strict override, with the agent API's."""
+    overrides = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["mypy"]["overrides"]
+    [strict] = [o for o in overrides if o.get("disallow_untyped_defs")]
+    public: set[str] = set()
+    for package, folder in _package_dir().items():
+        if package == "otel_inputs":
+            continue
+        for path in _python_files(folder):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            if not any(part.startswith("_") for part in parts if part != "__init__"):
+                public.add(".".join([package, *(part for part in parts if part != "__init__")]))
+    assert public == {m for m in strict["module"] if m.startswith(("otel_inputs.exporter", "otel_inputs.viewer"))}
 
 
 def test_import_contracts_hold(tmp_path: Path) -> None:

@@ -43,11 +43,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from otel_inputs.exporter import ATTEMPT_TABLE_COLUMNS, TIMESTAMP_COLUMNS
 from otel_inputs.store import ReadResult
-from otel_inputs.types import PartName
+from otel_inputs.types import PartName, ReadbackOutcome
 from otel_inputs.viewer import _queries as q
 from otel_inputs.viewer._access import Access, Withheld, current_access, gate_row
 from otel_inputs.viewer._evidence import open_evidence, overlay_store
@@ -175,8 +175,8 @@ def collect(db_path: str | os.PathLike[str], store_root: str | os.PathLike[str] 
         if reason is None and ev.reader is not None and item.current_artifact_status == "available":
             result = ev.reader.read(access.viewer, attempt_id, item.input_id)
         else:  # withheld, not available, or no store: never read, listed with its status
-            outcome = "retention_expired" if item.current_artifact_status == "evicted" else (
-                ev.problem_outcome if ev.reader is None else "not_found")
+            outcome = ReadbackOutcome.RETENTION_EXPIRED if item.current_artifact_status == "evicted" else (
+                ReadbackOutcome(ev.problem_outcome) if ev.reader is None else ReadbackOutcome.NOT_FOUND)
             result = ReadResult(outcome, reason or ev.problem or (item.current_artifact_status or "not captured"))
         if result.ok and result.snapshot is not None and reason is None:
             name = f"snapshots/input-{int(item.seq):04d}.bin"
@@ -271,7 +271,7 @@ def safe_name(name: str) -> bool:
     return all(p not in (".", "..") for p in parts)
 
 
-def _digest(fh: BinaryIO, limit: int) -> tuple[str, int]:
+def _digest(fh: IO[bytes], limit: int) -> tuple[str, int]:
     h, n = hashlib.sha256(), 0
     while chunk := fh.read(1 << 20):
         n += len(chunk)
@@ -333,20 +333,20 @@ def verify_bundle(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise BundleInvalid(problems + [f"{MANIFEST} is not a bundle manifest: {exc}"]) from exc
     seen: set[str] = set()
     for entry in listed if isinstance(listed, list) else []:
-        name = entry.get("name") if isinstance(entry, dict) else None
-        if not isinstance(name, str) or not safe_name(name) or name == MANIFEST:
-            problems.append(f"the manifest lists an unsafe member name {name!r}")
+        member = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(member, str) or not safe_name(member) or member == MANIFEST:
+            problems.append(f"the manifest lists an unsafe member name {member!r}")
             continue
-        if name in seen:
-            problems.append(f"the manifest lists {name!r} more than once")
+        if member in seen:
+            problems.append(f"the manifest lists {member!r} more than once")
             continue
-        seen.add(name)
-        if name not in found:
-            problems.append(f"missing member {name!r} (listed in the manifest, absent from the archive)")
+        seen.add(member)
+        if member not in found:
+            problems.append(f"missing member {member!r} (listed in the manifest, absent from the archive)")
             continue
-        digest, size = found[name]
+        digest, size = found[member]
         if size != entry.get("size") or digest != entry.get("sha256"):
-            problems.append(f"tampered member {name!r}: size {size} / SHA-256 {digest} does not match the "
+            problems.append(f"tampered member {member!r}: size {size} / SHA-256 {digest} does not match the "
                             f"manifest's {entry.get('size')} / {entry.get('sha256')}")
     if not isinstance(listed, list):
         problems.append("the manifest's member list is not a list")

@@ -62,7 +62,7 @@ def timeline_data(rows: Sequence[AttemptListRow], retry_of: dict[str, str]) -> t
     return bars, links
 
 
-def timeline_chart(bars: list[dict[str, Any]], links: list[dict[str, Any]]) -> alt.LayerChart:
+def timeline_chart(bars: list[dict[str, Any]], links: list[dict[str, Any]]) -> alt.LayerChart | alt.FacetChart:
     lanes = [b["lane"] for b in sorted(bars, key=lambda b: b["order"])]
     y = alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=360, labelOverlap=False))
     color = alt.Color("send_kind:N", title="send kind",

@@ -143,7 +143,8 @@ def record_demo(out_dir: str | os.PathLike[str], *, latency_s: float = 0.15, ext
     provider = TracerProvider(resource=Resource.create({"service.name": "demo-agent"}))
     exporter = DuckDBSpanExporter(db_path, store=store_path, source="demo")
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    policy = CapturePolicy(message_content=True)
+    # Exact messages on the spans, as OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY says.
+    policy = CapturePolicy.from_env({names.ENV_GENAI_CAPTURE_CONTENT: "SPAN_ONLY"})
     retention = retention or RetentionPolicy()
     planner = AgentObserver(tracer_provider=provider, store=store, policy=policy, agent_name="planner",
                             provider_name="fake", request_model="fake-model-1", retention=retention)

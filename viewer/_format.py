@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from typing import Literal
 
 UNKNOWN = "unknown"
 NOT_RECORDED = "not recorded"
+# The colours of the viewer's badges (st.badge's color takes these among others).
+BadgeColor = Literal["green", "orange", "red", "gray"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:\"'$=])")
 

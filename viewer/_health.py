@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from otel_inputs.viewer._format import time_text
+from otel_inputs.viewer._format import BadgeColor, time_text
 from otel_inputs.viewer._records import HealthRow
 
 LOSS_METRICS = ("spans_dropped", "batches_failed", "spans_rejected", "spans_unconvertible", "spool_quarantined")
@@ -38,7 +38,7 @@ class HealthState(str, Enum):
     UNKNOWN = "unknown"
 
 
-BADGE = {
+BADGE: dict[HealthState, tuple[str, BadgeColor, str]] = {
     HealthState.OK: (":material/check_circle:", "green", "Exporter health: ok"),
     HealthState.UNMAPPED: (":material/help:", "orange", "Exporter health: records without attempts"),
     HealthState.SPILLED: (":material/schedule:", "orange", "Exporter health: spilled"),

@@ -47,6 +47,7 @@ from otel_inputs.viewer._changes import ChangesModel, compute_changes
 from otel_inputs.viewer._format import (
     NOT_RECORDED,
     UNKNOWN,
+    BadgeColor,
     count_text,
     duration_text,
     reason_text,
@@ -217,7 +218,7 @@ class MessagesSection:
     """Where the messages were taken from ("taken from the first model call", ...)."""
 
 
-COVERAGE_BADGES = {
+COVERAGE_BADGES: dict[str, tuple[str, str, BadgeColor]] = {
     Coverage.COMPLETE.value: ("Complete", ":material/check_circle:", "green"),
     Coverage.PARTIAL.value: ("Partial", ":material/warning:", "orange"),
     Coverage.NOT_RECORDED.value: ("Not recorded", ":material/help:", "gray"),
@@ -230,7 +231,7 @@ class HeaderModel:
 
     badge_word: str
     badge_icon: str
-    badge_color: str
+    badge_color: BadgeColor
     facts_line: str
     lineage: tuple[tuple[str, str], ...]
     """(link text, attempt id): the previous turn and the attempt this one retries."""
@@ -544,6 +545,8 @@ def _recorded_messages(bundle: AttemptBundle) -> tuple[AttemptRow, str | None]:
 
 def _task_section(bundle: AttemptBundle, ctx: PanelContext) -> TaskSection:
     a = bundle.attempt
+    notes: list[str]
+    provenance: list[tuple[str, str]]
     if a.is_legacy:
         shown, source = _recorded_messages(bundle)
         lt = legacy_task(shown, ctx.prior, bundle.recovery_prompts)
@@ -554,7 +557,7 @@ def _task_section(bundle: AttemptBundle, ctx: PanelContext) -> TaskSection:
         if lt.source_attempt_id:
             provenance.append(("Recovered from attempt", lt.source_attempt_id))
         return TaskSection(lt.text, lt.derived, tuple(notes), tuple(provenance))
-    provenance: list[tuple[str, str]] = []
+    provenance = []
     if a.task_source_kind == TaskSourceKind.PROMPT_FILE.value:
         provenance.append(("Source", "prompt file"))
         provenance.append(("Prompt file path", value_text(a.task_source_path)))
@@ -564,7 +567,7 @@ def _task_section(bundle: AttemptBundle, ctx: PanelContext) -> TaskSection:
         provenance.append(("Source", value_text(a.task_source_kind)))
     provenance.append(("Size", size_text(a.task_size_bytes)))
     provenance.append(("SHA-256", value_text(a.task_sha256, missing=UNKNOWN)))
-    notes: list[str] = []
+    notes = []
     if a.task_prompt is None and ctx.withheld.task:
         notes.append(ctx.withheld.task)
     elif a.task_prompt is None:

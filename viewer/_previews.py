@@ -175,11 +175,10 @@ def reencode_image(data: bytes) -> tuple[bytes, int, int, str]:
             probe.verify()
         with Image.open(io.BytesIO(data), formats=formats) as img:
             img.load()
-            if img.mode not in ("RGB", "RGBA", "L", "LA"):
-                img = img.convert("RGBA")
+            shown = img if img.mode in ("RGB", "RGBA", "L", "LA") else img.convert("RGBA")
             out = io.BytesIO()
-            img.save(out, format="PNG")
-            return out.getvalue(), img.width, img.height, media
+            shown.save(out, format="PNG")
+            return out.getvalue(), shown.width, shown.height, media
     except PreviewRefused:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:

@@ -470,7 +470,7 @@ def where_else(db: Backend, *, sha256: str | None = None, source_path: str | Non
     cols = "attempt_id, seq, label, source_path, sha256, input_id, attempt_started_at"
     if sha256 is not None:
         match, n_params = db.sha256_match(cols, "agent_attempt_inputs")
-        match_params = [sha256] * n_params
+        match_params: list[str | None] = [sha256] * n_params
     else:
         match, match_params = f"SELECT {cols} FROM agent_attempt_inputs WHERE source_path = ?", [source_path]
     hits = db.rows(
@@ -482,7 +482,7 @@ def where_else(db: Backend, *, sha256: str | None = None, source_path: str | Non
         return Elsewhere((), 0)
     ids = sorted({h[0] for h in hits})
     meta = {
-        r[0]: r[1:]
+        r[0]: (r[1], r[2], r[3])
         for r in db.rows(
             f"SELECT attempt_id, run_id, phase, epoch_ns(started_at) FROM agent_attempts WHERE {db.in_list('attempt_id')}",
             [ids])

@@ -51,8 +51,9 @@ def _gate_foreign(con: Backend, access: Access, rows: tuple[ElsewhereRow, ...]) 
     return gate_foreign_rows(con, rows, access)
 
 
-def _listing(con: Backend, what: str, **kw: str | None) -> ElsewhereList:
-    found = where_else(con, **kw)
+def _listing(con: Backend, what: str, *, sha256: str | None = None, source_path: str | None = None,
+             exclude_attempt: str | None = None) -> ElsewhereList:
+    found = where_else(con, sha256=sha256, source_path=source_path, exclude_attempt=exclude_attempt)
     access = page_access()
     visible, hidden = _gate_foreign(con, access, found.rows)  # runs this viewer may not see are left out
     rows = tuple(_item(r) for r in visible)

@@ -66,7 +66,7 @@ class Reading:
     messages: Messages | None = None
 
 
-READING_FIELDS = tuple(f for f in Reading.__slots__ if f not in ("operation", "messages"))  # type: ignore[attr-defined]
+READING_FIELDS = tuple(f for f in Reading.__slots__ if f not in ("operation", "messages"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,11 +86,12 @@ def _pair(calls: list[Step], logs: Sequence[Log], event: str, turn_trace: str) -
     out: dict[int, Log] = {}
     mine = [rec for rec in logs if rec.event == event]
     for i, call in enumerate(calls):
-        if call.start_ns is None or call.end_ns is None:
+        start, end = call.start_ns, call.end_ns
+        if start is None or end is None:
             continue
-        fits = [rec for rec in mine if call.start_ns <= rec.ts_ns <= call.end_ns + PAIR_SLACK_NS]
+        fits = [rec for rec in mine if start <= rec.ts_ns <= end + PAIR_SLACK_NS]
         if fits:
-            out[i] = min(fits, key=lambda rec: (rec.trace_id != turn_trace, abs(rec.ts_ns - call.start_ns), rec.key()))
+            out[i] = min(fits, key=lambda rec: (rec.trace_id != turn_trace, abs(rec.ts_ns - start), rec.key()))
     return out
 
 
@@ -243,6 +244,7 @@ def _files(turn: Turn, hooks: Sequence[Log]) -> None:
     loaded_dirs = {p.rsplit("/", 1)[0] for p in reports if p.endswith("/CLAUDE.md")}
     for f in files:
         if f.loaded == ins.LOADED_NOT_REPORTED and f.path.endswith("/AGENTS.md") and f.path.rsplit("/", 1)[0] in loaded_dirs:
+            assert f.loaded_detail is not None  # loaded_by_report set it with the loaded fact
             f.loaded_detail += " (the CLAUDE.md in the same folder was reported loaded)"
     for rec in (turn.request.deliveries if turn.request is not None else None) or []:
         for f in files:  # the body read agent-side says it (the receiver never opens it)
