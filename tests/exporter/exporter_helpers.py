@@ -1,4 +1,4 @@
-"""Shared helpers for the exporter tests: real SDK spans in WIRE.md shape, real DuckDB files.
+"""Shared helpers for the exporter tests: real SDK spans in the shape docs/wire.md gives, real DuckDB files.
 
 A uniquely named module (not conftest) so `import` cannot pick up another suite's helpers.
 """
@@ -22,7 +22,7 @@ from otel_inputs import names as n
 
 
 def packet_attributes(i: int = 0, *, items: int = 3, **overrides: Any) -> dict[str, Any]:
-    """Span attributes of an otel_inputs attempt, per WIRE.md."""
+    """Span attributes of an otel_inputs attempt, per docs/wire.md."""
     attrs: dict[str, Any] = {
         n.GEN_AI_OPERATION_NAME: n.OPERATION_INVOKE_AGENT,
         n.GEN_AI_PROVIDER_NAME: "anthropic",

@@ -157,7 +157,7 @@ def test_newer_schema_file_spills_instead_of_raising(spans: SpanFactory, db_path
     assert len(exporter.writer.spooled_batches()) == 1
 
 
-def test_store_manifests_land_with_their_attempt(spans: SpanFactory, db_path: Path, tmp_path: Path) -> None:
+def test_store_catalog_status_lands_with_its_attempt(spans: SpanFactory, db_path: Path, tmp_path: Path) -> None:
     """With a store, each exported attempt's manifest lands in agent_artifacts, replacing older rows."""
     store = ArtifactStore(tmp_path / "store")
     staging = store.begin_attempt("att-0")

@@ -13,7 +13,7 @@ from otel_inputs import names as n
 
 
 def test_packet_attempt_maps_every_wire_attribute(spans: SpanFactory) -> None:
-    """A packet span yields one attempt row carrying each WIRE.md attribute in its seed-000 column."""
+    """A packet span yields one attempt row carrying each docs/wire.md attribute in its column."""
     rows = derive(from_readable(spans.attempt(2, items=2)))
     a = rows.attempt
     assert a is not None

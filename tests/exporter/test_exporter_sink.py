@@ -184,7 +184,7 @@ def _write_manifest(store: ArtifactStore, attempt_id: str) -> None:
                     capture_status="captured", artifact_status="available", size_bytes=len(attempt_id)),)))  # fmt: skip
 
 
-def test_store_manifests_land_at_start_periodically_and_on_stop(tmp_path: Path, db_path: Path) -> None:
+def test_store_catalog_status_lands_at_start_periodically_and_on_stop(tmp_path: Path, db_path: Path) -> None:
     """With a store, manifests present at start and written while running both reach agent_artifacts."""
     store = ArtifactStore(tmp_path / "store")
     _write_manifest(store, "att-early")

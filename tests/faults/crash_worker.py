@@ -6,7 +6,7 @@ It prints ``ready`` on stdout once set-up is done, then loops forever; the paren
 SIGKILL after a random delay.  After each operation that the product reports as done, one line is
 appended (and flushed) to ``WORKDIR/progress.log``, so the parent knows what was promised durable:
 
-* ``capture``  -- ``C <attempt_id>`` after ``capture_attempt_inputs`` committed a manifest;
+* ``capture``  -- ``C <attempt_id>`` after ``capture_attempt_inputs`` committed the attempt to the catalog;
 * ``commit``   -- ``C <attempt_id>`` after an ``AgentObserver`` attempt with held bytes ended;
 * ``duckdb``   -- ``W <span_id hex>...`` after ``DuckDBSpanExporter.export`` returned SUCCESS,
   ``S <span_id hex>...`` after it reported the batch spilled to the (durable) spool;

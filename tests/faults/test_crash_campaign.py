@@ -1,4 +1,4 @@
-"""Crash campaign: SIGKILL real child processes at random points of capture, manifest commit,
+"""Crash campaign: SIGKILL real child processes at random points of capture, catalog commit,
 DuckDB batch writes, eviction and purge, then restart reconciliation and check the invariants.
 
 Every trial is reproducible from its seed (printed in every assertion message):

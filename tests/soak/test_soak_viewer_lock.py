@@ -2,7 +2,7 @@
 
 A writer process holds the sidecar lock and a read-write DuckDB connection for one batch, exactly
 as ``DuckDBWriter._commit`` does.  A reader that follows the sidecar-lock discipline
-(ARCHITECTURE.md: "writers and the viewer share the file with a sidecar lock and short-lived
+(docs/architecture.md: "writers and the viewer share the file with a sidecar lock and short-lived
 connections") waits for the batch and then reads.
 """
 
