@@ -1,31 +1,37 @@
-"""Ingest throughput: in-process exporter and OTLP sink, each against the fastest raw DuckDB insert.
+"""Ingest throughput: in-process exporter and OTLP receiver, each paired with the fastest raw DuckDB insert of the same run.
 
-Run: ``python -m benchmarks.bench_ingest [--quick] [--spans N] [--runs R] [--paths sink,exporter]``.
+Run: ``python -m benchmarks.bench_ingest [--quick] [--spans N] [--runs R] [--shapes rich,small] [--paths sink,exporter]``.
 
-Span shape (performance-anchors §3): 20 span attributes and 20 ``otel_inputs.input`` events of
-15 attributes each, string values 8-80 characters.  Paths, each into a fresh DuckDB file:
+Span shapes:
 
-* ``raw_arrow``: SDK spans → the exporter's reference conversion → one pyarrow table of the
-  ``otel_traces`` rows → ``INSERT … SELECT`` in one transaction per 512 spans on one long-lived
-  connection.  No typed tables, no lock, no dedupe.
-* ``raw_anchor``: the performance anchors' own fastest end-to-end path (``arrow_e2e`` of
-  ``../shared/anchors/duckdb_ingest.py``: a column-wise conversion written for speed, same
-  ``otel_traces`` shape, same transactions), run on the same spans when that folder is present.
-  The bar every ratio is taken against is the faster of the two raw paths.
-* ``exporter``: ``DuckDBSpanExporter.export`` per 512 spans (sidecar lock, open/close per
-  batch, keyed replace, otel_traces + agent_attempts + agent_attempt_inputs).
-* ``sink``: the stock ``OTLPSpanExporter`` posting 512-span requests to ``otel-inputs collect``
-  in its own process, timed until every span is queryable; its peak RSS is reported.  The stock
-  exporter's protobuf encoding (pure Python, ~2-3 ms per rich span) shares the 2 cores.
-* ``sink_pre``: the same sink fed pre-encoded request bodies: the sink's own capacity.
+* ``rich`` (performance-anchors §3): 20 span attributes and 20 ``otel_inputs.input`` events of 15
+  attributes each, string values 8-80 characters;
+* ``small``: 5 attributes, no events, 64 spans per trace (a coding agent's internal spans, ~460 a turn).
 
-Per path it reports spans/s (wall), CPU-ms per span (this process for in-process paths; the sink
-process's own utime+stime for the sink paths, so a loaded shared host distorts it far less than
-wall time), bytes per span on disk after the final checkpoint (file, and the part in used blocks),
-and for the sink its peak RSS (VmHWM).  The stock exporter's encode rate is measured alone, so
-the report can say whether the sender or the sink limits the end-to-end figure.
+Paths, each into a fresh DuckDB file, interleaved within every run:
 
-Figures are medians over ``--runs``; no assertions here (tests never time anything).
+* the raw bar, the anchors' own end-to-end paths (``../shared/anchors/duckdb_ingest.py``, or the
+  folder ``OTEL_INPUTS_ANCHORS`` names) on the same spans, same ``otel_traces`` shape, 512 spans a
+  transaction, one long-lived connection, no typed tables, no lock, no dedupe: ``arrow_e2e``,
+  ``arrow_e2e_pipelined`` (conversion in a second thread) and ``arrow_e2e_2proc`` (conversion here,
+  insert in a second process).  Each run's bar is the fastest of them in that run; without the
+  anchors folder the bar is ``raw_arrow`` (the exporter's reference conversion + ``INSERT … SELECT``);
+* ``exporter``: ``DuckDBSpanExporter.export`` per 512 spans (sidecar lock, open/close per batch,
+  keyed replace, the typed tables);
+* ``sink`` / ``sink_grpc``: the stock ``OTLPSpanExporter`` (HTTP / gRPC) posting 512-span requests
+  to ``otel-inputs collect`` in its own process, timed until every span is queryable (durable
+  acknowledgment); the sender's pure-Python encoding shares the 2 cores;
+* ``sink_pre``: the same receiver fed pre-encoded request bodies: its own capacity.
+
+While a receiver path runs, a reader opens the file the viewer's way (shared sidecar lock, a
+read-only connection, closed after one query) every 0.2 s; its wait to open is reported as p50/p99
+("reader wait"), and its count decides when every span is queryable.
+
+Per path: spans/s (wall); the ratio to the same run's bar, per run and their median (never a ratio
+of medians); CPU-ms per span (this process for in-process paths; for the receiver its own
+utime+stime from after start-up, so imports and migration are excluded); bytes per span on disk;
+the receiver's peak RSS.  The load average is printed before and after.  No assertions (tests
+never time anything).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
-import importlib.util
+import importlib
 import os
 import re
 import shutil
@@ -41,6 +47,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -128,6 +135,28 @@ def make_spans(count: int) -> list[ReadableSpan]:
     return spans
 
 
+def make_small_spans(count: int) -> list[ReadableSpan]:
+    """Spans shaped like a coding agent's internal ones: 5 attributes, no events, 64 to a trace."""
+    from opentelemetry import trace
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "bench-agent"}), span_limits=SpanLimits())
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("bench")
+    for i in range(count):
+        parent = trace.set_span_in_context(trace.NonRecordingSpan(trace.SpanContext(
+            int(_hex(f"trace{i // 64}")[:32], 16), int(_hex(f"root{i // 64}")[:16], 16), is_remote=False,
+            trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED))))  # fmt: skip
+        span = tracer.start_span("codex.sse_event", context=parent, attributes={
+            "conversation.id": f"conv-{i // 460:08d}", "event.kind": "response.output_text.delta",
+            "model": "gpt-5-codex", "duration_ms": 3 + i % 40, "sequence": i,
+        })  # fmt: skip
+        span.end()
+    spans = list(memory.get_finished_spans())
+    provider.shutdown()
+    return spans
+
+
 def _batches(spans: list[ReadableSpan]) -> list[list[ReadableSpan]]:
     return [spans[i : i + BATCH] for i in range(0, len(spans), BATCH)]
 
@@ -154,14 +183,35 @@ def _proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+def _run_anchor(path: str, spans: list[ReadableSpan], db: Path) -> dict[str, float]:
+    """One of the anchors' own end-to-end paths, timed as the anchors time it (the insert loop; the
+    final close separately, not counted)."""
+    anchor = _anchor_module()
+    if anchor is None:
+        raise FileNotFoundError("../shared/anchors/duckdb_ingest.py not found")
+    factory, pre = anchor.PATHS[path]
+    con = duckdb.connect(str(db))
+    con.execute(anchor.DDL)
+    run = factory(con, _batches(spans), pre)
+    t0, c0 = time.perf_counter(), time.process_time()
+    finish = run()
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+    (finish or con.close)()
+    return {"spans_per_s": len(spans) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(spans)}
+
+
+RAW_ANCHOR_PATHS = {"raw_anchor": "arrow_e2e", "raw_anchor_pipelined": "arrow_e2e_pipelined",
+                    "raw_anchor_2proc": "arrow_e2e_2proc"}  # fmt: skip
+
+
 def run_raw(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
     return _raw_bar(db, "otel_traces", (traces_table([from_readable(s) for s in batch]) for batch in _batches(spans)),
                     len(spans))  # fmt: skip
 
 
 def _raw_bar(db: Path, table: str, batches: Iterator[pa.Table], n: int) -> dict[str, float]:
-    """The raw bar: each batch, converted as it is taken (timed), INSERTed into ``table`` in a
-    transaction of its own on one connection."""
+    """Each batch, converted as it is taken (timed), INSERTed into ``table`` in a transaction of its
+    own on one connection."""
     migrate_file(db)
     con = duckdb.connect(str(db))
     t0, c0 = time.perf_counter(), time.process_time()
@@ -181,38 +231,14 @@ ANCHORS = Path(os.environ.get("OTEL_INPUTS_ANCHORS") or Path(__file__).resolve()
 
 @functools.cache
 def _anchor_module() -> Any | None:
-    """The anchors' DuckDB ingest script (``../shared/anchors`` beside the repository, or the
-    folder ``OTEL_INPUTS_ANCHORS`` names), if present; loaded once per process."""
+    """The anchors' DuckDB ingest script, imported under its own name (its two-process path spawns
+    a child that imports it again), if the folder is present."""
     folder = ANCHORS
-    script = folder / "duckdb_ingest.py"
-    if not script.is_file():
+    if not (folder / "duckdb_ingest.py").is_file():
         return None
-    sys.path.insert(0, str(folder))  # it imports its sibling ``shapes``
-    spec = importlib.util.spec_from_file_location("anchor_duckdb_ingest", script)
-    if spec is None or spec.loader is None:
-        return None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def run_raw_anchor(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
-    anchor = _anchor_module()
-    if anchor is None:
-        raise FileNotFoundError("../shared/anchors/duckdb_ingest.py not found")
-    con = duckdb.connect(str(db))
-    con.execute(anchor.DDL)
-    t0, c0 = time.perf_counter(), time.process_time()
-    for batch in _batches(spans):
-        table = anchor.arrow_of(batch)
-        con.register("b", table)
-        con.begin()
-        con.execute("INSERT INTO otel_traces SELECT * FROM b")
-        con.commit()
-        con.unregister("b")
-    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
-    con.close()
-    return {"spans_per_s": len(spans) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(spans), **_storage(db, len(spans))}
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))  # it imports its sibling ``shapes``
+    return importlib.import_module("duckdb_ingest")
 
 
 def run_exporter(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
@@ -239,7 +265,9 @@ def _vm_hwm_kib(pid: int) -> int:
 
 
 def _start_sink(db: Path) -> tuple[subprocess.Popen[str], str, str]:
-    """``otel-inputs collect`` in its own process: the process, its HTTP traces endpoint and gRPC target."""
+    """``otel-inputs collect`` in its own process on a migrated file: the process, its HTTP traces
+    endpoint and gRPC target."""
+    migrate_file(db)  # as a user's file already is; the migration is start-up, not ingest
     cli = Path(sys.executable).with_name("otel-inputs")
     proc = subprocess.Popen([str(cli), "collect", "--db", str(db), "--port", "0", "--grpc-port", "0"],
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -250,16 +278,52 @@ def _start_sink(db: Path) -> tuple[subprocess.Popen[str], str, str]:
     return proc, line.split("listening on ")[1].split(" ")[0], line.split("OTLP/gRPC on ")[1].split()[0]
 
 
-def _until_stored(db: Path, table: str, expected: int, t0: float, what: str) -> float:
-    """Seconds from ``t0`` until ``expected`` rows of ``table`` are queryable in the sink's file (600 s at most)."""
-    stored = 0
-    while stored < expected:
-        time.sleep(0.05)
-        with read_connection(db, timeout_s=60) as con:
-            stored = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        if time.perf_counter() - t0 > 600:
-            raise RuntimeError(f"sink stored only {stored} of {expected} {what}")
-    return time.perf_counter() - t0
+class _Reader:
+    """The viewer's way in, every ``interval_s`` while a receiver lands: the shared sidecar lock and
+    a read-only connection for one count, then closed.  Records each wait to open, and when the
+    count first reached ``expected``."""
+
+    def __init__(self, db: Path, table: str, expected: int, interval_s: float = 0.2) -> None:
+        self.db, self.table, self.expected, self.interval_s = db, table, expected, interval_s
+        self.waits: list[float] = []
+        self.done_at: float | None = None
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> _Reader:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                t0 = time.perf_counter()
+                with read_connection(self.db, timeout_s=120) as con:
+                    self.waits.append(time.perf_counter() - t0)
+                    stored = con.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]
+                if stored >= self.expected:
+                    self.done_at = time.perf_counter()
+                    return
+                self._stop.wait(self.interval_s)
+        except BaseException as exc:  # noqa: BLE001 - reported by wait()
+            self.error = exc
+
+    def wait(self, t0: float, what: str, timeout_s: float = 900) -> float:
+        """Seconds from ``t0`` until the reader saw every row."""
+        self._thread.join(timeout_s)
+        self._stop.set()
+        if self.error is not None:
+            raise RuntimeError(f"reader failed: {self.error}") from self.error
+        if self.done_at is None:
+            raise RuntimeError(f"sink did not store every {what} within {timeout_s} s")
+        return self.done_at - t0
+
+    def figures(self) -> dict[str, float]:
+        waits = sorted(self.waits) or [0.0]
+        return {"reader_p50_ms": statistics.median(waits) * 1000,
+                "reader_p99_ms": waits[min(len(waits) - 1, int(len(waits) * 0.99))] * 1000,
+                "reader_max_ms": waits[-1] * 1000, "reader_opens": len(self.waits)}  # fmt: skip
 
 
 def run_sink(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
@@ -279,24 +343,27 @@ def _run_sink_with(spans: list[ReadableSpan], db: Path, *, grpc: bool) -> dict[s
             sender: Any = GrpcSpanExporter(endpoint=grpc_target, insecure=True, timeout=60)
         else:
             sender = OTLPSpanExporter(endpoint=endpoint, timeout=60)
+        cpu0 = _proc_cpu_s(proc.pid)  # start-up (imports, listening) excluded
         t0 = time.perf_counter()
+        reader = _Reader(db, "otel_traces", len(spans)).start()
         for batch in _batches(spans):
-            sender.export(batch)
+            if sender.export(batch).name != "SUCCESS":
+                raise RuntimeError("span export failed")
         sent = time.perf_counter() - t0
-        elapsed = _until_stored(db, "otel_traces", len(spans), t0, "spans")
+        elapsed = reader.wait(t0, "span")
         rss_kib = _vm_hwm_kib(proc.pid)
-        cpu = _proc_cpu_s(proc.pid)
+        cpu = _proc_cpu_s(proc.pid) - cpu0
         sender.shutdown()
     finally:
         proc.terminate()
         proc.wait(60)
     return {"spans_per_s": len(spans) / elapsed, "sender_spans_per_s": len(spans) / sent,
             "cpu_ms_per_span": cpu * 1000 / len(spans), "peak_rss_mib": rss_kib / 1024,
-            **_storage(db, len(spans))}  # fmt: skip
+            **reader.figures(), **_storage(db, len(spans))}  # fmt: skip
 
 
 def run_sink_prebuilt(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
-    """The sink's own capacity: request bodies pre-encoded (untimed), posted back to back."""
+    """The receiver's own capacity: request bodies pre-encoded (untimed), posted back to back."""
     import http.client
     from urllib.parse import urlsplit
 
@@ -306,7 +373,9 @@ def run_sink_prebuilt(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
     proc, endpoint, _ = _start_sink(db)
     try:
         url = urlsplit(endpoint)
+        cpu0 = _proc_cpu_s(proc.pid)
         t0 = time.perf_counter()
+        reader = _Reader(db, "otel_traces", len(spans)).start()
         conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
         for body in bodies:
             while True:
@@ -317,19 +386,14 @@ def run_sink_prebuilt(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
                     break
                 time.sleep(float(resp.getheader("Retry-After") or 1))
         conn.close()
-        stored = 0
-        while stored < len(spans):
-            time.sleep(0.05)
-            with read_connection(db, timeout_s=60) as con:
-                stored = con.execute("SELECT count(*) FROM otel_traces").fetchone()[0]
-        elapsed = time.perf_counter() - t0
+        elapsed = reader.wait(t0, "span")
         rss_kib = _vm_hwm_kib(proc.pid)
-        cpu = _proc_cpu_s(proc.pid)
+        cpu = _proc_cpu_s(proc.pid) - cpu0
     finally:
         proc.terminate()
         proc.wait(60)
     return {"spans_per_s": len(spans) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(spans),
-            "peak_rss_mib": rss_kib / 1024, **_storage(db, len(spans))}  # fmt: skip
+            "peak_rss_mib": rss_kib / 1024, **reader.figures(), **_storage(db, len(spans))}  # fmt: skip
 
 
 def run_encode(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
@@ -395,23 +459,79 @@ def run_sink_logs(records: list[Any], db: Path) -> dict[str, float]:
     proc, endpoint, _ = _start_sink(db)
     try:
         sender = OTLPLogExporter(endpoint=endpoint.replace("/v1/traces", "/v1/logs"), timeout=60)
+        cpu0 = _proc_cpu_s(proc.pid)
         t0 = time.perf_counter()
+        reader = _Reader(db, "otel_logs", len(records)).start()
         for i in range(0, len(records), BATCH):
             if sender.export(records[i : i + BATCH]).name != "SUCCESS":
                 raise RuntimeError("log export failed")
-        elapsed = _until_stored(db, "otel_logs", len(records), t0, "log records")
+        elapsed = reader.wait(t0, "log record")
         rss_kib = _vm_hwm_kib(proc.pid)
-        cpu = _proc_cpu_s(proc.pid)
+        cpu = _proc_cpu_s(proc.pid) - cpu0
         sender.shutdown()
     finally:
         proc.terminate()
         proc.wait(60)
     return {"spans_per_s": len(records) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(records),
-            "peak_rss_mib": rss_kib / 1024, **_storage(db, len(records))}  # fmt: skip
+            "peak_rss_mib": rss_kib / 1024, **reader.figures(), **_storage(db, len(records))}  # fmt: skip
 
 
-def _median(runs: list[dict[str, float]]) -> dict[str, float]:
-    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+SPAN_PATHS: dict[str, Callable[[list[ReadableSpan], Path], dict[str, float]]] = {
+    "raw_arrow": run_raw, "exporter": run_exporter, "sink": run_sink, "sink_grpc": run_sink_grpc,
+    "sink_pre": run_sink_prebuilt, "encode": run_encode,
+}  # fmt: skip
+NOT_INGEST = {"encode"}  # measured alone, not an ingest path: no ratio to the bar
+
+
+def _run_shape(shape: str, spans: list[ReadableSpan], paths: list[str], runs: int, tmp: Path) -> None:
+    """Every path once per run, interleaved; each run's ratios against that run's fastest raw path."""
+    raws = [p for p in paths if p == "raw_arrow" or p in RAW_ANCHOR_PATHS]
+    results: dict[str, list[dict[str, float]]] = {k: [] for k in paths}
+    bars: list[tuple[str, float, float]] = []
+    for r in range(runs):
+        for name in paths:
+            db = tmp / f"{shape}-{name}-{r}.duckdb"
+            if name in RAW_ANCHOR_PATHS:
+                out = _run_anchor(RAW_ANCHOR_PATHS[name], spans, db)
+            else:
+                out = SPAN_PATHS[name](spans, db)
+            results[name].append(out)
+            extra = f"  reader wait p99 {out['reader_p99_ms']:.0f} ms" if "reader_p99_ms" in out else ""
+            print(f"  {shape} run {r + 1}/{runs} {name:20s} {out['spans_per_s']:8.0f} spans/s  "
+                  f"load {os.getloadavg()[0]:.1f}{extra}", flush=True)  # fmt: skip
+            shutil.rmtree(db, ignore_errors=True)
+            for leftover in tmp.glob(f"{db.name}*"):
+                shutil.rmtree(leftover, ignore_errors=True) if leftover.is_dir() else leftover.unlink()
+        best = max(raws, key=lambda k: results[k][r]["spans_per_s"])
+        bars.append((best, results[best][r]["spans_per_s"], results["raw_anchor" if "raw_anchor" in raws else best][r]["cpu_ms_per_span"]))
+    print(f"\n{shape} spans: {len(spans)} x {runs} runs, batch {BATCH}; each run's bar = its fastest raw path "
+          f"({', '.join(f'run {i + 1}: {b[0]} {b[1]:.0f}/s' for i, b in enumerate(bars))})")  # fmt: skip
+    print(f"{'path':20s} {'spans/s':>9s} {'x bar (paired, median)':>24s} {'per run':>18s} {'CPU ms/span':>12s} "
+          f"{'B/span':>7s}  notes")  # fmt: skip
+    for name in paths:
+        runs_of = results[name]
+        rate = _median([x["spans_per_s"] for x in runs_of])
+        cpu = _median([x["cpu_ms_per_span"] for x in runs_of])
+        ratios = [x["spans_per_s"] / bars[i][1] for i, x in enumerate(runs_of)]
+        ratio_txt = "-" if name in NOT_INGEST else f"{_median(ratios):.2f}"
+        per_run = "-" if name in NOT_INGEST else "/".join(f"{q:.2f}" for q in ratios)
+        size = f"{_median([x['bytes_per_span'] for x in runs_of]):7.0f}" if "bytes_per_span" in runs_of[0] else f"{'-':>7s}"
+        notes = []
+        if "reader_p99_ms" in runs_of[0]:
+            notes.append("reader wait p50 {:.0f} / p99 {:.0f} / max {:.0f} ms over {} opens".format(
+                _median([x["reader_p50_ms"] for x in runs_of]), max(x["reader_p99_ms"] for x in runs_of),
+                max(x["reader_max_ms"] for x in runs_of), sum(int(x["reader_opens"]) for x in runs_of)))  # fmt: skip
+        if "peak_rss_mib" in runs_of[0]:
+            notes.append(f"peak RSS {_median([x['peak_rss_mib'] for x in runs_of]):.0f} MiB")
+        if "sender_spans_per_s" in runs_of[0]:
+            notes.append(f"sender side {_median([x['sender_spans_per_s'] for x in runs_of]):.0f} spans/s")
+        if name in RAW_ANCHOR_PATHS:
+            notes.append(f"anchors' {RAW_ANCHOR_PATHS[name]}" + (" (CPU: this process only)" if "2proc" in name else ""))
+        print(f"{name:20s} {rate:9.0f} {ratio_txt:>24s} {per_run:>18s} {cpu:12.2f} {size}  {'; '.join(notes)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -419,84 +539,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="2,048 spans, 1 run (a smoke run, not a figure)")
     parser.add_argument("--spans", type=int, default=None)
     parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument("--shapes", default="rich,small", help="comma-separated subset of rich,small")
     parser.add_argument("--paths", default=None,
                         help="comma-separated subset of exporter,sink,sink_grpc,sink_pre,encode,logs "
                              "(the raw paths always run: they are the bar)")
     args = parser.parse_args(argv)
     count = args.spans or (2048 if args.quick else 10_240)
     runs = args.runs or (1 if args.quick else 3)
-    print(f"building {count} rich spans (20 attributes, 20 input events x 15 attributes) ...", flush=True)
-    spans = make_spans(count)
-    paths: dict[str, Callable[[list[ReadableSpan], Path], dict[str, float]]] = {
-        "raw_arrow": run_raw, "raw_anchor": run_raw_anchor, "exporter": run_exporter, "sink": run_sink,
-        "sink_grpc": run_sink_grpc, "sink_pre": run_sink_prebuilt, "encode": run_encode,
-    }  # fmt: skip
-    if args.paths:
-        wanted = {"raw_arrow", "raw_anchor", *args.paths.split(",")}
-        unknown = wanted - set(paths) - {"logs"}
-        if unknown:
-            parser.error(f"unknown paths: {', '.join(sorted(unknown))}")
-        paths = {k: v for k, v in paths.items() if k in wanted}
+    wanted = args.paths.split(",") if args.paths else ["exporter", "sink", "sink_grpc", "sink_pre", "encode", "logs"]
+    unknown = set(wanted) - set(SPAN_PATHS) - {"logs"}
+    if unknown:
+        parser.error(f"unknown paths: {', '.join(sorted(unknown))}")
+    raws = list(RAW_ANCHOR_PATHS) if _anchor_module() is not None else ["raw_arrow"]
     if _anchor_module() is None:
         print("../shared/anchors not found: the bar is raw_arrow alone", flush=True)
-        paths.pop("raw_anchor")
-    log_paths: dict[str, Callable[[list[Any], Path], dict[str, float]]] = {}
-    if not args.paths or "logs" in args.paths.split(","):
-        log_paths = {"raw_logs": run_raw_logs, "sink_logs": run_sink_logs}
-    paths.pop("logs", None)
-    records = make_log_records(count) if log_paths else []
-    results: dict[str, list[dict[str, float]]] = {k: [] for k in [*paths, *log_paths]}
+    print(f"duckdb {duckdb.__version__}, {os.cpu_count()} cpus, load average at start "
+          f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)  # fmt: skip
     tmp = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     try:
-        for r in range(runs):
-            for name, fn in paths.items():  # interleaved, so drift on a shared host hits every path
-                db = tmp / f"{name}-{r}.duckdb"
-                results[name].append(fn(spans, db))
-                print(f"  run {r + 1}/{runs} {name:9s} {results[name][-1]['spans_per_s']:8.0f} spans/s", flush=True)
-            for name, log_fn in log_paths.items():
-                db = tmp / f"{name}-{r}.duckdb"
-                results[name].append(log_fn(records, db))
-                print(f"  run {r + 1}/{runs} {name:9s} {results[name][-1]['spans_per_s']:8.0f} records/s", flush=True)
+        for shape in args.shapes.split(","):
+            make = {"rich": make_spans, "small": make_small_spans}[shape]
+            print(f"\nbuilding {count} {shape} spans ...", flush=True)
+            spans = make(count)
+            _run_shape(shape, spans, raws + [p for p in wanted if p in SPAN_PATHS], runs, tmp)
+        if "logs" in wanted:
+            records = make_log_records(count)
+            logs: dict[str, list[dict[str, float]]] = {"raw_logs": [], "sink_logs": []}
+            for r in range(runs):
+                for name, fn in (("raw_logs", run_raw_logs), ("sink_logs", run_sink_logs)):
+                    logs[name].append(fn(records, tmp / f"{name}-{r}.duckdb"))
+                    print(f"  logs run {r + 1}/{runs} {name:9s} {logs[name][-1]['spans_per_s']:8.0f} records/s", flush=True)
+            ratios = [s["spans_per_s"] / r["spans_per_s"] for s, r in zip(logs["sink_logs"], logs["raw_logs"])]
+            sink = logs["sink_logs"]
+            print(f"\nGenAI log events ({GENAI_EVENT}, structured body, 10 attributes), {count} records x {runs} runs:")
+            print(f"  raw_logs  {_median([x['spans_per_s'] for x in logs['raw_logs']]):9.0f} records/s (reference "
+                  f"conversion + INSERT into otel_logs, one connection)")  # fmt: skip
+            print(f"  sink_logs {_median([x['spans_per_s'] for x in sink]):9.0f} records/s, {_median(ratios):.2f}x raw_logs "
+                  f"paired ({'/'.join(f'{q:.2f}' for q in ratios)}); stock OTLP/HTTP log exporter, durable 200; "
+                  f"{_median([x['cpu_ms_per_span'] for x in sink]):.2f} CPU-ms/record; peak RSS "
+                  f"{_median([x['peak_rss_mib'] for x in sink]):.0f} MiB; reader wait p99 "
+                  f"{max(x['reader_p99_ms'] for x in sink):.0f} ms")  # fmt: skip
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    med = {k: _median(v) for k, v in results.items()}
-    fastest = max((k for k in ("raw_arrow", "raw_anchor") if k in med), key=lambda k: med[k]["spans_per_s"])
-    bar = med[fastest]["spans_per_s"]
-    bar_cpu = med[fastest]["cpu_ms_per_span"]
-    print(f"\n{count} spans x {runs} runs, batch {BATCH}, duckdb {duckdb.__version__}, {os.cpu_count()} cpus, "
-          f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
-    print(f"ratios against the fastest raw path: {fastest}")
-    print(f"{'path':10s} {'spans/s':>9s} {'x raw':>7s} {'CPU ms/span':>12s} {'x raw CPU':>10s} {'B/span':>8s} {'used B/sp':>10s}  notes")
-    for name, m in med.items():
-        if name in log_paths:
-            continue
-        notes = ""
-        if name in ("sink", "sink_grpc"):
-            notes = (f"stock OTLP/{'gRPC' if name == 'sink_grpc' else 'HTTP'} exporter, durable 200; sink peak RSS "
-                     f"{m['peak_rss_mib']:.0f} MiB, sender side {m['sender_spans_per_s']:.0f} spans/s")  # fmt: skip
-        elif name == "sink_pre":
-            notes = f"pre-encoded bodies (sink capacity); sink peak RSS {m['peak_rss_mib']:.0f} MiB"
-        elif name == "encode":
-            notes = "stock exporter encode only (sender CPU), no sink"
-        storage = (f"{m['bytes_per_span']:8.0f} {m['used_bytes_per_span']:10.0f}" if "bytes_per_span" in m
-                   else f"{'-':>8s} {'-':>10s}")  # fmt: skip
-        print(f"{name:10s} {m['spans_per_s']:9.0f} {m['spans_per_s'] / bar:7.2f} {m['cpu_ms_per_span']:12.2f} "
-              f"{bar_cpu / m['cpu_ms_per_span']:10.2f} {storage}  {notes}")  # fmt: skip
-    if "encode" in med and "sink_pre" in med:
-        enc, pre = med["encode"]["cpu_ms_per_span"], med["sink_pre"]["cpu_ms_per_span"]
-        limiter = "the sender's encoding" if enc > pre else "the sink"
-        print(f"\nend to end: the sender spends {enc:.2f} CPU-ms/span encoding, the sink {pre:.2f}: {limiter} limits "
-              f"(on 2 cores they also share CPU, so neither runs alone)")  # fmt: skip
-    if "sink_logs" in med:
-        raw_logs, sink_logs = med["raw_logs"], med["sink_logs"]
-        print(f"\nGenAI log events ({GENAI_EVENT}, structured body, 10 attributes), records/s:")
-        print(f"  raw_logs  {raw_logs['spans_per_s']:9.0f}  (reference conversion + INSERT into otel_logs, one connection)")
-        print(f"  sink_logs {sink_logs['spans_per_s']:9.0f}  {sink_logs['spans_per_s'] / raw_logs['spans_per_s']:.2f}x raw_logs, "
-              f"{sink_logs['spans_per_s'] / bar:.2f}x the span bar; stock OTLP/HTTP log exporter, durable 200; "
-              f"sink peak RSS {sink_logs['peak_rss_mib']:.0f} MiB")  # fmt: skip
-    phoenix = 98.2
-    print("vs Phoenix (98 spans/s, 1,717 MiB, ~21 KB/span): " + ", ".join(
-        f"{name} {med[name]['spans_per_s'] / phoenix:.0f}x" for name in ("exporter", "sink", "sink_pre") if name in med))
+    print(f"\nload average at end {'/'.join(f'{x:.1f}' for x in os.getloadavg())} (2 cores shared: compare ratios "
+          f"within a run, not absolute rates across runs)")  # fmt: skip
     return 0
 
 

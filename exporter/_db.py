@@ -1,10 +1,12 @@
 """Opening the shared DuckDB file safely from several processes.
 
-DuckDB allows one read-write process or many readers, never both (duckdb-collector.md §1.2), so
-every writer and reader takes an ``fcntl.flock`` on a sidecar ``<db>.lock`` (exclusive for
-writers, shared for readers) and holds a DuckDB connection only for the length of one batch or
-one refresh.  The flock makes waiting orderly; retries on ``duckdb.IOException`` cover foreign
-tools that open the file without our lock.
+DuckDB allows one read-write process or many readers, never both, so every writer and reader
+takes an ``fcntl.flock`` on a sidecar ``<db>.lock`` (exclusive for writers, shared for readers).
+Readers and the in-process exporters hold a DuckDB connection only for one refresh or one batch;
+the receiver's writer keeps its connection (and the exclusive flock) across batches, and a process
+that has to wait says so on ``<db>.lock.wait`` (:class:`FileLock`), so that writer hands the file
+over after the batch in progress.  Retries on ``duckdb.IOException`` cover foreign tools that open
+the file without our lock.
 """
 
 from __future__ import annotations
@@ -43,8 +45,11 @@ CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensi
 WRITER_SETTINGS: dict[str, str] = {"memory_limit": "64MB", "threads": "1", "checkpoint_threshold": "1B"}
 # The ``otel-inputs collect`` sink's writer: a 24 MB buffer pool cut the sink's peak RSS by ~25 MiB
 # (measured 264-268 -> 236-247 MiB over 4,096 rich spans) at the same throughput; a batch that
-# needs more still lands (see otel_inputs.exporter._writer._transaction).
-SINK_WRITER_SETTINGS: dict[str, str] = {**WRITER_SETTINGS, "memory_limit": "24MB"}
+# needs more still lands (see otel_inputs.exporter._writer._transaction).  Its connection stays open
+# across batches, so it checkpoints on DuckDB's schedule (when DuckDB's own log passes
+# checkpoint_threshold) and when it lets go of the file (idle, a reader waiting, stopping), not on
+# every commit.
+SINK_WRITER_SETTINGS: dict[str, str] = {**WRITER_SETTINGS, "memory_limit": "24MB", "checkpoint_threshold": "16MB"}
 
 
 class LockTimeout(TimeoutError):
@@ -59,30 +64,106 @@ def spool_path(db_path: str | os.PathLike[str]) -> Path:
     return Path(f"{os.fspath(db_path)}.spool")
 
 
+def wait_path(db_path: str | os.PathLike[str]) -> Path:
+    return Path(f"{os.fspath(db_path)}.lock.wait")
+
+
+class FileLock:
+    """The sidecar flock, held until :meth:`release` (a writer that keeps its connection holds it
+    across batches).
+
+    A process that finds the lock taken says so while it waits: it holds a shared flock on
+    ``<db>.lock.wait`` until it has the lock or gives up.  A holder that keeps the lock between
+    batches asks :func:`others_waiting` after each batch and lets go, so a reader waits for at most
+    the batch in progress, never for a writer's whole backlog."""
+
+    def __init__(self, db_path: str | os.PathLike[str], *, exclusive: bool) -> None:
+        self.db_path = db_path
+        self.exclusive = exclusive
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self, timeout_s: float) -> None:
+        """Take the lock, polling with backoff; a stuck holder yields a LockTimeout, not a hang."""
+        path = lock_path(self.db_path)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        mode = (fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
+        waiting: int | None = None
+        try:
+            deadline = time.monotonic() + timeout_s
+            delay = 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, mode)
+                    break
+                except BlockingIOError:
+                    if waiting is None:
+                        waiting = _announce_waiting(self.db_path)
+                    if time.monotonic() >= deadline:
+                        raise LockTimeout(f"could not lock {path} within {timeout_s:.1f}s") from None
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.01)
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            if waiting is not None:
+                os.close(waiting)  # closing drops its flock
+        self._fd = fd
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+
+def _announce_waiting(db_path: str | os.PathLike[str]) -> int | None:
+    """A shared flock on ``<db>.lock.wait``, held while this process waits for the sidecar lock
+    (None when the file cannot be made: waiting then still works, only unannounced)."""
+    try:
+        fd = os.open(wait_path(db_path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # blocks only for the instant a holder probes it
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def others_waiting(db_path: str | os.PathLike[str]) -> bool:
+    """Whether another process (or thread) is waiting for the sidecar lock right now."""
+    try:
+        fd = os.open(wait_path(db_path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # drops the probe's flock if it was taken
+    return False
+
+
 @contextlib.contextmanager
 def file_lock(db_path: str | os.PathLike[str], *, exclusive: bool, timeout_s: float) -> Iterator[None]:
-    """Hold the sidecar flock; poll with backoff so a stuck holder yields a LockTimeout, not a hang."""
-    path = lock_path(db_path)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    """Hold the sidecar flock for the block (see :class:`FileLock`)."""
+    lock = FileLock(db_path, exclusive=exclusive)
+    lock.acquire(timeout_s)
     try:
-        mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
-        deadline = time.monotonic() + timeout_s
-        delay = 0.002
-        while True:
-            try:
-                fcntl.flock(fd, mode)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockTimeout(f"could not lock {path} within {timeout_s:.1f}s") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        yield
     finally:
-        os.close(fd)
+        lock.release()
 
 
 def apply_writer_settings(con: duckdb.DuckDBPyConnection, settings: Mapping[str, str] | None = None) -> None:

@@ -43,7 +43,7 @@ class OwnedWriter:
         return self.writer.db_path
 
     def shutdown(self) -> None:
-        # Idempotent; the writer holds no open connection between batches.  A batch spilled while
+        # Idempotent; this writer (keep_open off) holds no open connection between batches.  A batch spilled while
         # the file was busy is landed now if possible, else it waits in the spool for the next writer.
         if self._shutdown:
             return

@@ -10,7 +10,11 @@ record the database has not landed.
 ONE writer thread parses each queued request again, converts it to Arrow (``decode_chunk_spans``
 spans at a time, see :mod:`otel_inputs.exporter._columns`) and owns every DuckDB write (and the
 periodic landing of the store catalog's artifact status); the write-ahead position is committed in the same
-transaction as the rows, then the landed log segments are deleted.  A write that fails stays in
+transaction as the rows, then the landed log segments are deleted.  The writer keeps its DuckDB
+connection while there is work (DuckDB checkpoints when its own log passes a size, not at every
+commit), hands the file to a waiting reader after the batch in progress or between two inserts of
+span requests (spans replace by key, so a crash between such transactions re-lands them once), and
+closes it when idle.  A write that fails stays in
 the queue and the log and is retried on a reopened database; while it fails the queue fills and
 senders are told to retry.  Memory is bounded in bytes at both ends: request bodies being read or
 parsed (``max_inflight_bytes``) and requests waiting for the writer (``max_queued_bytes``, their
@@ -38,7 +42,7 @@ import pyarrow as pa
 
 from otel_inputs.exporter._arrow import BatchTables
 from otel_inputs.exporter._columns import Fallback, build_chunk
-from otel_inputs.exporter._db import SINK_WRITER_SETTINGS
+from otel_inputs.exporter._db import SINK_WRITER_SETTINGS, others_waiting
 from otel_inputs.exporter._grpc import GRPCServer
 from otel_inputs.exporter._http import LOGS_PATH, TRACES_PATH, HTTPServer
 from otel_inputs.exporter._logs import check_logs, logs_batch, logs_response, parse_logs_json, parse_logs_protobuf
@@ -367,7 +371,7 @@ class OTLPSink:
         self._http, self._grpc = http, grpc_server
         try:
             self.writer = DuckDBWriter(self.db_path, source=f"collect:{self.address[1]}",
-                                       settings=SINK_WRITER_SETTINGS)  # fmt: skip
+                                       settings=SINK_WRITER_SETTINGS, keep_open=True)  # fmt: skip
             self._replay()  # no database access: a busy or broken file cannot stop the sink from starting
         except BaseException:
             http.sock.close()
@@ -466,16 +470,17 @@ class OTLPSink:
                       retry=True, unavailable=True)  # fmt: skip
 
     # -- the writer ----------------------------------------------------------------------------
-    def _produce(self, items: list[_Item]) -> Iterator[BatchTables]:
+    def _produce(self, items: list[_Item], pausable: bool = False) -> Iterator[BatchTables]:
         """The taken requests' Arrow chunks, merged into inserts of about ``insert_spans`` spans
-        (split where a span or attempt repeats, as :func:`coalesce` does)."""
+        (split where a span or attempt repeats, as :func:`coalesce` does).  With ``pausable``, a
+        process waiting for the file ends the insert early, so the writer can pause after it."""
         group: list[BatchTables] = []
         spans = 0
         for item in items:
             for tables in self._iter_tables(item):
                 group.append(tables)
                 spans += tables.span_count + tables.log_count
-                if spans >= self.config.insert_spans:
+                if spans >= self.config.insert_spans or (pausable and others_waiting(self.db_path)):
                     yield from coalesce(group)
                     group, spans = [], 0
         if group:
@@ -556,6 +561,13 @@ class OTLPSink:
                             return
                     backoff = min(max(backoff * 2, 0.1), 2.0)
                     self._stopping.wait(backoff)
+            if self.writer is not None:
+                if items:
+                    # Another process waiting for the file (a viewer's refresh) gets it now, after
+                    # this one batch, not after the whole backlog.
+                    self.writer.yield_to_waiters()
+                else:
+                    self.writer.release()  # idle: the file is free for readers and other writers
             del items  # release the parsed requests before waiting for the next batch
             _release_free_memory()
             self._in_flight = 0
@@ -563,6 +575,8 @@ class OTLPSink:
                 self._land_store()
                 last_store = time.monotonic()
             if self._stopping.is_set() and not len(self._queue):
+                if self.writer is not None:
+                    self.writer.release()
                 return
 
     def _land(self, items: list[_Item]) -> bool:
@@ -592,7 +606,11 @@ class OTLPSink:
             return True
         # Converted while written: only one chunk's Arrow tables exist at a time, and the
         # parsed requests stay until the commit so a retry can convert again.
-        outcome = self.writer.write_lazy(lambda: self._produce(items), progress=Progress(WAL_KEY, last), spill=False)
+        # Spans replace by key, so a batch of span requests may land in several transactions when a
+        # reader waits (the position lands with the last); log records have no key: one transaction.
+        pausable = all(i.kind is Kind.TRACES for i in items)
+        outcome = self.writer.write_lazy(lambda: self._produce(items, pausable), progress=Progress(WAL_KEY, last),
+                                         spill=False, pausable=pausable)  # fmt: skip
         if outcome.error is not None:
             self._db_error = outcome.error.splitlines()[0][:300]
             self._db_failures += 1
@@ -640,6 +658,8 @@ class OTLPSink:
         for t in self._threads:
             t.join()
         self._land_store()
+        if self.writer is not None:
+            self.writer.release()
         self.wal.close()
 
     def __enter__(self) -> OTLPSink:

@@ -1,14 +1,19 @@
 """The one write path: a batch of tables → one DuckDB transaction, or the spool, never nowhere.
 
 Both the in-process exporter and the OTLP sink write through :class:`DuckDBWriter`.  Per batch it
-takes the sidecar lock, opens a short-lived connection, replaces rows by key (so a replayed span
-or a Collector retry never duplicates), drains any spooled batches in the same transaction,
-updates its health counters, commits and closes.  When that fails after bounded retries the batch
-is written atomically to ``<db>.spool/`` and drained by the next successful batch of any process.
+takes the sidecar lock and a connection, replaces rows by key (so a replayed span or a Collector
+retry never duplicates), drains any spooled batches, updates its health counters and commits.
+The in-process exporters then close the connection and let go of the lock; the sink's writer
+(``keep_open``) keeps both across batches, so DuckDB checkpoints on its own schedule rather than at
+every close, and hands the file over when another process waits for it (after the batch, or
+between two inserts of a span batch) or when it is idle.  Any failure closes the connection; the
+retry reopens the database.  When a write fails after bounded retries the batch is written
+atomically to ``<db>.spool/`` and drained by the next successful batch of any process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -18,7 +23,7 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +33,9 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from otel_inputs.exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, LOGS, PARTS, TRACES, BatchTables, build_batch
-from otel_inputs.exporter._db import WRITER_SETTINGS, LockTimeout, connect_with_retry, file_lock, spool_path
+from otel_inputs.exporter._db import (
+    WRITER_SETTINGS, FileLock, LockTimeout, connect_with_retry, others_waiting, spool_path,
+)  # fmt: skip
 from otel_inputs.exporter._artifacts import artifacts_table
 from otel_inputs.exporter._schema import migrate
 from otel_inputs.exporter._spans import SpanRecord
@@ -104,6 +111,7 @@ class DuckDBWriter:
         connect_attempts: int = 6,
         drain_limit: int = 16,
         settings: Mapping[str, str] | None = None,
+        keep_open: bool = False,
     ) -> None:
         self.db_path = Path(db_path)
         self.spool_dir = spool_path(self.db_path)
@@ -114,6 +122,12 @@ class DuckDBWriter:
         self.connect_attempts = connect_attempts
         self.drain_limit = drain_limit
         self.settings = settings  # SET on each connection; None: WRITER_SETTINGS as they are then
+        # keep_open: the connection (and the exclusive sidecar lock) stay open across batches until
+        # release() or yield_to_waiters(); else each batch opens and closes its own.
+        self.keep_open = keep_open
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._con_lock: FileLock | None = None
+        self._con_settings: Mapping[str, str] | None = None
         self.counters: dict[str, int] = dict.fromkeys(HEALTH_METRICS, 0)
         self._lock = threading.Lock()
         self._pending: dict[str, int] = {}
@@ -122,6 +136,9 @@ class DuckDBWriter:
         _WRITERS.add(self)
 
     def _reinit_after_fork(self) -> None:
+        # The parent's connection and flock are the parent's: forget them without closing.
+        self._con = None
+        self._con_lock = None
         self._lock = threading.Lock()
         self._pending_lock = threading.Lock()
         self._pending = {}
@@ -187,20 +204,24 @@ class DuckDBWriter:
         return self.write_lazy(lambda: merged)
 
     def write_lazy(self, produce: Callable[[], Iterable[BatchTables]], *, progress: Progress | None = None,
-                   spill: bool = True) -> WriteOutcome:  # fmt: skip
+                   spill: bool = True, pausable: bool = False) -> WriteOutcome:  # fmt: skip
         """Land every batch ``produce()`` yields in ONE transaction, inserting each as it is made,
         so only one batch's Arrow tables exist at a time (the sink converts while it writes).
         ``produce`` is called again to retry or to spill, so it must yield the same batches each
         time and never raise.  ``progress`` is recorded in the same transaction (the sink's
         write-ahead log position); with ``spill=False`` a failed batch is not spooled, only
-        reported (the sink keeps it in its write-ahead log and retries).  Never raises."""
+        reported (the sink keeps it in its write-ahead log and retries).  With ``pausable`` (rows that
+        all replace by key: spans, never log records) the transaction may commit between two batches
+        when another process waits for the file, hand it over, and go on in a new transaction; only
+        the last one records ``progress``, so after a crash mid-way the whole lot lands again,
+        replacing what had landed.  Never raises."""
         # Every batch carries a mark, so a retry after a failure can tell "committed, then the
         # checkpoint failed" from "not committed" (log rows have no key to replace by).
         progress = progress or Progress(f"batch:{self.source}", secrets.randbits(62))
         with self._lock:
             self._take_pending()
             try:
-                n, logs = self._commit(produce, progress)
+                n, logs = self._commit(produce, progress, pausable=pausable)
                 return WriteOutcome(written=n, logs_written=logs)
             except Exception as exc:  # noqa: BLE001 - every failure ends in the spool, not the caller
                 error = f"{type(exc).__name__}: {exc}"
@@ -247,16 +268,28 @@ class DuckDBWriter:
     def read_landed(self, log: str) -> int:
         """The highest write-ahead record of ``log`` landed in the database (migrating it first);
         raises when the database cannot be opened."""
-        with self._lock, file_lock(self.db_path, exclusive=True, timeout_s=self.lock_timeout_s):
-            con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts,
-                                     settings=self.settings)  # fmt: skip
-            try:
-                if not self._migrated:
-                    migrate(con)
-                    self._migrated = True
-                return landed_seq(con, log)
-            finally:
-                con.close()
+        with self._lock, self._connection(self.settings) as con:
+            return landed_seq(con, log)
+
+    def release(self) -> None:
+        """Close a kept connection and let go of the sidecar lock (idle, stopping).  Never raises."""
+        with self._lock:
+            self._drop()
+
+    def yield_to_waiters(self, wait_s: float = 2.0) -> bool:
+        """When another process waits for the file (a viewer's refresh, another writer), close the
+        kept connection, let go of the lock and give the waiters up to ``wait_s`` to take it before
+        the next batch takes it back; True when it yielded.  Never raises."""
+        with self._lock:
+            if self._con is None or not others_waiting(self.db_path):
+                return False
+            self._drop()
+        _wait_for_waiters(self.db_path, wait_s)
+        return True
+
+    @property
+    def holds_connection(self) -> bool:
+        return self._con is not None
 
     def spooled_batches(self) -> list[Path]:
         try:
@@ -265,7 +298,8 @@ class DuckDBWriter:
             return []
 
     # -- internals -----------------------------------------------------------------------------
-    def _commit(self, produce: Callable[[], Iterable[BatchTables]], progress: Progress | None) -> tuple[int, int]:
+    def _commit(self, produce: Callable[[], Iterable[BatchTables]], progress: Progress | None, *,
+                pausable: bool = False) -> tuple[int, int]:  # fmt: skip
         """One transaction of the produced batches (then drain the spool); returns spans and log
         records written.
 
@@ -273,46 +307,98 @@ class DuckDBWriter:
         DuckDB invalidates a database after a fatal error (e.g. a checkpoint that could not pin a
         buffer), and only a reopen recovers it.  When ``progress`` shows the failed transaction
         did commit (a checkpoint failing after a durable COMMIT), it is not landed again."""
-        with file_lock(self.db_path, exclusive=True, timeout_s=self.lock_timeout_s):
-            before = self.counters["spans_written"], self.counters["logs_written"]
-            staged: dict[str, int] = {}
-            unbounded = {k: v for k, v in (self.settings or WRITER_SETTINGS).items() if k != "memory_limit"}
-            try:
-                drained = self._commit_on(produce, progress, self.settings, staged=staged)
-            except duckdb.Error as exc:
-                _log.warning("otel-inputs: DuckDB transaction failed (%s: %s); reopening the database to retry "
-                             "without the memory limit", type(exc).__name__, str(exc).splitlines()[0][:200])
-                drained = self._commit_on(produce, progress, unbounded, after_failure=True, staged=staged)
-            if not drained:
-                # A spool entry failed (e.g. its checkpoint under the bounded pool): one more drain on a
-                # new connection without the limit, as for the batch itself; entry marks keep it exactly once.
-                con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts,
-                                         settings=unbounded)  # fmt: skip
-                try:
-                    self._drain(con)
-                finally:
-                    con.close()
-            return self.counters["spans_written"] - before[0], self.counters["logs_written"] - before[1]
+        before = self.counters["spans_written"], self.counters["logs_written"]
+        staged: dict[str, int] = {}
+        unbounded = {k: v for k, v in (self.settings or WRITER_SETTINGS).items() if k != "memory_limit"}
+        try:
+            drained = self._commit_on(produce, progress, self.settings, staged=staged, pausable=pausable)
+        except duckdb.Error as exc:
+            _log.warning("otel-inputs: DuckDB transaction failed (%s: %s); reopening the database to retry "
+                         "without the memory limit", type(exc).__name__, str(exc).splitlines()[0][:200])
+            drained = self._commit_on(produce, progress, unbounded, after_failure=True, staged=staged,
+                                      pausable=pausable)  # fmt: skip
+        if not drained:
+            # A spool entry failed (e.g. its checkpoint under the bounded pool): one more drain on a
+            # new connection without the limit, as for the batch itself; entry marks keep it exactly once.
+            with self._connection(unbounded) as con:
+                self._drain(con)
+        return self.counters["spans_written"] - before[0], self.counters["logs_written"] - before[1]
 
-    def _commit_on(self, produce: Callable[[], Iterable[BatchTables]], progress: Progress | None,
-                   settings: Mapping[str, str] | None, *, after_failure: bool = False,
-                   staged: dict[str, int]) -> bool:  # fmt: skip
-        """The transaction, then the spool drain; returns whether the drain met no failure."""
-        con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts, settings=settings)
+    @contextlib.contextmanager
+    def _connection(self, settings: Mapping[str, str] | None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-write connection under the exclusive sidecar lock, migrated once.  With
+        ``keep_open`` it is the kept one (opened when there is none, or when it was opened with other
+        settings) and stays open after the block; any failure in the block closes it and lets go of
+        the lock, so the next attempt reopens the database (DuckDB recovers from a fatal error, such
+        as an invalidated database after a failed checkpoint, only by a reopen).  Call holding
+        ``self._lock``."""
+        if self._con is None or self._con_settings != settings:
+            self._drop()
+            self._open(settings)
+        con = self._con
+        assert con is not None
         try:
             if not self._migrated:
                 migrate(con)
                 self._migrated = True
+            yield con
+        except BaseException:
+            self._drop()
+            raise
+        if not self.keep_open:
+            self._drop()
+
+    def _open(self, settings: Mapping[str, str] | None) -> duckdb.DuckDBPyConnection:
+        lock = FileLock(self.db_path, exclusive=True)
+        lock.acquire(self.lock_timeout_s)
+        try:
+            con = connect_with_retry(self.db_path, read_only=False, attempts=self.connect_attempts,
+                                     settings=settings)  # fmt: skip
+        except BaseException:
+            lock.release()
+            raise
+        self._con, self._con_lock, self._con_settings = con, lock, settings
+        return con
+
+    def _hand_over(self) -> duckdb.DuckDBPyConnection:
+        """Mid-transaction pause (the part so far committed): close, let the waiting processes take
+        the file, then reopen it with the same settings."""
+        settings = self._con_settings
+        self._drop()
+        _wait_for_waiters(self.db_path)
+        return self._open(settings)
+
+    def _drop(self) -> None:
+        """Close the connection (DuckDB checkpoints on close) and release the lock; never raises (a
+        close that cannot checkpoint leaves the committed rows in DuckDB's own log, replayed at the
+        next open)."""
+        con, lock = self._con, self._con_lock
+        try:
+            if con is not None:
+                try:
+                    con.close()
+                except Exception as exc:  # noqa: BLE001
+                    _log.warning("otel-inputs: closing the DuckDB connection failed (%s: %s)", type(exc).__name__,
+                                 str(exc).splitlines()[0][:200])  # fmt: skip
+            if lock is not None:
+                lock.release()
+        finally:
+            self._con = self._con_lock = self._con_settings = None  # only now: holds_connection is exact
+
+    def _commit_on(self, produce: Callable[[], Iterable[BatchTables]], progress: Progress | None,
+                   settings: Mapping[str, str] | None, *, after_failure: bool = False,
+                   staged: dict[str, int], pausable: bool = False) -> bool:  # fmt: skip
+        """The transaction, then the spool drain; returns whether the drain met no failure."""
+        with self._connection(settings) as con:
             if after_failure and progress is not None and landed_seq(con, progress.log) == progress.seq:
                 # The COMMIT was durable; only what came after it (the checkpoint) failed.
                 self.counters = dict(staged) or self.counters
                 con.execute("CHECKPOINT")
             else:
+                pause = _Pause(self) if pausable else None
                 self.counters = _transaction(con, produce, self.source, self.counters, "spans_written", progress,
-                                             staged)  # fmt: skip
-            return self._drain(con)
-        finally:
-            con.close()
+                                             staged, pause)  # fmt: skip
+            return self._drain(self._con or con)  # a pause may have reopened the database
 
     def _drain(self, con: duckdb.DuckDBPyConnection) -> bool:
         """Land spooled batches, each in its own transaction.  An entry that reads back but does not
@@ -391,6 +477,30 @@ class DuckDBWriter:
         return final
 
 
+def _wait_for_waiters(db_path: Path, wait_s: float = 2.0) -> None:
+    """Give the processes waiting for the sidecar lock up to ``wait_s`` to take it."""
+    deadline = time.monotonic() + wait_s
+    while others_waiting(db_path) and time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
+class _Pause:
+    """What lets a transaction of keyed rows commit between two batches and hand the file over."""
+
+    def __init__(self, writer: DuckDBWriter) -> None:
+        self.writer = writer
+
+    def wanted(self) -> bool:
+        return others_waiting(self.writer.db_path)
+
+    def resume(self) -> duckdb.DuckDBPyConnection:
+        return self.writer._hand_over()
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection | None:
+        return self.writer._con
+
+
 def _now_us() -> int:
     return time.time_ns() // 1000
 
@@ -467,19 +577,26 @@ def landed_seq(con: duckdb.DuckDBPyConnection, log: str) -> int:
 
 def _transaction(con: duckdb.DuckDBPyConnection, produce: Callable[[], Iterable[BatchTables]], source: str,
                  counters: Mapping[str, int], count_as: str, progress: Progress | None = None,
-                 staged: dict[str, int] | None = None) -> dict[str, int]:  # fmt: skip
+                 staged: dict[str, int] | None = None, pause: _Pause | None = None) -> dict[str, int]:  # fmt: skip
     """One transaction; if WRITER_SETTINGS' memory_limit is too small for an unusually large batch,
     lift it for this connection and retry once instead of spilling (or quarantining) good data.
     A fatal error (the database invalidated) is not retried here: only a reopen recovers it.
     Returns the counters including this transaction's spans (under ``count_as``)."""
     try:
-        return _transaction_once(con, produce(), source, counters, count_as, progress, staged)
+        return _transaction_once(con, produce(), source, counters, count_as, progress, staged, pause)
     except duckdb.Error as exc:
         if isinstance(exc, duckdb.FatalException) or not _out_of_memory(exc):
             raise
+        if pause is not None and pause.con is not None:
+            con = pause.con  # the connection a pause reopened
         _log.info("otel-inputs: batch exceeds the writer memory_limit; retrying with DuckDB's default")
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
         con.execute("RESET memory_limit")
-        return _transaction_once(con, produce(), source, counters, count_as, progress, staged)
+        try:
+            return _transaction_once(con, produce(), source, counters, count_as, progress, staged, pause)
+        finally:
+            with contextlib.suppress(duckdb.Error):  # a kept connection bounds the next batch again
+                con.execute(f"SET memory_limit = '{limit}'")
 
 
 def _out_of_memory(exc: BaseException) -> bool:
@@ -491,9 +608,11 @@ def _out_of_memory(exc: BaseException) -> bool:
 
 def _transaction_once(con: duckdb.DuckDBPyConnection, batches: Iterable[BatchTables], source: str,
                       counters: Mapping[str, int], count_as: str, progress: Progress | None,
-                      staged: dict[str, int] | None = None) -> dict[str, int]:  # fmt: skip
+                      staged: dict[str, int] | None = None, pause: _Pause | None = None) -> dict[str, int]:  # fmt: skip
     """One transaction; ``staged`` receives the counters it commits just before the COMMIT, so a
-    caller that finds the COMMIT durable after an error can adopt them."""
+    caller that finds the COMMIT durable after an error can adopt them.  With ``pause``, when
+    another process waits for the file, the rows so far are committed (without ``progress``), the
+    file is handed over, and the rest goes on in a new transaction."""
     out = dict(counters)
     con.execute("BEGIN TRANSACTION")
     try:
@@ -504,6 +623,11 @@ def _transaction_once(con: duckdb.DuckDBPyConnection, batches: Iterable[BatchTab
             out["logs_written"] = out.get("logs_written", 0) + tables.log_count
             if count_as == "spans_written" and tables.artifacts is not None:
                 out["artifact_rows_written"] += tables.artifacts.num_rows
+            if pause is not None and pause.wanted():
+                _write_health(con, source, out)
+                con.execute("COMMIT")
+                con = pause.resume()
+                con.execute("BEGIN TRANSACTION")
         if progress is not None:
             con.execute(f"DELETE FROM {_PROGRESS_TABLE} WHERE log = ?", [progress.log])
             con.execute(f"INSERT INTO {_PROGRESS_TABLE} VALUES (?, ?, now())", [progress.log, progress.seq])
@@ -520,8 +644,8 @@ def _transaction_once(con: duckdb.DuckDBPyConnection, batches: Iterable[BatchTab
     except BaseException:
         try:
             con.execute("ROLLBACK")
-        except duckdb.Error:
-            pass  # already aborted: keep the original error, not the rollback's
+        except Exception:  # noqa: BLE001
+            pass  # already aborted (or closed by a failed pause): keep the original error, not the rollback's
         raise
 
 

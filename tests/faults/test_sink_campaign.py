@@ -5,7 +5,8 @@ Each trial starts the real sink process (OTLP/HTTP and OTLP/gRPC) on a database 
 across the campaign's trials, posts requests from four sender threads at once -- traces and logs,
 each over HTTP (some gzip) and over gRPC; each request 1-64 spans or log records with fresh ids and
 bodies -- and SIGKILLs the sink at a random moment under load, or right after one of its
-acknowledgments.  A restart then replays its write-ahead log and a SIGTERM flushes; every span and
+acknowledgments, while a viewer-like reader opens the file read-only every ~50 ms (so the writer
+hands the file over between and inside its transactions when it is killed).  A restart then replays its write-ahead log and a SIGTERM flushes; every span and
 log record ever acknowledged (200 / OK) must be in ``otel_traces`` / ``otel_logs`` exactly once:
 acknowledged-but-missing and duplicates are both counted and both must be 0.  The disk-full variants
 put the write-ahead log on a 1 MiB tmpfs, or the whole database on a small tmpfs that is full when
@@ -55,6 +56,7 @@ class Campaign:
     acknowledged_logs: set[str] = field(default_factory=set)  # log records: their unique bodies
     acks: Counter = field(default_factory=Counter)  # acknowledged requests per (transport, signal)
     refused: int = 0
+    reads: int = 0  # the viewer-like reader's successful opens during the trials
     trials: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -190,6 +192,19 @@ def _grpc_sender(c: Campaign, ep: Endpoints, signal_: str, rng: random.Random, s
             _acknowledge(c, "grpc", signal_, keys, True, first_ack)
 
 
+def _reader(c: Campaign, stop: threading.Event) -> None:
+    """Open the file the viewer's way (shared sidecar lock, read-only, one query) until ``stop``."""
+    from otel_inputs.exporter._db import read_connection
+
+    while not stop.wait(0.05):
+        try:
+            with read_connection(c.db, timeout_s=5) as con:
+                con.execute("SELECT count(*) FROM otel_traces").fetchone()
+            c.reads += 1
+        except Exception:  # noqa: BLE001 - not created or migrated yet, or busy: the next poll tries again
+            continue
+
+
 def _trial(c: Campaign, rng: random.Random, *, right_after_ack: bool, after: threading.Event | None = None) -> None:
     """One sink process under the four senders, SIGKILLed right after an acknowledgment, or at a
     random moment (after ``after`` is set, when given)."""
@@ -199,6 +214,7 @@ def _trial(c: Campaign, rng: random.Random, *, right_after_ack: bool, after: thr
     senders = [threading.Thread(target=_http_sender if transport == "http" else _grpc_sender,
                                 args=(c, ep, signal_, random.Random(rng.random()), stop, first_ack))
                for transport, signal_ in SENDERS]  # fmt: skip
+    senders.append(threading.Thread(target=_reader, args=(c, stop)))
     try:
         for t in senders:
             t.start()
@@ -252,7 +268,8 @@ def _verify(c: Campaign) -> Verdict:
 def _report(name: str, c: Campaign) -> str:
     per = ", ".join(f"{t}/{s} {c.acks[(t, s)]}" for t, s in SENDERS)
     return (f"\n{name}: {c.trials} trials, {len(c.acknowledged)} spans and {len(c.acknowledged_logs)} log records "
-            f"acknowledged (requests: {per}), {c.refused} requests refused (503 / RetryInfo), 0 missing, "
+            f"acknowledged (requests: {per}), {c.refused} requests refused (503 / RetryInfo), {c.reads} reader "
+            f"opens during the kills, 0 missing, "
             f"0 duplicated (seed {c.seed})")
 
 
