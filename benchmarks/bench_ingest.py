@@ -24,7 +24,7 @@ Paths, each into a fresh DuckDB file, interleaved within every run:
 * ``sink_pre``: the same receiver fed pre-encoded request bodies: its own capacity.
 
 While a receiver path runs, a reader opens the file the viewer's way (shared sidecar lock, a
-read-only connection, closed after one query) every 0.2 s; its wait to open is reported as p50/p99
+read-only connection, closed after one query) every 0.5 s; its wait to open is reported as p50/p99
 ("reader wait"), and its count decides when every span is queryable.
 
 Per path: spans/s (wall); the ratio to the same run's bar, per run and their median (never a ratio
@@ -283,7 +283,7 @@ class _Reader:
     a read-only connection for one count, then closed.  Records each wait to open, and when the
     count first reached ``expected``."""
 
-    def __init__(self, db: Path, table: str, expected: int, interval_s: float = 0.2) -> None:
+    def __init__(self, db: Path, table: str, expected: int, interval_s: float = 0.5) -> None:
         self.db, self.table, self.expected, self.interval_s = db, table, expected, interval_s
         self.waits: list[float] = []
         self.done_at: float | None = None
@@ -537,7 +537,7 @@ def _run_shape(shape: str, spans: list[ReadableSpan], paths: list[str], runs: in
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2,048 spans, 1 run (a smoke run, not a figure)")
-    parser.add_argument("--spans", type=int, default=None)
+    parser.add_argument("--spans", type=int, default=None, help="rich spans (10,240; small spans: twice as many)")
     parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--shapes", default="rich,small", help="comma-separated subset of rich,small")
     parser.add_argument("--paths", default=None,
@@ -560,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
         for shape in args.shapes.split(","):
             make = {"rich": make_spans, "small": make_small_spans}[shape]
             print(f"\nbuilding {count} {shape} spans ...", flush=True)
-            spans = make(count)
+            spans = make(count if shape == "rich" else 2 * count)
             _run_shape(shape, spans, raws + [p for p in wanted if p in SPAN_PATHS], runs, tmp)
         if "logs" in wanted:
             records = make_log_records(count)

@@ -29,6 +29,7 @@ import ctypes.util
 import itertools
 import logging
 import os
+import queue
 import sys
 import threading
 import time
@@ -68,7 +69,11 @@ class SinkConfig:
     # per 20-item packet span), bounded in bytes and items; a full queue answers 503 + Retry-After.
     max_queued_bytes: int = 256 * 1024 * 1024
     max_queued_spans: int = 65_536  # spans and log records
-    max_batch_spans: int = 512  # the writer coalesces queued requests up to this many spans
+    # The writer lands queued requests up to this many spans and wire bytes in one transaction (fewer
+    # commits under a backlog of small spans).  The bytes bound the transaction's DuckDB memory: 2,048
+    # rich spans in one transaction outgrew the writer's 24 MB buffer pool (one request is always taken).
+    max_batch_spans: int = 2048
+    max_batch_bytes: int = 4 * 1024 * 1024
     # A request finding the queue full waits this long for room before it is answered 503: the
     # writer frees room at every batch, so a short wait spares the sender a Retry-After pause.
     queue_wait_s: float = 2.0
@@ -81,6 +86,8 @@ class SinkConfig:
     # memory: ~14 MiB per 64 rich spans), and inserted per statement (fewer, larger inserts cost less CPU).
     decode_chunk_spans: int = 64
     insert_spans: int = 256
+    # Inserts converted ahead by the converter thread while the writer inserts (each holds its Arrow tables).
+    prefetch_batches: int = 1
     header_timeout_s: float = 10.0  # request line and headers must arrive within this
     request_deadline_s: float = 30.0  # a client trickling its body cannot hold a connection longer
     keep_alive_s: float = 5.0  # an idle keep-alive connection is closed after this
@@ -172,17 +179,19 @@ class _Queue:
                 self._spans += item.spans
                 self._bytes += item.nbytes
 
-    def take(self, max_spans: int, timeout_s: float) -> list[_Item]:
+    def take(self, max_spans: int, timeout_s: float, max_bytes: int | None = None) -> list[_Item]:
         with self._cond:
             if not self._items:
                 self._cond.wait(timeout_s)
             out: list[_Item] = []
-            spans = 0
-            while self._items and (not out or spans + self._items[0].spans <= max_spans):
+            spans = nbytes = 0
+            while self._items and (not out or (spans + self._items[0].spans <= max_spans and (
+                    max_bytes is None or nbytes + self._items[0].nbytes <= max_bytes))):  # fmt: skip
                 item = self._items.popleft()
                 self._spans -= item.spans
                 self._bytes -= item.nbytes
                 spans += item.spans
+                nbytes += item.nbytes
                 out.append(item)
             if out:
                 self._cond.notify_all()  # room for requests waiting in wait_for_room
@@ -486,6 +495,44 @@ class OTLPSink:
         if group:
             yield from coalesce(group)
 
+    def _prefetched(self, batches: Iterator[BatchTables]) -> Iterator[BatchTables]:
+        """``batches`` made ahead in a converter thread, at most ``prefetch_batches`` waiting: the
+        Python conversion of the next insert runs while DuckDB (which releases the GIL) inserts and
+        commits the previous one.  Stopping early (a failed insert) stops the converter."""
+        ready: queue.Queue[object] = queue.Queue(maxsize=max(1, self.config.prefetch_batches))
+        stop = threading.Event()
+        done = object()
+
+        def put(value: object) -> bool:
+            while not stop.is_set():
+                try:
+                    ready.put(value, timeout=0.05)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def convert() -> None:
+            try:
+                for tables in batches:
+                    if not put(tables):
+                        return
+                put(done)
+            except BaseException as exc:  # noqa: BLE001 - _produce never raises; handed over if it does
+                put(exc)
+
+        thread = threading.Thread(target=convert, name="otel-inputs-collect-convert", daemon=True)
+        thread.start()
+        try:
+            while (value := ready.get()) is not done:
+                if isinstance(value, BaseException):
+                    raise value
+                yield value  # type: ignore[misc]
+                del value
+        finally:
+            stop.set()
+            thread.join()
+
     def _iter_tables(self, item: _Item) -> Iterator[BatchTables]:
         """Convert one queued request into Arrow chunks, lazily and in request order (so a duplicate
         span later in the request still replaces an earlier copy).  Never raises; may run again
@@ -545,7 +592,8 @@ class OTLPSink:
         failures_at_stop = 0
         while True:
             with self._queue._cond:  # take and mark in flight atomically, so flush() never sees a gap
-                items = self._queue.take(self.config.max_batch_spans, timeout_s=0.2)
+                items = self._queue.take(self.config.max_batch_spans, timeout_s=0.2,
+                                         max_bytes=self.config.max_batch_bytes)  # fmt: skip
                 self._in_flight = sum(i.spans for i in items) or (1 if items else 0)
             if items and self.writer is not None:
                 if self._land(items):
@@ -609,8 +657,8 @@ class OTLPSink:
         # Spans replace by key, so a batch of span requests may land in several transactions when a
         # reader waits (the position lands with the last); log records have no key: one transaction.
         pausable = all(i.kind is Kind.TRACES for i in items)
-        outcome = self.writer.write_lazy(lambda: self._produce(items, pausable), progress=Progress(WAL_KEY, last),
-                                         spill=False, pausable=pausable)  # fmt: skip
+        outcome = self.writer.write_lazy(lambda: self._prefetched(self._produce(items, pausable)),
+                                         progress=Progress(WAL_KEY, last), spill=False, pausable=pausable)  # fmt: skip
         if outcome.error is not None:
             self._db_error = outcome.error.splitlines()[0][:300]
             self._db_failures += 1

@@ -186,3 +186,38 @@ def test_receiver_lets_go_of_the_file_when_idle(spans: SpanFactory, db_path: Pat
     finally:
         sink.stop()
     assert query(db_path, "SELECT count(*) FROM agent_attempts") == [(1,)]
+
+
+def test_converter_thread_stops_when_the_writer_stops_taking(db_path: Path) -> None:
+    """The converter thread runs at most prefetch_batches ahead and ends when the writer stops early (a failed insert)."""
+    import threading
+
+    sink = OTLPSink(db_path, port=0)
+    made: list[int] = []
+
+    def batches() -> Iterator:
+        for i in range(100):
+            made.append(i)
+            yield i
+
+    before = threading.active_count()
+    it = sink._prefetched(batches())  # type: ignore[arg-type]
+    assert [next(it), next(it)] == [0, 1]
+    it.close()  # what an exception in the consumer does to the generator
+    assert threading.active_count() == before
+    assert len(made) <= 2 + sink.config.prefetch_batches + 1
+    assert list(sink._prefetched(iter(range(5)))) == [0, 1, 2, 3, 4]  # type: ignore[arg-type]
+
+
+def test_writer_batch_is_bounded_in_spans_and_wire_bytes() -> None:
+    """The writer takes queued requests up to the span and byte bounds, but always at least one."""
+    from otel_inputs.exporter._sink import _Item, _Queue
+    from otel_inputs.exporter._wal import Kind, Ref
+
+    q = _Queue(max_spans=10_000, max_bytes=1 << 30)
+    for seq in range(1, 6):
+        q.put(_Item(Ref(seq, Kind.TRACES, Path("seg"), 0, 1000), spans=10, nbytes=1000))
+    assert [i.seq for i in q.take(25, 0, max_bytes=10_000)] == [1, 2]  # spans bound
+    assert [i.seq for i in q.take(1000, 0, max_bytes=1500)] == [3]  # bytes bound
+    assert [i.seq for i in q.take(1000, 0, max_bytes=10)] == [4]  # one request is always taken
+    assert [i.seq for i in q.take(1000, 0)] == [5]
