@@ -86,8 +86,10 @@ class SinkConfig:
     # memory: ~14 MiB per 64 rich spans), and inserted per statement (fewer, larger inserts cost less CPU).
     decode_chunk_spans: int = 64
     insert_spans: int = 256
-    # Inserts converted ahead by the converter thread while the writer inserts (each holds its Arrow tables).
-    prefetch_batches: int = 1
+    # Inserts converted ahead by a converter thread while the writer inserts (each holds its Arrow
+    # tables); 0: converted on the writer thread.  Off by default: on 2 shared cores, with the
+    # request threads parsing too, the third GIL-bound thread measured no faster (docs/performance.md).
+    prefetch_batches: int = 0
     header_timeout_s: float = 10.0  # request line and headers must arrive within this
     request_deadline_s: float = 30.0  # a client trickling its body cannot hold a connection longer
     keep_alive_s: float = 5.0  # an idle keep-alive connection is closed after this
@@ -657,8 +659,12 @@ class OTLPSink:
         # Spans replace by key, so a batch of span requests may land in several transactions when a
         # reader waits (the position lands with the last); log records have no key: one transaction.
         pausable = all(i.kind is Kind.TRACES for i in items)
-        outcome = self.writer.write_lazy(lambda: self._prefetched(self._produce(items, pausable)),
-                                         progress=Progress(WAL_KEY, last), spill=False, pausable=pausable)  # fmt: skip
+        def produce() -> Iterator[BatchTables]:
+            batches = self._produce(items, pausable)
+            return self._prefetched(batches) if self.config.prefetch_batches > 0 else batches
+
+        outcome = self.writer.write_lazy(produce, progress=Progress(WAL_KEY, last), spill=False,
+                                         pausable=pausable)  # fmt: skip
         if outcome.error is not None:
             self._db_error = outcome.error.splitlines()[0][:300]
             self._db_failures += 1

@@ -14,7 +14,7 @@ import pytest
 from exporter_helpers import SpanFactory, query
 from sink_client import post, proto_request
 
-from otel_inputs.exporter import OTLPSink
+from otel_inputs.exporter import OTLPSink, SinkConfig
 from otel_inputs.exporter._arrow import build_batch
 from otel_inputs.exporter._db import SINK_WRITER_SETTINGS, LockTimeout, file_lock, others_waiting
 from otel_inputs.exporter._spans import from_readable
@@ -192,7 +192,7 @@ def test_converter_thread_stops_when_the_writer_stops_taking(db_path: Path) -> N
     """The converter thread runs at most prefetch_batches ahead and ends when the writer stops early (a failed insert)."""
     import threading
 
-    sink = OTLPSink(db_path, port=0)
+    sink = OTLPSink(db_path, port=0, config=SinkConfig(prefetch_batches=1))
     made: list[int] = []
 
     def batches() -> Iterator:
@@ -207,6 +207,19 @@ def test_converter_thread_stops_when_the_writer_stops_taking(db_path: Path) -> N
     assert threading.active_count() == before
     assert len(made) <= 2 + sink.config.prefetch_batches + 1
     assert list(sink._prefetched(iter(range(5)))) == [0, 1, 2, 3, 4]  # type: ignore[arg-type]
+
+
+def test_receiver_with_a_converter_thread_lands_every_span_once(spans: SpanFactory, db_path: Path) -> None:
+    """With prefetch_batches on, requests converted ahead on the converter thread land whole and once."""
+    sink = OTLPSink(db_path, port=0, config=SinkConfig(prefetch_batches=2, insert_spans=2, decode_chunk_spans=1)).start()
+    try:
+        for r in range(3):
+            body = proto_request([spans.attempt(10 * r + i, items=1) for i in range(5)]).SerializeToString()
+            assert post(sink.endpoint, body)[0] == 200
+        assert sink.flush(60)
+    finally:
+        sink.stop()
+    assert query(db_path, "SELECT count(*), count(DISTINCT \"SpanId\") FROM otel_traces") == [(15, 15)]
 
 
 def test_writer_batch_is_bounded_in_spans_and_wire_bytes() -> None:
