@@ -559,8 +559,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for shape in args.shapes.split(","):
             make = {"rich": make_spans, "small": make_small_spans}[shape]
-            print(f"\nbuilding {count} {shape} spans ...", flush=True)
-            spans = make(count if shape == "rich" else 2 * count)
+            size = count if shape == "rich" else 2 * count
+            print(f"\nbuilding {size} {shape} spans ...", flush=True)
+            spans = make(size)
             _run_shape(shape, spans, raws + [p for p in wanted if p in SPAN_PATHS], runs, tmp)
         if "logs" in wanted:
             records = make_log_records(count)
