@@ -212,3 +212,19 @@ def build_batch(spans: Sequence[SpanRecord]) -> BatchTables:
         parts=rows_table(part_rows, PART_SCHEMA) if part_rows else None,
         unmapped=unmapped,
     )
+
+
+def build_reference(spans: Sequence[SpanRecord]) -> tuple[BatchTables, list[str]]:
+    """The reference conversion; a span that cannot be represented is left out and named."""
+    try:
+        return build_batch(spans), []
+    except Exception:  # noqa: BLE001 - find the span(s) that cannot be represented, keep the rest
+        good: list[SpanRecord] = []
+        problems: list[str] = []
+        for span in spans:
+            try:
+                build_batch([span])
+                good.append(span)
+            except Exception as exc:  # noqa: BLE001
+                problems.append(f"span {span.trace_id}/{span.span_id} cannot be stored ({exc}); dropped")
+        return build_batch(good), problems

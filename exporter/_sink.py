@@ -26,30 +26,28 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import itertools
 import logging
 import os
-import queue
 import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 
 from otel_inputs.exporter._arrow import BatchTables
-from otel_inputs.exporter._columns import Fallback, build_chunk
+from otel_inputs.exporter._convert import Converted, Tally, convert_piece, iter_tables, worker_pool
 from otel_inputs.exporter._db import SINK_WRITER_SETTINGS, others_waiting
 from otel_inputs.exporter._grpc import GRPCServer
 from otel_inputs.exporter._http import LOGS_PATH, TRACES_PATH, HTTPServer
-from otel_inputs.exporter._logs import check_logs, logs_batch, logs_response, parse_logs_json, parse_logs_protobuf
+from otel_inputs.exporter._logs import check_logs, logs_response, parse_logs_json, parse_logs_protobuf
 from otel_inputs.exporter._artifacts import CatalogScanner
 from otel_inputs.exporter._otlp import (
-    DecodeError, check_request, iter_valid, parse_json, parse_protobuf, record_of, response_body,
+    DecodeError, check_request, parse_json, parse_protobuf, response_body,
 )  # fmt: skip
 from otel_inputs.exporter._wal import Kind, Ref, WALUnavailable, WriteAheadLog, wal_dir
 from otel_inputs.exporter._writer import DuckDBWriter, Progress, coalesce
@@ -86,10 +84,12 @@ class SinkConfig:
     # memory: ~14 MiB per 64 rich spans), and inserted per statement (fewer, larger inserts cost less CPU).
     decode_chunk_spans: int = 64
     insert_spans: int = 256
-    # Inserts converted ahead by a converter thread while the writer inserts (each holds its Arrow
-    # tables); 0: converted on the writer thread.  Off by default: on 2 shared cores, with the
-    # request threads parsing too, the third GIL-bound thread measured no faster (docs/performance.md).
-    prefetch_batches: int = 0
+    # Worker processes converting requests while the writer thread inserts (exporter/_convert.py);
+    # None: one less than the cores, at most 2 (on one core, or with 0, the writer converts).  A
+    # batch goes to them from ``pool_from_spans`` spans: below, the start-up and hand-off cost more
+    # than they save.  A request is converted in pieces of ``insert_spans`` spans.
+    convert_workers: int | None = None
+    pool_from_spans: int = 512
     header_timeout_s: float = 10.0  # request line and headers must arrive within this
     request_deadline_s: float = 30.0  # a client trickling its body cannot hold a connection longer
     keep_alive_s: float = 5.0  # an idle keep-alive connection is closed after this
@@ -113,7 +113,13 @@ class _Item:
     ref: Ref
     spans: int  # spans or log records
     nbytes: int
-    unconverted: int = 0  # spans whose conversion failed (logged once, counted after the write)
+    # Spans lost per piece (by its first span), from its first conversion: logged once, counted
+    # after the write (the failed rest of a piece, and spans the reference conversion dropped).
+    lost: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def unconverted(self) -> int:
+        return sum(self.lost.values())
 
     @property
     def seq(self) -> int:
@@ -122,6 +128,21 @@ class _Item:
     @property
     def kind(self) -> Kind:
         return self.ref.kind
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """Spans ``start``..``stop`` of a request, being converted by a worker."""
+
+    start: int
+    stop: int | None
+    spans: int
+    future: Future[Converted]
+
+
+_WAITING = BatchTables(None, None, None)
+"""Yielded while the workers convert and a process waits for the file: an insert of nothing, after
+which the transaction may pause and hand the file over."""
 
 
 @dataclass(frozen=True)
@@ -337,6 +358,7 @@ class OTLPSink:
         self._stop_lock = threading.Lock()
         self._order_lock = threading.Lock()  # log order == queue order, so a landed mark covers all before it
         self._in_flight = 0
+        self._pool: ProcessPoolExecutor | None = None
         self._stopped = False
         self._db_error: str | None = None  # the last failed write, until one succeeds
         self._db_failures = 0  # consecutive failed writes
@@ -481,14 +503,21 @@ class OTLPSink:
                       retry=True, unavailable=True)  # fmt: skip
 
     # -- the writer ----------------------------------------------------------------------------
-    def _produce(self, items: list[_Item], pausable: bool = False) -> Iterator[BatchTables]:
+    def _produce(self, items: list[_Item], pausable: bool = False,
+                 pieces: dict[int, list[_Piece]] | None = None) -> Iterator[BatchTables]:  # fmt: skip
         """The taken requests' Arrow chunks, merged into inserts of about ``insert_spans`` spans
         (split where a span or attempt repeats, as :func:`coalesce` does).  With ``pausable``, a
-        process waiting for the file ends the insert early, so the writer can pause after it."""
+        process waiting for the file ends the insert early, and while the workers still convert an
+        empty batch lets the transaction pause for it (exporter/_writer.py)."""
         group: list[BatchTables] = []
         spans = 0
         for item in items:
-            for tables in self._iter_tables(item):
+            for tables in self._iter_tables(item, pieces, pausable):
+                if tables is _WAITING:
+                    yield from coalesce(group)
+                    group, spans = [], 0
+                    yield tables
+                    continue
                 group.append(tables)
                 spans += tables.span_count + tables.log_count
                 if spans >= self.config.insert_spans or (pausable and others_waiting(self.db_path)):
@@ -497,83 +526,93 @@ class OTLPSink:
         if group:
             yield from coalesce(group)
 
-    def _prefetched(self, batches: Iterator[BatchTables]) -> Iterator[BatchTables]:
-        """``batches`` made ahead in a converter thread, at most ``prefetch_batches`` waiting: the
-        Python conversion of the next insert runs while DuckDB (which releases the GIL) inserts and
-        commits the previous one.  Stopping early (a failed insert) stops the converter."""
-        ready: queue.Queue[object] = queue.Queue(maxsize=max(1, self.config.prefetch_batches))
-        stop = threading.Event()
-        done = object()
-
-        def put(value: object) -> bool:
-            while not stop.is_set():
-                try:
-                    ready.put(value, timeout=0.05)
-                    return True
-                except queue.Full:
-                    continue
-            return False
-
-        def convert() -> None:
-            try:
-                for tables in batches:
-                    if not put(tables):
-                        return
-                put(done)
-            except BaseException as exc:  # noqa: BLE001 - _produce never raises; handed over if it does
-                put(exc)
-
-        thread = threading.Thread(target=convert, name="otel-inputs-collect-convert", daemon=True)
-        thread.start()
-        try:
-            while (value := ready.get()) is not done:
-                if isinstance(value, BaseException):
-                    raise value
-                yield value  # type: ignore[misc]
-                del value
-        finally:
-            stop.set()
-            thread.join()
-
-    def _iter_tables(self, item: _Item) -> Iterator[BatchTables]:
-        """Convert one queued request into Arrow chunks, lazily and in request order (so a duplicate
-        span later in the request still replaces an earlier copy).  Never raises; may run again
-        for a retry, and yields the same chunks each time."""
+    def _iter_tables(self, item: _Item, pieces: dict[int, list[_Piece]] | None = None,
+                     pausable: bool = False) -> Iterator[BatchTables]:  # fmt: skip
+        """Convert one queued request into Arrow chunks in request order (so a duplicate span later
+        in the request still replaces an earlier copy): the worker pool's pieces when it took them,
+        else here, lazily.  Never raises; may run again for a retry, and yields the same chunks."""
         if self.writer is None:
             return
-        if item.kind is Kind.LOGS:
-            try:
-                tables = logs_batch(parse_logs_protobuf(self.wal.read(item.ref)))
-            except Exception:  # noqa: BLE001 - counted, never kills the writer
-                if not item.unconverted:
-                    item.unconverted = item.spans
-                    _log.exception("otel-inputs collect: %d log records of an accepted request cannot be converted",
-                                   item.spans)  # fmt: skip
-                return
-            yield tables
+        if pieces is not None and item.seq in pieces:
+            for piece in pieces[item.seq]:
+                while pausable and not wait([piece.future], timeout=0.02).done:
+                    if others_waiting(self.db_path):
+                        yield _WAITING  # let a waiting reader in while the workers convert
+                converted = self._piece_result(item, piece)
+                self._tally(item, piece.start, piece.spans, converted.tally)
+                yield from converted.tables
             return
-        size = max(1, self.config.decode_chunk_spans)
-        converted = 0
+        tally = Tally()
         try:
-            # Parsed here, a local of this generator: freed when the last chunk is converted.
-            valid = iter_valid(parse_protobuf(self.wal.read(item.ref)), frozenset())
-            while chunk := list(itertools.islice(valid, size)):
-                try:
-                    tables = build_chunk(chunk)
-                except Exception as exc:  # noqa: BLE001 - the reference path orders repeats and isolates bad spans
-                    if not isinstance(exc, Fallback):
-                        _log.warning("otel-inputs collect: fast conversion failed (%s: %s); using the reference path",
-                                     type(exc).__name__, exc)  # fmt: skip
-                    tables = self.writer.build([record_of(*v) for v in chunk])
-                converted += len(chunk)
-                del chunk
-                yield tables
-                del tables
-        except Exception:  # noqa: BLE001 - a request that cannot be converted is counted, never kills the writer
-            if not item.unconverted:
-                item.unconverted = item.spans - converted
-                _log.exception("otel-inputs collect: %d spans of an accepted request cannot be converted; dropped",
-                               item.unconverted)  # fmt: skip
+            body = self.wal.read(item.ref)
+        except Exception as exc:  # noqa: BLE001 - a request that cannot be read back is counted, never kills the writer
+            tally.complete = False
+            tally.problems.append(f"{type(exc).__name__}: {exc}")
+        else:
+            yield from iter_tables(item.kind, body, tally, chunk_spans=self.config.decode_chunk_spans)
+        self._tally(item, 0, item.spans, tally)
+
+    def _piece_result(self, item: _Item, piece: _Piece) -> Converted:
+        """A worker's tables; if the pool failed (a worker died, the pool is shut down), the same
+        piece converted here."""
+        try:
+            return piece.future.result()
+        except Exception as exc:  # noqa: BLE001 - conversion is pure: converting here again gives the same tables
+            if self._pool is not None:
+                _log.warning("otel-inputs collect: a conversion worker failed (%s: %s); converting in the writer "
+                             "until the next batch starts new workers", type(exc).__name__, exc)  # fmt: skip
+                self._drop_pool()
+            try:
+                body = self.wal.read(item.ref)
+            except Exception as read_exc:  # noqa: BLE001
+                return Converted((), Tally(complete=False, problems=[f"{type(read_exc).__name__}: {read_exc}"]))
+            return convert_piece(item.kind, body, piece.start, piece.stop, self.config.decode_chunk_spans)
+
+    def _tally(self, item: _Item, start: int, spans: int, tally: Tally) -> None:
+        """Record (once per piece) what a conversion lost, and log its problems."""
+        if start in item.lost or (tally.complete and not tally.problems):
+            return
+        lost = tally.dropped + (0 if tally.complete else max(0, spans - tally.converted))
+        item.lost[start] = lost
+        for problem in tally.problems:
+            _log.warning("otel-inputs collect: converting an accepted %s request: %s", item.kind.name.lower(), problem)
+        if lost:
+            _log.error("otel-inputs collect: %d %s of an accepted request cannot be converted; dropped", lost,
+                       "spans" if item.kind is Kind.TRACES else "log records")  # fmt: skip
+
+    def _submit(self, items: list[_Item]) -> dict[int, list[_Piece]] | None:
+        """Hand the batch's requests to the worker pool in pieces of ``insert_spans`` spans; None
+        when the batch is small, there are no workers, or a request cannot be read back (then the
+        writer converts, and counts what it cannot)."""
+        workers = self.config.convert_workers
+        if workers is None:
+            workers = max(0, min(2, (os.cpu_count() or 1) - 1))
+        if workers <= 0 or sum(i.spans for i in items) < self.config.pool_from_spans:
+            return None
+        try:
+            if self._pool is None:
+                self._pool = worker_pool(workers)
+            out: dict[int, list[_Piece]] = {}
+            step = max(1, self.config.insert_spans)
+            for item in items:
+                body = self.wal.read(item.ref)
+                starts = list(range(0, item.spans, step)) if item.kind is Kind.TRACES else [0]
+                out[item.seq] = [
+                    _Piece(start, nxt, min(item.spans, nxt or item.spans) - start,
+                           self._pool.submit(convert_piece, item.kind, body, start, nxt, self.config.decode_chunk_spans))
+                    for start, nxt in zip(starts, [*starts[1:], None])
+                ]  # fmt: skip
+            return out
+        except Exception as exc:  # noqa: BLE001 - the writer converts instead
+            _log.warning("otel-inputs collect: conversion workers unavailable (%s: %s); converting in the writer",
+                         type(exc).__name__, exc)  # fmt: skip
+            self._drop_pool()
+            return None
+
+    def _drop_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     @property
     def queued_spans(self) -> int:
@@ -654,14 +693,15 @@ class OTLPSink:
         if not items:
             self.wal.landed(last)
             return True
-        # Converted while written: only one chunk's Arrow tables exist at a time, and the
-        # parsed requests stay until the commit so a retry can convert again.
+        # Converted while written (by the worker pool when it takes the batch, else here, one
+        # chunk's Arrow tables at a time); a retry converts again, or reuses the workers' tables.
         # Spans replace by key, so a batch of span requests may land in several transactions when a
         # reader waits (the position lands with the last); log records have no key: one transaction.
         pausable = all(i.kind is Kind.TRACES for i in items)
+        pieces = self._submit(items)
+
         def produce() -> Iterator[BatchTables]:
-            batches = self._produce(items, pausable)
-            return self._prefetched(batches) if self.config.prefetch_batches > 0 else batches
+            return self._produce(items, pausable, pieces)
 
         outcome = self.writer.write_lazy(produce, progress=Progress(WAL_KEY, last), spill=False,
                                          pausable=pausable)  # fmt: skip
@@ -714,6 +754,7 @@ class OTLPSink:
         self._land_store()
         if self.writer is not None:
             self.writer.release()
+        self._drop_pool()
         self.wal.close()
 
     def __enter__(self) -> OTLPSink:

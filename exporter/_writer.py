@@ -32,7 +32,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from otel_inputs.exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, LOGS, PARTS, TRACES, BatchTables, build_batch
+from otel_inputs.exporter._arrow import ARTIFACTS, ATTEMPTS, INPUTS, LOGS, PARTS, TRACES, BatchTables, build_reference
 from otel_inputs.exporter._db import (
     WRITER_SETTINGS, FileLock, LockTimeout, connect_with_retry, others_waiting, spool_path,
 )  # fmt: skip
@@ -155,20 +155,13 @@ class DuckDBWriter:
 
     def build(self, spans: Sequence[SpanRecord]) -> BatchTables:
         """The batch's Arrow tables; a span that cannot be represented is dropped and counted."""
-        try:
-            return build_batch(spans)
-        except Exception:  # noqa: BLE001 - find the span(s) that cannot be represented, keep the rest
-            good: list[SpanRecord] = []
-            for span in spans:
-                try:
-                    build_batch([span])
-                    good.append(span)
-                except Exception as exc:  # noqa: BLE001
-                    _log.error("otel-inputs: span %s/%s cannot be stored (%s); dropped",
-                               span.trace_id, span.span_id, exc)  # fmt: skip
-                    self.count("spans_unconvertible", 1)
-                    self.count("spans_dropped", 1)
-            return build_batch(good)
+        tables, problems = build_reference(spans)
+        for problem in problems:
+            _log.error("otel-inputs: %s", problem)
+        if problems:
+            self.count("spans_unconvertible", len(problems))
+            self.count("spans_dropped", len(problems))
+        return tables
 
     def land_artifacts(self, records: Sequence[Mapping[str, Any]]) -> WriteOutcome:
         table = artifacts_table(records, _now_us())

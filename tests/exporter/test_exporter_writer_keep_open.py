@@ -188,38 +188,108 @@ def test_receiver_lets_go_of_the_file_when_idle(spans: SpanFactory, db_path: Pat
     assert query(db_path, "SELECT count(*) FROM agent_attempts") == [(1,)]
 
 
-def test_converter_thread_stops_when_the_writer_stops_taking(db_path: Path) -> None:
-    """The converter thread runs at most prefetch_batches ahead and ends when the writer stops early (a failed insert)."""
-    import threading
-
-    sink = OTLPSink(db_path, port=0, config=SinkConfig(prefetch_batches=1))
-    made: list[int] = []
-
-    def batches() -> Iterator:
-        for i in range(100):
-            made.append(i)
-            yield i
-
-    before = threading.active_count()
-    it = sink._prefetched(batches())  # type: ignore[arg-type]
-    assert [next(it), next(it)] == [0, 1]
-    it.close()  # what an exception in the consumer does to the generator
-    assert threading.active_count() == before
-    assert len(made) <= 2 + sink.config.prefetch_batches + 1
-    assert list(sink._prefetched(iter(range(5)))) == [0, 1, 2, 3, 4]  # type: ignore[arg-type]
+_TABLES = {
+    "otel_traces": '"TraceId", "SpanId", "SpanName", "SpanAttributes", "Events.Name", "Events.Attributes"',
+    "agent_attempts": "*",
+    "agent_attempt_inputs": "* EXCLUDE (captured_at)",
+}
 
 
-def test_receiver_with_a_converter_thread_lands_every_span_once(spans: SpanFactory, db_path: Path) -> None:
-    """With prefetch_batches on, requests converted ahead on the converter thread land whole and once."""
-    sink = OTLPSink(db_path, port=0, config=SinkConfig(prefetch_batches=2, insert_spans=2, decode_chunk_spans=1)).start()
+def _land_requests(db: Path, config: SinkConfig, requests: list[bytes]) -> tuple[dict[str, list[tuple]], bool]:
+    sink = OTLPSink(db, port=0, config=config).start()
     try:
-        for r in range(3):
-            body = proto_request([spans.attempt(10 * r + i, items=1) for i in range(5)]).SerializeToString()
+        for body in requests:
             assert post(sink.endpoint, body)[0] == 200
-        assert sink.flush(60)
+        assert sink.flush(120)
+        pooled = sink._pool is not None
     finally:
         sink.stop()
-    assert query(db_path, "SELECT count(*), count(DISTINCT \"SpanId\") FROM otel_traces") == [(15, 15)]
+    rows = {t: query(db, f"SELECT {cols} FROM {t} ORDER BY ALL") for t, cols in _TABLES.items()}
+    return rows, pooled
+
+
+def test_worker_processes_land_the_same_rows_as_the_writer_thread(spans: SpanFactory, tmp_path: Path) -> None:
+    """Requests converted in worker processes, in pieces, land exactly the rows the writer thread's own conversion lands."""
+    requests = [proto_request([spans.attempt(10 * r + i, items=3) for i in range(7)]).SerializeToString()
+                for r in range(4)]  # fmt: skip
+    pooled_rows, pooled = _land_requests(
+        tmp_path / "pool.duckdb",
+        SinkConfig(convert_workers=1, pool_from_spans=1, insert_spans=3, decode_chunk_spans=2), requests,
+    )  # fmt: skip
+    local_rows, local_pooled = _land_requests(tmp_path / "local.duckdb", SinkConfig(convert_workers=0), requests)
+    assert pooled and not local_pooled
+    assert len(pooled_rows["otel_traces"]) == 28 and len(pooled_rows["agent_attempt_inputs"]) == 28 * 3
+    assert pooled_rows == local_rows
+
+
+def test_a_killed_conversion_worker_loses_nothing(spans: SpanFactory, db_path: Path) -> None:
+    """When the conversion workers are killed -9, the writer converts their pieces itself and the next batch starts new workers."""
+    import signal
+
+    sink = OTLPSink(db_path, port=0, config=SinkConfig(convert_workers=1, pool_from_spans=1, insert_spans=2)).start()
+    try:
+        first = proto_request([spans.attempt(i, items=1) for i in range(4)]).SerializeToString()
+        assert post(sink.endpoint, first)[0] == 200 and sink.flush(120)
+        pool = sink._pool
+        assert pool is not None
+        workers = list(pool._processes.values())  # type: ignore[attr-defined]
+        assert workers
+        for proc in workers:
+            os.kill(proc.pid, signal.SIGKILL)
+        for proc in workers:
+            proc.join(10)
+        second = proto_request([spans.attempt(10 + i, items=1) for i in range(4)]).SerializeToString()
+        assert post(sink.endpoint, second)[0] == 200 and sink.flush(120)
+        third = proto_request([spans.attempt(20 + i, items=1) for i in range(4)]).SerializeToString()
+        assert post(sink.endpoint, third)[0] == 200 and sink.flush(120)
+        assert sink._pool is not None and sink._pool is not pool  # new workers for the third batch
+    finally:
+        sink.stop()
+    assert query(db_path, 'SELECT count(*), count(DISTINCT "SpanId") FROM otel_traces') == [(12, 12)]
+    assert query(db_path, "SELECT count(*) FROM agent_attempt_inputs") == [(12,)]
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text() if (task / "children").exists() else ""
+        out += [int(c) for c in text.split()]
+    return out
+
+
+def test_conversion_workers_exit_when_the_receiver_is_killed(spans: SpanFactory, tmp_path: Path) -> None:
+    """kill -9 of `otel-inputs collect` leaves no conversion worker behind: each exits with its parent."""
+
+    db = tmp_path / "t.duckdb"
+    cli = Path(sys.executable).with_name("otel-inputs")
+    proc = subprocess.Popen([str(cli), "collect", "--db", str(db), "--port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "listening on " in line, line
+        endpoint = line.split("listening on ")[1].split(" ")[0]
+        deadline = time.monotonic() + 60
+        body = proto_request([spans.attempt(i, items=2) for i in range(600)]).SerializeToString()
+        assert post(endpoint, body)[0] == 200
+        workers: list[int] = []
+        while not workers and time.monotonic() < deadline:
+            workers = _children(proc.pid)
+            time.sleep(0.05)
+        assert workers, "no conversion worker started for a 600-span request"
+    finally:
+        proc.kill()
+        proc.wait(30)
+    deadline = time.monotonic() + 20
+    while any(Path(f"/proc/{w}").exists() and "Z" not in _state(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists() and "Z" not in _state(w)]
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
 
 
 def test_writer_batch_is_bounded_in_spans_and_wire_bytes() -> None:
