@@ -175,12 +175,30 @@ def _storage(db: Path, count: int) -> dict[str, float]:
     return {"bytes_per_span": _size(db) / count, "used_bytes_per_span": block_size * used / count}
 
 
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its live descendants (the receiver's conversion workers)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            try:
+                todo += [int(c) for c in task.read_text().split()]
+            except OSError:
+                continue
+    return out
+
+
 def _proc_cpu_s(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    """utime + stime of ``pid`` and its live descendants (a worker started after start-up counts whole)."""
+    total = 0
+    for p in _tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _run_anchor(path: str, spans: list[ReadableSpan], db: Path) -> dict[str, float]:
@@ -256,12 +274,16 @@ def run_exporter(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
 
 
 def _vm_hwm_kib(pid: int) -> int:
-    try:
-        text = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    m = re.search(r"VmHWM:\s+(\d+) kB", text)
-    return int(m.group(1)) if m else 0
+    """Peak RSS of ``pid`` plus that of its live descendants (the conversion workers)."""
+    total = 0
+    for p in _tree(pid):
+        try:
+            text = Path(f"/proc/{p}/status").read_text()
+        except OSError:
+            continue
+        m = re.search(r"VmHWM:\s+(\d+) kB", text)
+        total += int(m.group(1)) if m else 0
+    return total
 
 
 def _start_sink(db: Path) -> tuple[subprocess.Popen[str], str, str]:
@@ -358,7 +380,7 @@ def _run_sink_with(spans: list[ReadableSpan], db: Path, *, grpc: bool) -> dict[s
         proc.terminate()
         proc.wait(60)
     return {"spans_per_s": len(spans) / elapsed, "sender_spans_per_s": len(spans) / sent,
-            "cpu_ms_per_span": cpu * 1000 / len(spans), "peak_rss_mib": rss_kib / 1024,
+            "cpu_ms_per_span": cpu * 1000 / len(spans), "peak_rss_mib": rss_kib / 1024, "cores": cpu / elapsed,
             **reader.figures(), **_storage(db, len(spans))}  # fmt: skip
 
 
@@ -393,7 +415,8 @@ def run_sink_prebuilt(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
         proc.terminate()
         proc.wait(60)
     return {"spans_per_s": len(spans) / elapsed, "cpu_ms_per_span": cpu * 1000 / len(spans),
-            "peak_rss_mib": rss_kib / 1024, **reader.figures(), **_storage(db, len(spans))}  # fmt: skip
+            "peak_rss_mib": rss_kib / 1024, "cores": cpu / elapsed, **reader.figures(),
+            **_storage(db, len(spans))}  # fmt: skip
 
 
 def run_encode(spans: list[ReadableSpan], db: Path) -> dict[str, float]:
@@ -526,7 +549,9 @@ def _run_shape(shape: str, spans: list[ReadableSpan], paths: list[str], runs: in
                 _median([x["reader_p50_ms"] for x in runs_of]), max(x["reader_p99_ms"] for x in runs_of),
                 max(x["reader_max_ms"] for x in runs_of), sum(int(x["reader_opens"]) for x in runs_of)))  # fmt: skip
         if "peak_rss_mib" in runs_of[0]:
-            notes.append(f"peak RSS {_median([x['peak_rss_mib'] for x in runs_of]):.0f} MiB")
+            notes.append(f"peak RSS {_median([x['peak_rss_mib'] for x in runs_of]):.0f} MiB (with its workers)")
+        if "cores" in runs_of[0]:
+            notes.append(f"receiver CPU {_median([x['cores'] for x in runs_of]):.2f} cores")
         if "sender_spans_per_s" in runs_of[0]:
             notes.append(f"sender side {_median([x['sender_spans_per_s'] for x in runs_of]):.0f} spans/s")
         if name in RAW_ANCHOR_PATHS:

@@ -7,9 +7,11 @@ write-ahead log and wait for the group fsync (cannot: 503 / ``UNAVAILABLE``), an
 answer 200 / OK.  So an acknowledged request survives ``kill -9``: the next start replays every
 record the database has not landed.
 
-ONE writer thread parses each queued request again, converts it to Arrow (``decode_chunk_spans``
-spans at a time, see :mod:`otel_inputs.exporter._columns`) and owns every DuckDB write (and the
-periodic landing of the store catalog's artifact status); the write-ahead position is committed in the same
+ONE writer thread owns every DuckDB write (and the periodic landing of the store catalog's
+artifact status).  Each queued request is parsed again and converted to Arrow
+(:mod:`otel_inputs.exporter._convert`): under a backlog by worker processes, in pieces, while the
+writer inserts the pieces already converted; for a small batch by the writer itself,
+``decode_chunk_spans`` spans at a time; the write-ahead position is committed in the same
 transaction as the rows, then the landed log segments are deleted.  The writer keeps its DuckDB
 connection while there is work (DuckDB checkpoints when its own log passes a size, not at every
 commit), hands the file to a waiting reader after the batch in progress or between two inserts of

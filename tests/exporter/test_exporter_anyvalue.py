@@ -265,7 +265,7 @@ def test_a_failing_projection_still_lands_the_raw_span_counted_as_unmapped(
         db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """A projection defect (injected: derivation raises for one span) costs that span its attempt row only: it is in otel_traces, counted spans_unmapped."""
     import otel_inputs.exporter._arrow as arrow_module
-    import otel_inputs.exporter._sink as sink_module
+    import otel_inputs.exporter._convert as convert_module
 
     real_derive = arrow_module.derive
 
@@ -275,7 +275,7 @@ def test_a_failing_projection_still_lands_the_raw_span_counted_as_unmapped(
         return real_derive(span)
 
     monkeypatch.setattr(arrow_module, "derive", broken)
-    monkeypatch.setattr(sink_module, "build_chunk", lambda chunk: (_ for _ in ()).throw(RuntimeError("fast path off")))
+    monkeypatch.setattr(convert_module, "build_chunk", lambda chunk: (_ for _ in ()).throw(RuntimeError("fast path off")))
     req = ExportTraceServiceRequest()
     ss = req.resource_spans.add().scope_spans.add()
     for i, name in enumerate(("ok", "defect", "ok2")):

@@ -12,7 +12,7 @@ from exporter_helpers import SpanFactory, query
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from sink_client import post, proto_request
 
-import otel_inputs.exporter._sink as sink_module
+import otel_inputs.exporter._convert as convert_module
 from otel_inputs.exporter import OTLPSink
 from otel_inputs.exporter._arrow import build_batch
 from otel_inputs.exporter._db import file_lock
@@ -67,8 +67,8 @@ def test_a_request_that_cannot_be_converted_is_counted_and_the_writer_keeps_goin
     sink = OTLPSink(db_path, port=0).start()
     try:
         with monkeypatch.context() as m:
-            m.setattr(sink_module, "build_chunk", _boom)
-            m.setattr(sink_module, "record_of", _boom)
+            m.setattr(convert_module, "build_chunk", _boom)
+            m.setattr(convert_module, "record_of", _boom)
             assert post(sink.endpoint, proto_request([spans.attempt(0)]).SerializeToString())[0] == 200
             assert sink.flush(20)
         assert post(sink.endpoint, proto_request([spans.attempt(1)]).SerializeToString())[0] == 200
@@ -127,9 +127,9 @@ def test_reference_path_drops_only_the_unrepresentable_span_inside_a_write(
     spans: SpanFactory, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A span the reference conversion cannot build is dropped and counted mid-write (no deadlock); its neighbours land."""
-    import otel_inputs.exporter._writer as writer_module
+    import otel_inputs.exporter._arrow as arrow_module
 
-    real_build = writer_module.build_batch
+    real_build = arrow_module.build_batch
 
     def picky_build(records: list) -> object:
         if any(r.name == "unrepresentable" for r in records):
@@ -137,8 +137,8 @@ def test_reference_path_drops_only_the_unrepresentable_span_inside_a_write(
         return real_build(records)
 
     bad = spans.span({"plain": "span"}, name="unrepresentable")
-    monkeypatch.setattr(sink_module, "build_chunk", _boom)
-    monkeypatch.setattr(writer_module, "build_batch", picky_build)
+    monkeypatch.setattr(convert_module, "build_chunk", _boom)
+    monkeypatch.setattr(arrow_module, "build_batch", picky_build)
     sink = OTLPSink(db_path, port=0).start()
     try:
         body = proto_request([spans.attempt(0), bad, spans.attempt(1)]).SerializeToString()
