@@ -10,7 +10,8 @@ from types import FrameType
 
 import click
 
-from otel_inputs.exporter._sink import OTLPSink, skip_pandas_probe, use_system_memory_pool
+from otel_inputs.exporter._convert import default_workers, skip_pandas_probe, use_system_memory_pool
+from otel_inputs.exporter._sink import OTLPSink, SinkConfig
 from otel_inputs.exporter._wal import WALBusy
 
 
@@ -26,7 +27,11 @@ from otel_inputs.exporter._wal import WALBusy
 @click.option("--grpc-port", default=4317, show_default=True, type=click.IntRange(0, 65535),
               help="OTLP/gRPC port (0 picks a free one).")
 @click.option("--no-grpc", is_flag=True, help="Do not serve OTLP/gRPC.")
-def collect(db_path: Path, store: Path | None, host: str, port: int, grpc_port: int, no_grpc: bool) -> None:
+@click.option("--convert-workers", type=click.IntRange(0, 64), default=None,
+              help="Processes converting requests under a backlog (default: one less than the cores, at most 2; "
+                   "0: the writer converts).")
+def collect(db_path: Path, store: Path | None, host: str, port: int, grpc_port: int, no_grpc: bool,
+            convert_workers: int | None) -> None:
     """Receive OTLP traces and logs (HTTP /v1/traces and /v1/logs, protobuf or JSON, gzip; gRPC
     TraceService and LogsService) and land them in DuckDB; a 200 / OK means the request is durable."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -38,7 +43,9 @@ def collect(db_path: Path, store: Path | None, host: str, port: int, grpc_port: 
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     skip_pandas_probe()  # this process is only a sink: no pandas, ~45 MiB less
     use_system_memory_pool()  # freed Arrow memory goes back to the OS between batches
-    sink = OTLPSink(db_path, store=store, host=host, port=port, grpc_port=None if no_grpc else grpc_port)
+    workers = default_workers() if convert_workers is None else convert_workers
+    sink = OTLPSink(db_path, store=store, host=host, port=port, grpc_port=None if no_grpc else grpc_port,
+                    config=SinkConfig(convert_workers=workers))
     try:
         sink.start()
     except WALBusy as exc:

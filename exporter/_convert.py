@@ -18,10 +18,13 @@ import itertools
 import multiprocessing
 import multiprocessing.connection
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+
+import pyarrow as pa
 
 from otel_inputs.exporter._arrow import BatchTables, build_reference
 from otel_inputs.exporter._columns import Fallback, build_chunk
@@ -96,9 +99,46 @@ def convert_piece(kind: Kind, body: bytes, start: int = 0, stop: int | None = No
     return Converted(tuple(iter_tables(kind, body, tally, start, stop, chunk_spans)), tally)
 
 
-def _exit_with_parent() -> None:
-    """A worker's initializer: exit when the sink's process is gone (even by kill -9), whose pool
-    can no longer stop it."""
+def default_workers() -> int:
+    """Conversion workers for a process that only receives: one less than the cores, at most 2."""
+    return max(0, min(2, (os.cpu_count() or 1) - 1))
+
+
+def skip_pandas_probe() -> None:
+    """Let pyarrow record "no pandas" in a process that has not imported it (``otel-inputs collect``'s own).
+
+    pyarrow's first ``pa.array(list)`` probes for pandas by importing it (+45 MiB RSS), only to
+    recognise pandas inputs the sink never passes.  Probing once while the import is blocked makes
+    pyarrow skip it; an explicit pandas conversion (``to_pandas``) still imports pandas later.  It
+    is process-wide (pyarrow then no longer recognises pandas objects in ``pa.array``), so only a
+    process of its own calls it (``otel-inputs collect``'s, a conversion worker), never
+    :meth:`OTLPSink.start` inside someone else's process."""
+    if "pandas" in sys.modules:
+        return
+    sys.modules["pandas"] = None  # type: ignore[assignment] - makes `import pandas` raise ImportError
+    try:
+        pa.array([0], pa.int64())
+    except Exception:  # noqa: BLE001 - only an optimisation
+        pass
+    finally:
+        if sys.modules.get("pandas", 0) is None:
+            del sys.modules["pandas"]
+
+
+def use_system_memory_pool() -> None:
+    """Make pyarrow allocate through malloc (``otel-inputs collect``'s own process, a conversion worker).
+
+    pyarrow's default mimalloc pool keeps the pages of every converted batch (~20 MiB of the
+    sink's resident memory, measured) where the sink's ``malloc_trim`` cannot return them.  It is
+    process-wide, so only a process of its own calls it."""
+    pa.set_memory_pool(pa.system_memory_pool())
+
+
+def _worker_init() -> None:
+    """A worker's initializer: pyarrow set up as in the sink's own process, and exit when the
+    sink's process is gone (even by kill -9), whose pool can no longer stop it."""
+    skip_pandas_probe()
+    use_system_memory_pool()
     parent = multiprocessing.parent_process()
     if parent is None:
         return
@@ -114,5 +154,5 @@ def worker_pool(workers: int) -> ProcessPoolExecutor:
     """A process pool for :func:`convert_piece`, started with ``spawn`` (the sink has server
     threads, which a fork would copy mid-state); its processes start at the first piece."""
     return ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_exit_with_parent,
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
     )  # fmt: skip

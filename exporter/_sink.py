@@ -30,7 +30,6 @@ import ctypes
 import ctypes.util
 import logging
 import os
-import sys
 import threading
 import time
 from collections import deque
@@ -39,7 +38,6 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
 
 from otel_inputs.exporter._arrow import BatchTables
 from otel_inputs.exporter._convert import Converted, Tally, convert_piece, iter_tables, worker_pool
@@ -87,10 +85,11 @@ class SinkConfig:
     decode_chunk_spans: int = 64
     insert_spans: int = 256
     # Worker processes converting requests while the writer thread inserts (exporter/_convert.py);
-    # None: one less than the cores, at most 2 (on one core, or with 0, the writer converts).  A
+    # 0: the writer converts.  Only a process of its own turns them on (`otel-inputs collect`:
+    # default_workers()), because a started worker imports the starting process's main module.  A
     # batch goes to them from ``pool_from_spans`` spans: below, the start-up and hand-off cost more
     # than they save.  A request is converted in pieces of ``insert_spans`` spans.
-    convert_workers: int | None = None
+    convert_workers: int = 0
     pool_from_spans: int = 512
     header_timeout_s: float = 10.0  # request line and headers must arrive within this
     request_deadline_s: float = 30.0  # a client trickling its body cannot hold a connection longer
@@ -283,35 +282,6 @@ def _release_free_memory() -> None:
     so the next batch's transient peak starts from the sink's real working set."""
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
-
-
-def skip_pandas_probe() -> None:
-    """Let pyarrow record "no pandas" in a process that has not imported it (``otel-inputs collect``'s own).
-
-    pyarrow's first ``pa.array(list)`` probes for pandas by importing it (+45 MiB RSS), only to
-    recognise pandas inputs the sink never passes.  Probing once while the import is blocked makes
-    pyarrow skip it; an explicit pandas conversion (``to_pandas``) still imports pandas later.  It
-    is process-wide (pyarrow then no longer recognises pandas objects in ``pa.array``), so only the
-    dedicated sink process calls it, never :meth:`OTLPSink.start` inside someone else's process."""
-    if "pandas" in sys.modules:
-        return
-    sys.modules["pandas"] = None  # type: ignore[assignment] - makes `import pandas` raise ImportError
-    try:
-        pa.array([0], pa.int64())
-    except Exception:  # noqa: BLE001 - only an optimisation
-        pass
-    finally:
-        if sys.modules.get("pandas", 0) is None:
-            del sys.modules["pandas"]
-
-
-def use_system_memory_pool() -> None:
-    """Make pyarrow allocate through malloc in ``otel-inputs collect``'s own process.
-
-    pyarrow's default mimalloc pool keeps the pages of every converted batch (~20 MiB of the
-    sink's resident memory, measured) where :func:`_release_free_memory`'s ``malloc_trim`` cannot
-    return them.  It is process-wide, so only the dedicated sink process calls it."""
-    pa.set_memory_pool(pa.system_memory_pool())
 
 
 def _remove_rejected_spans(req: object, skip: set[tuple[int, int, int]]) -> None:
@@ -587,8 +557,6 @@ class OTLPSink:
         when the batch is small, there are no workers, or a request cannot be read back (then the
         writer converts, and counts what it cannot)."""
         workers = self.config.convert_workers
-        if workers is None:
-            workers = max(0, min(2, (os.cpu_count() or 1) - 1))
         if workers <= 0 or sum(i.spans for i in items) < self.config.pool_from_spans:
             return None
         try:

@@ -95,7 +95,7 @@ def test_sink_process_never_imports_pandas(tmp_path: Path) -> None:
 import sys
 sys.path[:0] = {sys.path!r}
 from otel_inputs.exporter import OTLPSink
-from otel_inputs.exporter._sink import skip_pandas_probe
+from otel_inputs.exporter._convert import skip_pandas_probe
 from exporter_helpers import SpanFactory
 from sink_client import post, proto_request
 skip_pandas_probe()
