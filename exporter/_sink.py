@@ -68,8 +68,8 @@ class SinkConfig:
     max_queued_bytes: int = 256 * 1024 * 1024
     max_queued_spans: int = 65_536  # spans and log records
     # The writer lands queued requests up to this many spans and wire bytes in one transaction (fewer
-    # commits under a backlog of small spans).  The bytes bound the transaction's DuckDB memory: 2,048
-    # rich spans in one transaction outgrew the writer's 24 MB buffer pool (one request is always taken).
+    # commits under a backlog of small spans).  The bytes bound the transaction's DuckDB memory (2,048
+    # rich spans in one transaction outgrew a 24 MB buffer pool); one request is always taken.
     max_batch_spans: int = 2048
     max_batch_bytes: int = 4 * 1024 * 1024
     # A request finding the queue full waits this long for room before it is answered 503: the
@@ -87,10 +87,12 @@ class SinkConfig:
     # Worker processes converting requests while the writer thread inserts (exporter/_convert.py);
     # 0: the writer converts.  Only a process of its own turns them on (`otel-inputs collect`:
     # default_workers()), because a started worker imports the starting process's main module.  A
-    # batch goes to them from ``pool_from_spans`` spans: below, the start-up and hand-off cost more
-    # than they save.  A request is converted in pieces of ``insert_spans`` spans.
+    # batch goes to them from ``pool_from_bytes`` of requests: conversion costs per attribute, which
+    # the wire bytes follow (512 rich spans are 9 MB, 2,048 small ones 0.4 MB, where handing off
+    # costs more than it saves: measured 10k vs 13-15k small spans/s).  A request is converted in
+    # pieces of ``insert_spans`` spans.
     convert_workers: int = 0
-    pool_from_spans: int = 512
+    pool_from_bytes: int = 1024 * 1024
     header_timeout_s: float = 10.0  # request line and headers must arrive within this
     request_deadline_s: float = 30.0  # a client trickling its body cannot hold a connection longer
     keep_alive_s: float = 5.0  # an idle keep-alive connection is closed after this
@@ -117,6 +119,9 @@ class _Item:
     # Spans lost per piece (by its first span), from its first conversion: logged once, counted
     # after the write (the failed rest of a piece, and spans the reference conversion dropped).
     lost: dict[int, int] = field(default_factory=dict)
+    # Its pieces being converted by the worker pool, when handed to it (with its batch, or ahead of
+    # it while the batch before is landed); they stay with it across a retry.
+    pieces: list[_Piece] | None = field(default=None, repr=False)
 
     @property
     def unconverted(self) -> int:
@@ -139,6 +144,7 @@ class _Piece:
     stop: int | None
     spans: int
     future: Future[Converted]
+    pool: ProcessPoolExecutor
 
 
 _WAITING = BatchTables(None, None, None)
@@ -202,6 +208,18 @@ class _Queue:
                 self._items.appendleft(item)
                 self._spans += item.spans
                 self._bytes += item.nbytes
+
+    def peek(self, max_bytes: int) -> list[_Item]:
+        """The items at the front, up to ``max_bytes`` of wire bytes (at least one), left in place."""
+        with self._cond:
+            out: list[_Item] = []
+            nbytes = 0
+            for item in self._items:
+                if out and nbytes + item.nbytes > max_bytes:
+                    break
+                out.append(item)
+                nbytes += item.nbytes
+            return out
 
     def take(self, max_spans: int, timeout_s: float, max_bytes: int | None = None) -> list[_Item]:
         with self._cond:
@@ -475,8 +493,7 @@ class OTLPSink:
                       retry=True, unavailable=True)  # fmt: skip
 
     # -- the writer ----------------------------------------------------------------------------
-    def _produce(self, items: list[_Item], pausable: bool = False,
-                 pieces: dict[int, list[_Piece]] | None = None) -> Iterator[BatchTables]:  # fmt: skip
+    def _produce(self, items: list[_Item], pausable: bool = False) -> Iterator[BatchTables]:
         """The taken requests' Arrow chunks, merged into inserts of about ``insert_spans`` spans
         (split where a span or attempt repeats, as :func:`coalesce` does).  With ``pausable``, a
         process waiting for the file ends the insert early, and while the workers still convert an
@@ -484,7 +501,7 @@ class OTLPSink:
         group: list[BatchTables] = []
         spans = 0
         for item in items:
-            for tables in self._iter_tables(item, pieces, pausable):
+            for tables in self._iter_tables(item, pausable):
                 if tables is _WAITING:
                     yield from coalesce(group)
                     group, spans = [], 0
@@ -498,15 +515,14 @@ class OTLPSink:
         if group:
             yield from coalesce(group)
 
-    def _iter_tables(self, item: _Item, pieces: dict[int, list[_Piece]] | None = None,
-                     pausable: bool = False) -> Iterator[BatchTables]:  # fmt: skip
+    def _iter_tables(self, item: _Item, pausable: bool = False) -> Iterator[BatchTables]:
         """Convert one queued request into Arrow chunks in request order (so a duplicate span later
         in the request still replaces an earlier copy): the worker pool's pieces when it took them,
         else here, lazily.  Never raises; may run again for a retry, and yields the same chunks."""
         if self.writer is None:
             return
-        if pieces is not None and item.seq in pieces:
-            for piece in pieces[item.seq]:
+        if item.pieces is not None:
+            for piece in item.pieces:
                 while pausable and not wait([piece.future], timeout=0.02).done:
                     if others_waiting(self.db_path):
                         yield _WAITING  # let a waiting reader in while the workers convert
@@ -530,7 +546,7 @@ class OTLPSink:
         try:
             return piece.future.result()
         except Exception as exc:  # noqa: BLE001 - conversion is pure: converting here again gives the same tables
-            if self._pool is not None:
+            if piece.pool is self._pool:  # not a piece of workers already replaced
                 _log.warning("otel-inputs collect: a conversion worker failed (%s: %s); converting in the writer "
                              "until the next batch starts new workers", type(exc).__name__, exc)  # fmt: skip
                 self._drop_pool()
@@ -552,32 +568,34 @@ class OTLPSink:
             _log.error("otel-inputs collect: %d %s of an accepted request cannot be converted; dropped", lost,
                        "spans" if item.kind is Kind.TRACES else "log records")  # fmt: skip
 
-    def _submit(self, items: list[_Item]) -> dict[int, list[_Piece]] | None:
-        """Hand the batch's requests to the worker pool in pieces of ``insert_spans`` spans; None
-        when the batch is small, there are no workers, or a request cannot be read back (then the
-        writer converts, and counts what it cannot)."""
+    def _submit(self, items: list[_Item]) -> None:
+        """Hand the batch's requests to the worker pool in pieces of ``insert_spans`` spans, and the
+        requests queued behind it (up to ``max_batch_bytes``), so the workers convert the next batch
+        while this one is inserted and committed.  Nothing when the batch is small or there are no
+        workers; a request that cannot be read back is left to the writer (which counts what it
+        cannot convert)."""
         workers = self.config.convert_workers
-        if workers <= 0 or sum(i.spans for i in items) < self.config.pool_from_spans:
-            return None
+        if workers <= 0 or sum(i.nbytes for i in items) < self.config.pool_from_bytes:
+            return
         try:
             if self._pool is None:
                 self._pool = worker_pool(workers)
-            out: dict[int, list[_Piece]] = {}
             step = max(1, self.config.insert_spans)
-            for item in items:
+            for item in items + self._queue.peek(self.config.max_batch_bytes):
+                if item.pieces is not None:
+                    continue
                 body = self.wal.read(item.ref)
                 starts = list(range(0, item.spans, step)) if item.kind is Kind.TRACES else [0]
-                out[item.seq] = [
+                pool = self._pool
+                item.pieces = [
                     _Piece(start, nxt, min(item.spans, nxt or item.spans) - start,
-                           self._pool.submit(convert_piece, item.kind, body, start, nxt, self.config.decode_chunk_spans))
+                           pool.submit(convert_piece, item.kind, body, start, nxt, self.config.decode_chunk_spans), pool)
                     for start, nxt in zip(starts, [*starts[1:], None])
                 ]  # fmt: skip
-            return out
         except Exception as exc:  # noqa: BLE001 - the writer converts instead
             _log.warning("otel-inputs collect: conversion workers unavailable (%s: %s); converting in the writer",
                          type(exc).__name__, exc)  # fmt: skip
             self._drop_pool()
-            return None
 
     def _drop_pool(self) -> None:
         pool, self._pool = self._pool, None
@@ -668,10 +686,10 @@ class OTLPSink:
         # Spans replace by key, so a batch of span requests may land in several transactions when a
         # reader waits (the position lands with the last); log records have no key: one transaction.
         pausable = all(i.kind is Kind.TRACES for i in items)
-        pieces = self._submit(items)
+        self._submit(items)
 
         def produce() -> Iterator[BatchTables]:
-            return self._produce(items, pausable, pieces)
+            return self._produce(items, pausable)
 
         outcome = self.writer.write_lazy(produce, progress=Progress(WAL_KEY, last), spill=False,
                                          pausable=pausable)  # fmt: skip

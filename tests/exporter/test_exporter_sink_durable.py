@@ -249,7 +249,7 @@ def test_unusable_database_answers_unavailable_then_recovers_and_lands_every_200
 
 
 def test_commit_whose_checkpoint_fails_is_not_landed_twice(db_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """Log records (no key) with 1 MiB bodies under the sink's 24 MB pool: a checkpoint failing after a durable
+    """Log records (no key) with 1 MiB bodies under a 24 MB pool (the sink's before it kept its connection): a checkpoint failing after a durable
     COMMIT is recovered by a reopen, and no record lands twice, health counters included."""
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
@@ -262,7 +262,7 @@ def test_commit_whose_checkpoint_fails_is_not_landed_twice(db_path: Path, caplog
     provider = LoggerProvider()
     provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
     logger = provider.get_logger("t")
-    writer = DuckDBWriter(db_path, settings=SINK_WRITER_SETTINGS)
+    writer = DuckDBWriter(db_path, settings={**SINK_WRITER_SETTINGS, "memory_limit": "24MB"})
     for i in range(40):
         memory.clear()
         logger.emit(body=f"{i:04d}" + "x" * (1 << 20))

@@ -60,7 +60,7 @@ def test_requests_queued_as_wire_bytes_land_with_rejected_spans_skipped(spans: S
 
 
 def test_sink_writer_has_its_own_bounded_settings_and_the_exporter_keeps_its_own(db_path: Path) -> None:
-    """The sink's writer opens connections with SINK_WRITER_SETTINGS (24 MB pool); other writers keep WRITER_SETTINGS."""
+    """The sink's writer opens connections with SINK_WRITER_SETTINGS (its checkpoint threshold); other writers keep WRITER_SETTINGS."""
     sink = OTLPSink(db_path, port=0).start()
     try:
         assert sink.writer is not None and sink.writer.settings == SINK_WRITER_SETTINGS
@@ -69,10 +69,10 @@ def test_sink_writer_has_its_own_bounded_settings_and_the_exporter_keeps_its_own
     assert DuckDBWriter(db_path).settings is None  # WRITER_SETTINGS, read at each connect
     con = connect_with_retry(db_path, read_only=False, settings=SINK_WRITER_SETTINGS)
     try:
-        limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        threshold = con.execute("SELECT current_setting('checkpoint_threshold')").fetchone()[0]
     finally:
         con.close()
-    assert limit.replace(" ", "") in ("22.8MiB", "24.0MB", "24MB")
+    assert threshold.replace(" ", "") in ("15.2MiB", "16.0MB", "16MB")
 
 
 def test_system_arrow_pool_only_in_the_collect_process(tmp_path: Path) -> None:

@@ -20,12 +20,12 @@ pytestmark = pytest.mark.timeout(300)
 
 def test_spool_drain_whose_checkpoint_fails_lands_no_log_record_twice(db_path: Path,
                                                                        caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
-    """40 spooled batches of 1 MiB log records drained under the sink's 24 MB pool: checkpoints fail after durable COMMITs, yet each record lands once."""
+    """40 spooled batches of 1 MiB log records drained under a 24 MB pool (the sink's before it kept its connection): checkpoints fail after durable COMMITs, yet each record lands once."""
     memory = InMemoryLogRecordExporter()
     provider = LoggerProvider()
     provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
     logger = provider.get_logger("t")
-    writer = DuckDBWriter(db_path, settings=SINK_WRITER_SETTINGS, lock_timeout_s=0.1)
+    writer = DuckDBWriter(db_path, settings={**SINK_WRITER_SETTINGS, "memory_limit": "24MB"}, lock_timeout_s=0.1)
     assert writer.drain_spool()  # creates nothing; the file is made by the first write below
     assert writer.write_tables(logs_batch(encode_logs([]))).error is None
     with file_lock(db_path, exclusive=True, timeout_s=5):  # another writer holds the file: every batch spools

@@ -214,7 +214,7 @@ def test_worker_processes_land_the_same_rows_as_the_writer_thread(spans: SpanFac
                 for r in range(4)]  # fmt: skip
     pooled_rows, pooled = _land_requests(
         tmp_path / "pool.duckdb",
-        SinkConfig(convert_workers=1, pool_from_spans=1, insert_spans=3, decode_chunk_spans=2), requests,
+        SinkConfig(convert_workers=1, pool_from_bytes=1, insert_spans=3, decode_chunk_spans=2), requests,
     )  # fmt: skip
     local_rows, local_pooled = _land_requests(tmp_path / "local.duckdb", SinkConfig(convert_workers=0), requests)
     assert pooled and not local_pooled
@@ -226,7 +226,7 @@ def test_a_killed_conversion_worker_loses_nothing(spans: SpanFactory, db_path: P
     """When the conversion workers are killed -9, the writer converts their pieces itself and the next batch starts new workers."""
     import signal
 
-    sink = OTLPSink(db_path, port=0, config=SinkConfig(convert_workers=1, pool_from_spans=1, insert_spans=2)).start()
+    sink = OTLPSink(db_path, port=0, config=SinkConfig(convert_workers=1, pool_from_bytes=1, insert_spans=2)).start()
     try:
         first = proto_request([spans.attempt(i, items=1) for i in range(4)]).SerializeToString()
         assert post(sink.endpoint, first)[0] == 200 and sink.flush(120)
@@ -269,13 +269,14 @@ def test_conversion_workers_exit_when_the_receiver_is_killed(spans: SpanFactory,
         assert "listening on " in line, line
         endpoint = line.split("listening on ")[1].split(" ")[0]
         deadline = time.monotonic() + 60
-        body = proto_request([spans.attempt(i, items=2) for i in range(600)]).SerializeToString()
+        body = proto_request([spans.attempt(i, items=4) for i in range(800)]).SerializeToString()
+        assert len(body) > 2 * 1024 * 1024  # over the default pool_from_bytes
         assert post(endpoint, body)[0] == 200
         workers: list[int] = []
         while not workers and time.monotonic() < deadline:
             workers = _children(proc.pid)
             time.sleep(0.05)
-        assert workers, "no conversion worker started for a 600-span request"
+        assert workers, "no conversion worker started for a 2 MiB request"
     finally:
         proc.kill()
         proc.wait(30)
