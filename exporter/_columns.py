@@ -13,7 +13,7 @@ both paths land identical rows (tests/exporter/test_exporter_columns.py compares
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -100,9 +100,11 @@ def _fast_inputs(events: list[tuple[int, dict[str, Any]]], attempt_id: str, star
             and _STR_OR_NONE.issuperset([type(f[i]) for i in _STR_AT])
         ):  # fmt: skip
             return None
-        if not input_id or not 0 <= seq <= _INT32_MAX or seq in seen or (size is not None and not 0 <= size <= _INT64_MAX):
+        seq_int = cast(int, seq)  # an int: the type checks above passed, which mypy cannot follow
+        if not input_id or not 0 <= seq_int <= _INT32_MAX or seq_int in seen or (
+                size is not None and not 0 <= size <= _INT64_MAX):  # fmt: skip
             return None
-        seen.add(seq)
+        seen.add(seq_int)
         rows.append((input_id, attempt_id, *f[1:], time_ns or None, None, start))
     return rows
 

@@ -115,7 +115,7 @@ def skip_pandas_probe() -> None:
     :meth:`OTLPSink.start` inside someone else's process."""
     if "pandas" in sys.modules:
         return
-    sys.modules["pandas"] = None  # type: ignore[assignment] - makes `import pandas` raise ImportError
+    sys.modules["pandas"] = None  # type: ignore[assignment]  # makes `import pandas` raise ImportError
     try:
         pa.array([0], pa.int64())
     except Exception:  # noqa: BLE001 - only an optimisation

@@ -71,7 +71,7 @@ class DuckDBSpanExporter(OwnedWriter, SpanExporter):
             return WriteOutcome()
         # DuckDBWriter.write_spans and .land_artifacts take AttemptRecords (artifacts_table) but say Mapping; _writer.py
         # is being changed on another branch, and warn_unused_ignores flags this ignore once its annotation is right.
-        return self.writer.write_spans(records, artifacts=artifacts)  # type: ignore[arg-type]  # _writer's annotation
+        return self.writer.write_spans(records, artifacts=artifacts)
 
 
 __all__ = ["DuckDBSpanExporter"]

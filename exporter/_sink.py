@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import logging
 import os
 import threading
@@ -302,6 +303,11 @@ def _release_free_memory() -> None:
         _LIBC.malloc_trim(0)
 
 
+def _render(respond: Callable[..., bytes], checked: object, as_json: bool) -> bytes:
+    """The response body of a checked request, in the request's encoding."""
+    return respond(checked, as_json=as_json)
+
+
 def _remove_rejected_spans(req: object, skip: set[tuple[int, int, int]]) -> None:
     for i, j, k in sorted(skip, reverse=True):
         del req.resource_spans[i].scope_spans[j].spans[k]  # type: ignore[attr-defined]
@@ -446,14 +452,14 @@ class OTLPSink:
                     req, bad_ids = parse_json(body) if as_json else (parse_protobuf(body), None)
                     checked = check_request(req, bad_ids)
                     accepted, rejected, skip = checked.accepted, checked.rejected, checked.skip
-                    render: Callable[[bool], bytes] = lambda j, c=checked: response_body(c, as_json=j)  # noqa: E731
+                    render: Callable[[bool], bytes] = functools.partial(_render, response_body, checked)
                     if skip and accepted:
                         _remove_rejected_spans(req, skip)
                 else:
                     req, bad_ids = parse_logs_json(body) if as_json else (parse_logs_protobuf(body), None)
                     checked_logs = check_logs(req, bad_ids)
                     accepted, rejected, skip = checked_logs.accepted, checked_logs.rejected, checked_logs.skip
-                    render = lambda j, c=checked_logs: logs_response(c, as_json=j)  # noqa: E731
+                    render = functools.partial(_render, logs_response, checked_logs)
                     if skip and accepted:
                         _remove_rejected_logs(req, skip)
             except DecodeError as exc:

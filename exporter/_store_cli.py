@@ -64,7 +64,7 @@ def _land(db: Path | None, store: ArtifactStore, attempt_ids: list[str] | None =
         wanted = set(attempt_ids)
         records = [r for r in records if r.attempt_id in wanted]
     writer = DuckDBWriter(db, source_prefix="store-cli")
-    outcome = writer.land_artifacts(records)  # type: ignore[arg-type]  # _writer's annotation (see _exporter.py)
+    outcome = writer.land_artifacts(records)
     if outcome.spilled or outcome.dropped:
         _console.print(f"[yellow]DuckDB busy: artifact status spooled for later ({db})[/yellow]")
 

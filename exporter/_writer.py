@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import secrets
@@ -38,6 +39,7 @@ from otel_inputs.exporter._db import (
 )  # fmt: skip
 from otel_inputs.exporter._artifacts import artifacts_table
 from otel_inputs.exporter._schema import migrate
+from otel_inputs.store import AttemptRecord
 from otel_inputs.exporter._spans import SpanRecord
 from otel_inputs.exporter._encodings.coding_agents import settle as settle_coding_agents
 from otel_inputs.exporter._messages import settle_for_logs as settle_log_messages
@@ -147,7 +149,7 @@ class DuckDBWriter:
             self.source = default_source(self._source_prefix)
 
     # -- public ------------------------------------------------------------------------------
-    def write_spans(self, spans: Sequence[SpanRecord], *, artifacts: Sequence[Mapping[str, Any]] = ()) -> WriteOutcome:
+    def write_spans(self, spans: Sequence[SpanRecord], *, artifacts: Sequence[AttemptRecord] = ()) -> WriteOutcome:
         tables = self.build(spans)
         if artifacts:
             tables = dataclasses.replace(tables, artifacts=artifacts_table(artifacts, _now_us()))
@@ -163,7 +165,7 @@ class DuckDBWriter:
             self.count("spans_dropped", len(problems))
         return tables
 
-    def land_artifacts(self, records: Sequence[Mapping[str, Any]]) -> WriteOutcome:
+    def land_artifacts(self, records: Sequence[AttemptRecord]) -> WriteOutcome:
         table = artifacts_table(records, _now_us())
         if table is None:
             return WriteOutcome()
@@ -417,8 +419,8 @@ class DuckDBWriter:
                     self.counters["logs_written"] = self.counters.get("logs_written", 0) + batch.log_count
                     counters = self.counters
                 else:
-                    counters = _transaction(con, lambda b=batch: [b], self.source, self.counters, "spans_drained",
-                                            mark)  # fmt: skip
+                    counters = _transaction(con, functools.partial(list, [batch]), self.source, self.counters,
+                                            "spans_drained", mark)  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - kept for the next drain; its mark says if it landed
                 self.counters["spool_drain_failed"] = self.counters.get("spool_drain_failed", 0) + 1
                 _log.warning("otel-inputs: spool entry %s not landed (%s: %s); kept for the next drain",
@@ -583,7 +585,7 @@ def _transaction(con: duckdb.DuckDBPyConnection, produce: Callable[[], Iterable[
         if pause is not None and pause.con is not None:
             con = pause.con  # the connection a pause reopened
         _log.info("otel-inputs: batch exceeds the writer memory_limit; retrying with DuckDB's default")
-        limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        limit = (con.execute("SELECT current_setting('memory_limit')").fetchone() or ("",))[0]
         con.execute("RESET memory_limit")
         try:
             return _transaction_once(con, produce(), source, counters, count_as, progress, staged, pause)
