@@ -176,8 +176,10 @@ def read_only(db_path: str | os.PathLike[str]) -> Iterator[DuckDBBackend]:
     path = Path(db_path)
     if not path.exists():
         raise DbUnavailable(f"No database {path.name} yet. Record an attempt first, or check OTEL_INPUTS_DB.")
-    # The shared sidecar lock waits out a writer's batch (a few hundred ms at most) instead of
-    # failing the refresh; it is released when this refresh's connection closes.
+    # The shared sidecar lock waits for the writers instead of failing the refresh: waiting says so
+    # (<db>.lock.wait), and the receiver hands the file over after its insert in progress (p99
+    # 0.3-1.5 s under a sustained backlog, docs/performance.md "Ingest").  It is released when this
+    # refresh's connection closes.
     lock = file_lock(path, exclusive=False, timeout_s=LOCK_WAIT_S)
     try:
         lock.__enter__()
