@@ -101,7 +101,7 @@ def convert_piece(kind: Kind, body: bytes, start: int = 0, stop: int | None = No
 
 def default_workers() -> int:
     """Conversion workers for a process that only receives: one less than the cores, at most 2."""
-    return max(0, min(2, (os.cpu_count() or 1) - 1))
+    return max(0, min(2, len(os.sched_getaffinity(0)) - 1))  # the cores this process may use
 
 
 def skip_pandas_probe() -> None:

@@ -94,6 +94,10 @@ class SinkConfig:
     # pieces of ``insert_spans`` spans.
     convert_workers: int = 0
     pool_from_bytes: int = 1024 * 1024
+    # A piece not converted within this long is converted by the writer (a stuck worker), and the
+    # workers are replaced; after ``pool_failures_off`` failed pools in a row the writer converts.
+    piece_timeout_s: float = 120.0
+    pool_failures_off: int = 3
     header_timeout_s: float = 10.0  # request line and headers must arrive within this
     request_deadline_s: float = 30.0  # a client trickling its body cannot hold a connection longer
     keep_alive_s: float = 5.0  # an idle keep-alive connection is closed after this
@@ -112,7 +116,9 @@ class _Item:
     The queue holds positions, not bytes (the Collector's persistent-queue pattern): the writer
     reads the bytes back and parses them when it converts, and the parsed message is released as
     soon as the last chunk is converted, before the commit.  So the queue's depth costs disk,
-    not memory."""
+    not memory; only the requests handed to the conversion workers (the batch being landed and
+    up to ``max_batch_bytes`` queued behind it, none over ``max_inflight_bytes``) hold their
+    converted tables until they land."""
 
     ref: Ref
     spans: int  # spans or log records
@@ -355,6 +361,7 @@ class OTLPSink:
         self._order_lock = threading.Lock()  # log order == queue order, so a landed mark covers all before it
         self._in_flight = 0
         self._pool: ProcessPoolExecutor | None = None
+        self._pool_failures = 0  # failed pools in a row
         self._stopped = False
         self._db_error: str | None = None  # the last failed write, until one succeeds
         self._db_failures = 0  # consecutive failed writes
@@ -529,8 +536,9 @@ class OTLPSink:
             return
         if item.pieces is not None:
             for piece in item.pieces:
-                while pausable and not wait([piece.future], timeout=0.02).done:
-                    if others_waiting(self.db_path):
+                deadline = time.monotonic() + self.config.piece_timeout_s
+                while not wait([piece.future], timeout=0.02).done and time.monotonic() < deadline:
+                    if pausable and others_waiting(self.db_path):
                         yield _WAITING  # let a waiting reader in while the workers convert
                 converted = self._piece_result(item, piece)
                 self._tally(item, piece.start, piece.spans, converted.tally)
@@ -550,11 +558,14 @@ class OTLPSink:
         """A worker's tables; if the pool failed (a worker died, the pool is shut down), the same
         piece converted here."""
         try:
-            return piece.future.result()
+            converted = piece.future.result(timeout=0)  # done, or past piece_timeout_s: TimeoutError
+            self._pool_failures = 0
+            return converted
         except Exception as exc:  # noqa: BLE001 - conversion is pure: converting here again gives the same tables
             if piece.pool is self._pool:  # not a piece of workers already replaced
                 _log.warning("otel-inputs collect: a conversion worker failed (%s: %s); converting in the writer "
-                             "until the next batch starts new workers", type(exc).__name__, exc)  # fmt: skip
+                             "until the next batch starts new workers", type(exc).__name__, exc or "timed out")  # fmt: skip
+                self._pool_failures += 1
                 self._drop_pool()
             try:
                 body = self.wal.read(item.ref)
@@ -575,38 +586,57 @@ class OTLPSink:
                        "spans" if item.kind is Kind.TRACES else "log records")  # fmt: skip
 
     def _submit(self, items: list[_Item]) -> None:
-        """Hand the batch's requests to the worker pool in pieces of ``insert_spans`` spans, and the
-        requests queued behind it (up to ``max_batch_bytes``), so the workers convert the next batch
-        while this one is inserted and committed.  Nothing when the batch is small or there are no
-        workers; a request that cannot be read back is left to the writer (which counts what it
-        cannot convert)."""
+        """Hand the batch's requests to the worker pool in pieces, and the requests queued behind it
+        (up to ``max_batch_bytes``), so the workers convert the next batch while this one is inserted
+        and committed.  Nothing when the batch is small, there are no workers, or they failed
+        ``pool_failures_off`` times in a row.  A request over ``max_inflight_bytes`` (its tables
+        would all be held at once), one the writer already converted with a loss (it would be
+        counted twice) and one that cannot be read back are left to the writer."""
         workers = self.config.convert_workers
-        if workers <= 0 or sum(i.nbytes for i in items) < self.config.pool_from_bytes:
+        if (workers <= 0 or self._pool_failures >= self.config.pool_failures_off
+                or sum(i.nbytes for i in items) < self.config.pool_from_bytes):  # fmt: skip
             return
         try:
             if self._pool is None:
                 self._pool = worker_pool(workers)
-            step = max(1, self.config.insert_spans)
-            for item in items + self._queue.peek(self.config.max_batch_bytes):
-                if item.pieces is not None:
-                    continue
+        except Exception as exc:  # noqa: BLE001 - the writer converts instead
+            self._pool_failures += 1
+            _log.warning("otel-inputs collect: conversion workers unavailable (%s: %s); converting in the writer",
+                         type(exc).__name__, exc)  # fmt: skip
+            return
+        pool = self._pool
+        for item in items + self._queue.peek(self.config.max_batch_bytes):
+            if (item.pieces and item.pieces[0].pool is pool) or (item.lost and not item.pieces) or (
+                    item.nbytes > self.config.max_inflight_bytes):  # fmt: skip
+                continue
+            try:
                 body = self.wal.read(item.ref)
-                starts = list(range(0, item.spans, step)) if item.kind is Kind.TRACES else [0]
-                pool = self._pool
+            except Exception:  # noqa: BLE001 - the writer tries again and counts what it cannot convert
+                continue
+            # Pieces of at least insert_spans spans, at most 4 a worker: each piece parses the whole body.
+            step = max(1, self.config.insert_spans, -(-item.spans // (4 * workers)))
+            starts = (list(range(0, item.spans, step)) or [0]) if item.kind is Kind.TRACES else [0]
+            try:
                 item.pieces = [
-                    _Piece(start, nxt, min(item.spans, nxt or item.spans) - start,
+                    _Piece(start, nxt, max(0, min(item.spans, nxt or item.spans) - start),
                            pool.submit(convert_piece, item.kind, body, start, nxt, self.config.decode_chunk_spans), pool)
                     for start, nxt in zip(starts, [*starts[1:], None])
                 ]  # fmt: skip
-        except Exception as exc:  # noqa: BLE001 - the writer converts instead
-            _log.warning("otel-inputs collect: conversion workers unavailable (%s: %s); converting in the writer",
-                         type(exc).__name__, exc)  # fmt: skip
-            self._drop_pool()
+            except Exception as exc:  # noqa: BLE001 - a broken pool (a worker died): the writer converts
+                _log.warning("otel-inputs collect: conversion workers unavailable (%s: %s); converting in the writer "
+                             "until the next batch starts new workers", type(exc).__name__, exc)  # fmt: skip
+                self._pool_failures += 1
+                self._drop_pool()
+                return
 
     def _drop_pool(self) -> None:
+        """Let go of the workers without waiting for them: a stuck one is killed (the pool has no
+        public way to), a dead one is already gone."""
         pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.kill()
+            pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def queued_spans(self) -> int:

@@ -249,6 +249,31 @@ def test_a_killed_conversion_worker_loses_nothing(spans: SpanFactory, db_path: P
     assert query(db_path, "SELECT count(*) FROM agent_attempt_inputs") == [(12,)]
 
 
+def test_a_stuck_conversion_worker_is_replaced_and_loses_nothing(spans: SpanFactory, db_path: Path) -> None:
+    """A worker that stops answering (SIGSTOP) costs piece_timeout_s: the writer converts its pieces, kills it, and every span lands once."""
+    import signal
+
+    config = SinkConfig(convert_workers=1, pool_from_bytes=1, insert_spans=2, piece_timeout_s=1.0)
+    sink = OTLPSink(db_path, port=0, config=config).start()
+    try:
+        first = proto_request([spans.attempt(i, items=1) for i in range(4)]).SerializeToString()
+        assert post(sink.endpoint, first)[0] == 200 and sink.flush(120)
+        pool = sink._pool
+        assert pool is not None
+        workers = list(pool._processes.values())  # type: ignore[attr-defined]
+        for proc in workers:
+            os.kill(proc.pid, signal.SIGSTOP)
+        second = proto_request([spans.attempt(10 + i, items=1) for i in range(4)]).SerializeToString()
+        assert post(sink.endpoint, second)[0] == 200 and sink.flush(120)
+        assert sink._pool is not pool
+        for proc in workers:
+            proc.join(10)
+            assert not proc.is_alive()  # killed, not left stopped
+    finally:
+        sink.stop()
+    assert query(db_path, 'SELECT count(*), count(DISTINCT "SpanId") FROM otel_traces') == [(8, 8)]
+
+
 def _children(pid: int) -> list[int]:
     out: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
