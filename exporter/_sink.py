@@ -91,7 +91,7 @@ class SinkConfig:
     # batch goes to them from ``pool_from_bytes`` of requests: conversion costs per attribute, which
     # the wire bytes follow (512 rich spans are 9 MB, 2,048 small ones 0.4 MB, where handing off
     # costs more than it saves: measured 10k vs 13-15k small spans/s).  A request is converted in
-    # pieces of ``insert_spans`` spans.
+    # pieces of at least ``insert_spans`` spans, at most 4 a worker.
     convert_workers: int = 0
     pool_from_bytes: int = 1024 * 1024
     # A piece not converted within this long is converted by the writer (a stuck worker), and the
