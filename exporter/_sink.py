@@ -563,10 +563,7 @@ class OTLPSink:
             return converted
         except Exception as exc:  # noqa: BLE001 - conversion is pure: converting here again gives the same tables
             if piece.pool is self._pool:  # not a piece of workers already replaced
-                _log.warning("otel-inputs collect: a conversion worker failed (%s: %s); converting in the writer "
-                             "until the next batch starts new workers", type(exc).__name__, exc or "timed out")  # fmt: skip
-                self._pool_failures += 1
-                self._drop_pool()
+                self._pool_failed(exc)
             try:
                 body = self.wal.read(item.ref)
             except Exception as read_exc:  # noqa: BLE001
@@ -600,9 +597,7 @@ class OTLPSink:
             if self._pool is None:
                 self._pool = worker_pool(workers)
         except Exception as exc:  # noqa: BLE001 - the writer converts instead
-            self._pool_failures += 1
-            _log.warning("otel-inputs collect: conversion workers unavailable (%s: %s); converting in the writer",
-                         type(exc).__name__, exc)  # fmt: skip
+            self._pool_failed(exc)
             return
         pool = self._pool
         for item in items + self._queue.peek(self.config.max_batch_bytes):
@@ -623,11 +618,16 @@ class OTLPSink:
                     for start, nxt in zip(starts, [*starts[1:], None])
                 ]  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - a broken pool (a worker died): the writer converts
-                _log.warning("otel-inputs collect: conversion workers unavailable (%s: %s); converting in the writer "
-                             "until the next batch starts new workers", type(exc).__name__, exc)  # fmt: skip
-                self._pool_failures += 1
-                self._drop_pool()
+                self._pool_failed(exc)
                 return
+
+    def _pool_failed(self, exc: BaseException) -> None:
+        """The workers failed (could not start, a worker died, a piece timed out): count it, say so,
+        and let go of them; the writer converts until the next batch starts new ones."""
+        self._pool_failures += 1
+        _log.warning("otel-inputs collect: conversion workers failed (%s: %s); converting in the writer until the "
+                     "next batch starts new ones", type(exc).__name__, str(exc) or "timed out")  # fmt: skip
+        self._drop_pool()
 
     def _drop_pool(self) -> None:
         """Let go of the workers without waiting for them: a stuck one is killed (the pool has no
