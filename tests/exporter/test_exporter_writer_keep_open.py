@@ -222,26 +222,34 @@ def test_worker_processes_land_the_same_rows_as_the_writer_thread(spans: SpanFac
     assert pooled_rows == local_rows
 
 
+def _land_batch(sink: OTLPSink, spans: SpanFactory, first: int) -> None:
+    body = proto_request([spans.attempt(first + i, items=1) for i in range(4)]).SerializeToString()
+    assert post(sink.endpoint, body)[0] == 200 and sink.flush(120)
+
+
+def _signal_workers(sink: OTLPSink, signum: int) -> tuple[object, list]:
+    """Send ``signum`` to every conversion worker of the sink's pool; the pool and its workers."""
+    pool = sink._pool
+    assert pool is not None
+    workers = list(pool._processes.values())  # type: ignore[attr-defined]
+    assert workers
+    for proc in workers:
+        os.kill(proc.pid, signum)
+    return pool, workers
+
+
 def test_a_killed_conversion_worker_loses_nothing(spans: SpanFactory, db_path: Path) -> None:
     """When the conversion workers are killed -9, the writer converts their pieces itself and the next batch starts new workers."""
     import signal
 
     sink = OTLPSink(db_path, port=0, config=SinkConfig(convert_workers=1, pool_from_bytes=1, insert_spans=2)).start()
     try:
-        first = proto_request([spans.attempt(i, items=1) for i in range(4)]).SerializeToString()
-        assert post(sink.endpoint, first)[0] == 200 and sink.flush(120)
-        pool = sink._pool
-        assert pool is not None
-        workers = list(pool._processes.values())  # type: ignore[attr-defined]
-        assert workers
-        for proc in workers:
-            os.kill(proc.pid, signal.SIGKILL)
+        _land_batch(sink, spans, 0)
+        pool, workers = _signal_workers(sink, signal.SIGKILL)
         for proc in workers:
             proc.join(10)
-        second = proto_request([spans.attempt(10 + i, items=1) for i in range(4)]).SerializeToString()
-        assert post(sink.endpoint, second)[0] == 200 and sink.flush(120)
-        third = proto_request([spans.attempt(20 + i, items=1) for i in range(4)]).SerializeToString()
-        assert post(sink.endpoint, third)[0] == 200 and sink.flush(120)
+        _land_batch(sink, spans, 10)
+        _land_batch(sink, spans, 20)
         assert sink._pool is not None and sink._pool is not pool  # new workers for the third batch
     finally:
         sink.stop()
@@ -256,15 +264,9 @@ def test_a_stuck_conversion_worker_is_replaced_and_loses_nothing(spans: SpanFact
     config = SinkConfig(convert_workers=1, pool_from_bytes=1, insert_spans=2, piece_timeout_s=1.0)
     sink = OTLPSink(db_path, port=0, config=config).start()
     try:
-        first = proto_request([spans.attempt(i, items=1) for i in range(4)]).SerializeToString()
-        assert post(sink.endpoint, first)[0] == 200 and sink.flush(120)
-        pool = sink._pool
-        assert pool is not None
-        workers = list(pool._processes.values())  # type: ignore[attr-defined]
-        for proc in workers:
-            os.kill(proc.pid, signal.SIGSTOP)
-        second = proto_request([spans.attempt(10 + i, items=1) for i in range(4)]).SerializeToString()
-        assert post(sink.endpoint, second)[0] == 200 and sink.flush(120)
+        _land_batch(sink, spans, 0)
+        pool, workers = _signal_workers(sink, signal.SIGSTOP)
+        _land_batch(sink, spans, 10)
         assert sink._pool is not pool
         for proc in workers:
             proc.join(10)
